@@ -1,0 +1,109 @@
+"""`extract`: the command line. `extract run extract.yaml` runs a job; `python -m pipeline` is the same."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import structlog
+
+from pipeline import logs
+from pipeline.config import ConfigError, load_config
+from pipeline.manifest import AccountingError
+
+log = structlog.get_logger(__name__)
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+        try:
+            overrides[key] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key] = value
+    if getattr(args, "limit", None) is not None:
+        overrides["input.limit"] = args.limit
+    if getattr(args, "output", None):
+        overrides["output.uri"] = args.output
+    return overrides
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pipeline.run import run_job
+    from pipeline.summary import render_summary
+
+    loaded = load_config(args.config, _overrides(args))
+    manifest = run_job(loaded)
+    print(render_summary(manifest))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from pipeline.run import preflight
+
+    loaded = load_config(args.config, _overrides(args))
+    plan = preflight(loaded)
+    contract = loaded.contract
+    print(f"{args.config}: ok")
+    print(f"  input   {plan.rows_to_read} of {plan.total_rows} documents in {len(plan.files)} file(s)")
+    print(f"  schema  {contract.name}@{contract.version} (hash {contract.hash}) from {contract.source}")
+    print(f"  columns {', '.join(f'{f.name}: {f.type}' for f in contract.layout.schema)}")
+    return 0
+
+
+def cmd_model_prepare(args: argparse.Namespace) -> int:
+    from workers.bundled_model import prepare
+
+    print(prepare())
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="extract", description="Schema-constrained batch extraction on Ray + vLLM.")
+    top.add_argument("--log-json", action="store_true", help="log JSON lines instead of console text")
+    sub = top.add_subparsers(dest="command", required=True)
+
+    def job_command(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("config", help="path to extract.yaml")
+        p.add_argument("--limit", type=int, help="process at most N documents (overrides input.limit)")
+        p.add_argument("--output", help="output URI (overrides output.uri)")
+        p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                       help="override a config key, e.g. --set model.max_tokens=256 (repeatable)")
+        return p
+
+    job_command("run", "run an extraction job").set_defaults(func=cmd_run)
+    job_command("validate", "check a job's config, schema and input without running it").set_defaults(
+        func=cmd_validate
+    )
+    model = sub.add_parser("model", help="model utilities")
+    model_sub = model.add_subparsers(dest="model_command", required=True)
+    model_sub.add_parser("prepare", help="convert the bundled GGUF model once and print its folder").set_defaults(
+        func=cmd_model_prepare
+    )
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logs.configure(json_logs=True if args.log_json else None)
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except AccountingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""`RunManifest`: what one run read, wrote and spent, saved as OUTPUT/_runs/<run_id>.json."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class AccountingError(RuntimeError):
+    """input_rows != rows + dead_letters: a document was lost or duplicated, so nothing is committed."""
+
+
+@dataclass
+class RunManifest:
+    run_id: str
+    name: str
+    config_path: str
+    config_hash: str
+    status: str
+    started_at: str
+    finished_at: str | None = None
+    input_uri: str = ""
+    input_files: int = 0
+    output_uri: str = ""
+    schema: dict[str, str] = field(default_factory=dict)
+    model: str = ""
+    input_rows: int = 0
+    rows: int = 0
+    dead_letters: int = 0
+    dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float | None] = field(default_factory=dict)
+    actors: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+    def rows_processed(self) -> int:
+        return self.rows + self.dead_letters
+
+    def check_accounting(self) -> None:
+        if self.input_rows != self.rows + self.dead_letters:
+            raise AccountingError(
+                f"accounting failed: input_rows {self.input_rows} != rows {self.rows} + dead_letters {self.dead_letters}"
+            )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=False, default=str)
+
+    def save(self, output_dir: str) -> Path:
+        folder = Path(output_dir) / "_runs"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self.run_id}.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(self.to_json())
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunManifest:
+        return cls(**json.loads(Path(path).read_text()))

@@ -1,0 +1,72 @@
+"""The Ray Data plan: read Parquet → extraction actor pool → a stream of outcome batches."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import ray
+import ray.data
+
+from pipeline.config import LoadedConfig
+from pipeline.source import InputPlan
+from workers.actor import ExtractionActor
+from workers.spec import ExtractionSpec
+
+# Read tasks are I/O; they must not wait behind actors that hold every CPU of a small machine.
+READ_TASK_CPUS = 0.25
+
+
+def actor_env(gpus_per_actor: float) -> dict[str, str]:
+    """Environment for extraction actors. On CPU the engine runs in the actor's own process."""
+    env = {"TOKENIZERS_PARALLELISM": "false"}
+    for key in ("VLLM_LOGGING_LEVEL", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE", "EXTRACT_CACHE_DIR",
+                "HF_HUB_OFFLINE", "VLLM_ENABLE_V1_MULTIPROCESSING"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    if gpus_per_actor == 0:
+        env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    return env
+
+
+def build_spec(loaded: LoadedConfig, run_id: str) -> ExtractionSpec:
+    cfg = loaded.config
+    return ExtractionSpec(
+        run_id=run_id,
+        id_column=cfg.input.id_column,
+        text_column=cfg.input.text_column,
+        prompt_template=cfg.prompt,
+        contract=loaded.contract,
+        model_path=loaded.model_path,
+        model_name=cfg.model.path,
+        max_tokens=cfg.model.max_tokens,
+        temperature=cfg.model.temperature,
+        max_model_len=cfg.model.max_model_len,
+        tensor_parallel_size=cfg.workers.tensor_parallel_size,
+        engine_kwargs=dict(cfg.model.engine_kwargs),
+    )
+
+
+def build_dataset(loaded: LoadedConfig, plan: InputPlan, spec: ExtractionSpec, stats: Any) -> ray.data.Dataset:
+    cfg = loaded.config
+    ctx = ray.data.DataContext.get_current()
+    # Deterministic order: the same input gives the same output files, and `limit` the same documents.
+    ctx.execution_options.preserve_order = True
+    ctx.enable_progress_bars = False
+    ds = ray.data.read_parquet(
+        plan.files, columns=[cfg.input.id_column, cfg.input.text_column], num_cpus=READ_TASK_CPUS
+    )
+    if cfg.input.limit:
+        ds = ds.limit(cfg.input.limit)
+    resources = cfg.workers.ray_resources()
+    return ds.map_batches(
+        ExtractionActor,
+        fn_constructor_kwargs={"spec": spec, "stats": stats},
+        batch_size=cfg.workers.batch_size,
+        batch_format="pyarrow",
+        compute=ray.data.ActorPoolStrategy(size=cfg.workers.actors),
+        num_cpus=resources["num_cpus"],
+        num_gpus=resources["num_gpus"],
+        runtime_env={"env_vars": actor_env(cfg.workers.gpus_per_actor)},
+    )

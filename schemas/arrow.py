@@ -1,0 +1,229 @@
+"""JSON Schema → Arrow: the typed columns a record is written as.
+
+One mapping serves both a Pydantic model (through its JSON Schema) and a user's JSON Schema file:
+- objects with properties → structs; lists → lists;
+- `format: date` → date32; `format: date-time` → timestamp[us, UTC];
+- integers → int64, numbers → float64, booleans → bool;
+- enums, consts and Literals of strings → string;
+- a field that may be null or may be absent → nullable;
+- anything without one clear type (free-form objects, unions of several types) → a JSON-encoded string.
+
+Records arrive in JSON form (what `model_dump(mode="json")` or `json.loads` gives) and each field's
+converter turns them into the Python value Arrow expects for its type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+
+Converter = Callable[[Any], Any]
+
+JSON_STRING_METADATA = {b"extract.encoding": b"json"}
+
+
+@dataclass(frozen=True)
+class ArrowMapping:
+    """An Arrow type plus the converter that turns a JSON-form value into a value of that type."""
+
+    type: pa.DataType
+    nullable: bool
+    convert: Converter
+    json_encoded: bool = False
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _nullsafe(convert: Converter) -> Converter:
+    def run(value: Any) -> Any:
+        return None if value is None else convert(value)
+
+    return run
+
+
+def _to_date(value: Any) -> date:
+    return date.fromisoformat(value) if isinstance(value, str) else value
+
+
+def _to_timestamp(value: Any) -> datetime:
+    parsed = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+def _to_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _to_float(value: Any) -> float:
+    return float(value)
+
+
+_JSON = ArrowMapping(pa.string(), True, _nullsafe(_to_json), json_encoded=True)
+
+
+class UnsupportedSchemaError(ValueError):
+    """The JSON Schema cannot be laid out as columns (for example, a root that is not an object)."""
+
+
+class _Mapper:
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+        self._resolving: set[str] = set()
+
+    def resolve(self, ref: str) -> dict[str, Any]:
+        if not ref.startswith("#/"):
+            raise UnsupportedSchemaError(f"only local $ref is supported, got {ref!r}")
+        node: Any = self.root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(node, dict) or part not in node:
+                raise UnsupportedSchemaError(f"$ref {ref!r} does not resolve")
+            node = node[part]
+        return node
+
+    def map(self, schema: Any) -> ArrowMapping:
+        if not isinstance(schema, dict):  # `true`, `false` or junk: no typed layout
+            return _JSON
+        if "$ref" in schema:
+            ref = schema["$ref"]
+            if ref in self._resolving:  # recursive structure: store the subtree as JSON
+                return _JSON
+            self._resolving.add(ref)
+            try:
+                return self.map({**self.resolve(ref), **{k: v for k, v in schema.items() if k != "$ref"}})
+            finally:
+                self._resolving.discard(ref)
+        for key in ("anyOf", "oneOf"):
+            if key in schema:
+                return self._union(schema[key])
+        if "allOf" in schema and len(schema["allOf"]) == 1:
+            rest = {k: v for k, v in schema.items() if k != "allOf"}
+            return self.map({**rest, **schema["allOf"][0]})
+        if "const" in schema:
+            return self._literals([schema["const"]])
+        if "enum" in schema:
+            return self._literals(list(schema["enum"]))
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return self._union([{**schema, "type": k} for k in kind])
+        return self._typed(kind, schema)
+
+    def _union(self, options: list[Any]) -> ArrowMapping:
+        non_null = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
+        nullable = len(non_null) != len(options)
+        if len(non_null) == 1:
+            inner = self.map(non_null[0])
+            return ArrowMapping(inner.type, inner.nullable or nullable, inner.convert, inner.json_encoded)
+        mapped = [self.map(o) for o in non_null]
+        if mapped and all(m.type == mapped[0].type and not m.json_encoded for m in mapped):
+            return ArrowMapping(mapped[0].type, True, mapped[0].convert)
+        if mapped and {m.type for m in mapped} <= {pa.int64(), pa.float64()}:
+            return ArrowMapping(pa.float64(), True, _nullsafe(_to_float))
+        return _JSON
+
+    def _literals(self, values: list[Any]) -> ArrowMapping:
+        non_null = [v for v in values if v is not None]
+        nullable = len(non_null) != len(values)
+        if non_null and all(isinstance(v, str) for v in non_null):
+            return ArrowMapping(pa.string(), nullable, _identity)
+        if non_null and all(isinstance(v, bool) for v in non_null):
+            return ArrowMapping(pa.bool_(), nullable, _identity)
+        if non_null and all(isinstance(v, int) and not isinstance(v, bool) for v in non_null):
+            return ArrowMapping(pa.int64(), nullable, _identity)
+        return _JSON
+
+    def _typed(self, kind: Any, schema: dict[str, Any]) -> ArrowMapping:
+        if kind == "string":
+            fmt = schema.get("format")
+            if fmt == "date":
+                return ArrowMapping(pa.date32(), False, _nullsafe(_to_date))
+            if fmt == "date-time":
+                return ArrowMapping(pa.timestamp("us", tz="UTC"), False, _nullsafe(_to_timestamp))
+            return ArrowMapping(pa.string(), False, _identity)
+        if kind == "integer":
+            return ArrowMapping(pa.int64(), False, _identity)
+        if kind == "number":
+            return ArrowMapping(pa.float64(), False, _nullsafe(_to_float))
+        if kind == "boolean":
+            return ArrowMapping(pa.bool_(), False, _identity)
+        if kind == "null":
+            return ArrowMapping(pa.null(), True, _identity)
+        if kind == "array" or (kind is None and "items" in schema):
+            return self._array(schema)
+        if kind == "object" or (kind is None and "properties" in schema):
+            return self._object(schema)
+        return _JSON
+
+    def _array(self, schema: dict[str, Any]) -> ArrowMapping:
+        items = schema.get("items")
+        item = self.map(items) if isinstance(items, dict) else _JSON
+        item_field = pa.field("item", item.type, nullable=True)
+        convert_item = item.convert
+
+        def convert(value: Any) -> Any:
+            return None if value is None else [convert_item(v) for v in value]
+
+        return ArrowMapping(pa.list_(item_field), False, convert)
+
+    def _object(self, schema: dict[str, Any]) -> ArrowMapping:
+        properties = schema.get("properties")
+        if not properties:
+            return _JSON
+        fields, converters = self.fields(schema)
+        struct = pa.struct(fields)
+
+        def convert(value: Any) -> Any:
+            if value is None:
+                return None
+            return {name: conv(value.get(name)) for name, conv in converters}
+
+        return ArrowMapping(struct, False, convert)
+
+    def fields(self, schema: dict[str, Any]) -> tuple[list[pa.Field], list[tuple[str, Converter]]]:
+        required = set(schema.get("required", []))
+        fields: list[pa.Field] = []
+        converters: list[tuple[str, Converter]] = []
+        for name, sub in schema.get("properties", {}).items():
+            mapped = self.map(sub)
+            nullable = mapped.nullable or name not in required
+            metadata = JSON_STRING_METADATA if mapped.json_encoded else None
+            fields.append(pa.field(name, mapped.type, nullable=nullable, metadata=metadata))
+            converters.append((name, mapped.convert))
+        return fields, converters
+
+
+@dataclass(frozen=True)
+class RecordLayout:
+    """The Arrow schema of a record's columns and the converter from JSON-form records."""
+
+    schema: pa.Schema
+    converters: tuple[tuple[str, Converter], ...]
+
+    def to_columns(self, records: list[dict[str, Any]]) -> dict[str, pa.Array]:
+        """Typed columns for JSON-form records, in schema order."""
+        columns: dict[str, pa.Array] = {}
+        for field, (name, convert) in zip(self.schema, self.converters, strict=True):
+            values = [convert(r.get(name)) for r in records]
+            columns[name] = pa.array(values, type=field.type)
+        return columns
+
+
+def record_layout(json_schema: dict[str, Any]) -> RecordLayout:
+    """The columns for records of `json_schema`, whose root must be an object with properties."""
+    mapper = _Mapper(json_schema)
+    root = json_schema
+    if "$ref" in root and "properties" not in root:
+        root = mapper.resolve(root["$ref"])
+    if not root.get("properties"):
+        raise UnsupportedSchemaError("the schema's root must be an object with properties to map to columns")
+    fields, converters = mapper.fields(root)
+    return RecordLayout(pa.schema(fields), tuple(converters))

@@ -1,0 +1,102 @@
+"""Each document's outcome: a row, or a dead letter with its reason.
+
+Before generation:   empty or null text → `empty_input`; prompt + output budget past the context → `input_too_long`.
+After generation, in this order:
+  1. `finish_reason == "length"` → `truncated` (the grammar was cut off, whatever the text looks like);
+  2. not parseable → `invalid_json`;
+  3. fails the contract → `semantic_invalid` (Pydantic, validators included) or `schema_violation` (JSON Schema);
+  4. a validator that crashed instead of answering → `validator_error`;
+  5. otherwise a row.
+A batch whose generation raised → every document in it is `engine_error`.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.contract import RecordRejected, SchemaContract
+from workers.engine import Generation
+
+DEAD_LETTER_REASONS = (
+    "empty_input",
+    "input_too_long",
+    "truncated",
+    "invalid_json",
+    "semantic_invalid",
+    "schema_violation",
+    "validator_error",
+    "engine_error",
+)
+
+
+@dataclass
+class Outcome:
+    """One document's result. `record` is set for a row; `reason` and `error` for a dead letter."""
+
+    record: dict[str, Any] | None = None
+    reason: str | None = None
+    error: dict[str, Any] | None = None
+    raw_output: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_row(self) -> bool:
+        return self.record is not None
+
+
+def dead_letter(reason: str, message: str, **details: Any) -> Outcome:
+    return Outcome(reason=reason, error={"message": message, **details})
+
+
+def check_input(text: str | None, prompt_tokens: int | None, max_tokens: int, max_model_len: int) -> Outcome | None:
+    """A dead letter for a document that must not reach the engine, else None."""
+    if text is None or not text.strip():
+        return dead_letter("empty_input", "the document text is empty or null")
+    if prompt_tokens is not None and prompt_tokens + max_tokens > max_model_len:
+        return Outcome(
+            reason="input_too_long",
+            error={
+                "message": f"prompt of {prompt_tokens} tokens + max_tokens {max_tokens} exceeds max_model_len {max_model_len}",
+                "prompt_tokens": prompt_tokens,
+                "max_tokens": max_tokens,
+                "max_model_len": max_model_len,
+            },
+            prompt_tokens=prompt_tokens,
+        )
+    return None
+
+
+def classify(generation: Generation, contract: SchemaContract, context: dict[str, Any]) -> Outcome:
+    outcome = Outcome(
+        raw_output=generation.text,
+        finish_reason=generation.finish_reason,
+        prompt_tokens=generation.prompt_tokens,
+        output_tokens=generation.output_tokens,
+    )
+    if generation.finish_reason == "length":
+        outcome.reason = "truncated"
+        outcome.error = {"message": f"output hit the token limit after {generation.output_tokens} tokens"}
+        return outcome
+    try:
+        outcome.record = contract.check(generation.text, context)
+    except RecordRejected as rejected:
+        outcome.reason = rejected.reason
+        outcome.error = {"message": rejected.errors[0]["msg"] if rejected.errors else rejected.reason,
+                         "errors": rejected.errors}
+    except Exception as exc:  # noqa: BLE001 - a user's validator may raise anything; it must not kill the batch
+        outcome.reason = "validator_error"
+        outcome.error = {
+            "message": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exception_only(type(exc), exc)[-1].strip(),
+        }
+    return outcome
+
+
+def error_json(error: dict[str, Any] | None) -> str | None:
+    return None if error is None else json.dumps(error, ensure_ascii=False, default=str)
