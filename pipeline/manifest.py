@@ -42,7 +42,8 @@ class RunManifest:
     def check_accounting(self) -> None:
         if self.input_rows != self.rows + self.dead_letters:
             raise AccountingError(
-                f"accounting failed: input_rows {self.input_rows} != rows {self.rows} + dead_letters {self.dead_letters}"
+                f"accounting failed: input_rows {self.input_rows} != "
+                f"rows {self.rows} + dead_letters {self.dead_letters}"
             )
 
     def to_json(self) -> str:

@@ -54,8 +54,8 @@ def build_dataset(loaded: LoadedConfig, plan: InputPlan, spec: ExtractionSpec, s
     # Deterministic order: the same input gives the same output files, and `limit` the same documents.
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
-    ds = ray.data.read_parquet(
-        plan.files, columns=[cfg.input.id_column, cfg.input.text_column], num_cpus=READ_TASK_CPUS
+    ds = ray.data.read_parquet(plan.files, num_cpus=READ_TASK_CPUS).select_columns(
+        [cfg.input.id_column, cfg.input.text_column]
     )
     if cfg.input.limit:
         ds = ds.limit(cfg.input.limit)

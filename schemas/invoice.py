@@ -10,7 +10,6 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_va
 
 from schemas.registry import register
 
-
 AMOUNT = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 

@@ -62,7 +62,8 @@ def check_input(text: str | None, prompt_tokens: int | None, max_tokens: int, ma
         return Outcome(
             reason="input_too_long",
             error={
-                "message": f"prompt of {prompt_tokens} tokens + max_tokens {max_tokens} exceeds max_model_len {max_model_len}",
+                "message": f"prompt of {prompt_tokens} tokens + max_tokens {max_tokens} "
+                f"exceeds max_model_len {max_model_len}",
                 "prompt_tokens": prompt_tokens,
                 "max_tokens": max_tokens,
                 "max_model_len": max_model_len,

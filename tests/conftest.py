@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "jobs" / "sample" / "invoices.parquet"
+
+
+def write_config(folder: Path, **overrides) -> Path:
+    """An extract.yaml in `folder`, the sample job's keys with `overrides` (dotted keys) applied."""
+    config = yaml.safe_load((ROOT / "jobs" / "extract.yaml").read_text())
+    config["input"]["uri"] = str(SAMPLE)
+    config["output"]["uri"] = str(folder / "out")
+    for dotted, value in overrides.items():
+        node = config
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is DELETE:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    path = folder / "extract.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+DELETE = object()
+
+
+def write_docs(path: Path, ids: list, texts: list) -> Path:
+    pq.write_table(pa.table({"doc_id": ids, "text": pa.array(texts, pa.string())}), path)
+    return path
+
+
+@pytest.fixture
+def cli_env():
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def run_cli(args: list[str], env: dict[str, str], cwd: Path | None = None, timeout: float = 600):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd or ROOT, timeout=timeout)

@@ -1,0 +1,30 @@
+"""The engine adapter's arguments: our defaults, the user's overrides, CPU vs GPU."""
+
+from pipeline.plan import actor_env
+from workers.engine import engine_arguments
+
+
+def test_defaults_constrain_whitespace_and_cache_prefixes():
+    args = engine_arguments("m", 2048, 1, {}, accelerator=False)
+    assert args["structured_outputs_config"] == {"backend": "xgrammar", "disable_any_whitespace": True}
+    assert args["enable_prefix_caching"] is True
+    assert args["max_model_len"] == 2048
+    assert args["gpu_memory_utilization"] <= 0.3  # on CPU this is a share of RAM
+
+
+def test_gpu_arguments_keep_vllm_memory_default_and_set_tensor_parallelism():
+    args = engine_arguments("m", 2048, 4, {}, accelerator=True)
+    assert "gpu_memory_utilization" not in args
+    assert args["tensor_parallel_size"] == 4
+
+
+def test_user_engine_kwargs_override_and_merge():
+    args = engine_arguments("m", 2048, 1, {"enforce_eager": True, "gpu_memory_utilization": 0.1,
+                                            "structured_outputs_config": {"backend": "guidance"}}, False)
+    assert args["enforce_eager"] is True and args["gpu_memory_utilization"] == 0.1
+    assert args["structured_outputs_config"] == {"backend": "guidance", "disable_any_whitespace": True}
+
+
+def test_cpu_actors_run_the_engine_in_process_and_gpu_actors_do_not():
+    assert actor_env(0)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in actor_env(1)
