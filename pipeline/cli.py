@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import date
 from typing import Any
 
 import structlog
 
 from pipeline import logs
-from pipeline.config import ConfigError, load_config
+from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.manifest import AccountingError
+from pipeline.partition import DateError, day_range, is_templated, parse_day
+from pipeline.storage import StorageError
 
 log = structlog.get_logger(__name__)
 
@@ -33,24 +36,51 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
+def _days(loaded: LoadedConfig, date_arg: str | None) -> list[date | None]:
+    templated = is_templated(loaded.input_uri)
+    if templated and date_arg is None:
+        raise ConfigError(f"input.uri: {loaded.config.input.uri!r} has a {{date}}: give --date YYYY-MM-DD "
+                          "(or yesterday)")
+    if not templated and date_arg is not None:
+        raise ConfigError(f"input.uri: {loaded.config.input.uri!r} has no {{date}}, so --date does not apply")
+    return [parse_day(date_arg)] if date_arg is not None else [None]
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.run import run_job
     from pipeline.summary import render_summary
 
     loaded = load_config(args.config, _overrides(args))
-    manifest = run_job(loaded)
+    manifest = run_job(loaded, _days(loaded, args.date), force=args.force)
     print(render_summary(manifest))
-    return 0
+    return 0 if manifest.status == "committed" else 1
+
+
+def cmd_backfill(args: argparse.Namespace) -> int:
+    from pipeline.run import run_job
+    from pipeline.summary import render_backfill_table, render_summary
+
+    loaded = load_config(args.config, _overrides(args))
+    if not is_templated(loaded.input_uri):
+        raise ConfigError(f"input.uri: {loaded.config.input.uri!r} has no {{date}} to backfill over")
+    days: list[date | None] = list(day_range(parse_day(args.start), parse_day(args.end)))
+    manifest = run_job(loaded, days, force=args.force, fail_fast=False)
+    print(render_summary(manifest))
+    print()
+    print(render_backfill_table(manifest))
+    return 0 if manifest.status == "committed" else 1
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from pipeline.run import preflight
 
     loaded = load_config(args.config, _overrides(args))
-    plan = preflight(loaded)
+    days = _days(loaded, args.date)
+    plan = preflight(loaded, days[0])
     contract = loaded.contract
     print(f"{args.config}: ok")
-    print(f"  input   {plan.rows_to_read} of {plan.total_rows} documents in {len(plan.files)} file(s)")
+    print(f"  input   {plan.rows_to_read} of {plan.total_rows} documents in {len(plan.files)} file(s), "
+          f"{len(plan.units)} unit(s)")
     print(f"  schema  {contract.name}@{contract.version} (hash {contract.hash}) from {contract.source}")
     print(f"  columns {', '.join(f'{f.name}: {f.type}' for f in contract.layout.schema)}")
     return 0
@@ -77,10 +107,18 @@ def parser() -> argparse.ArgumentParser:
                        help="override a config key, e.g. --set model.max_tokens=256 (repeatable)")
         return p
 
-    job_command("run", "run an extraction job").set_defaults(func=cmd_run)
-    job_command("validate", "check a job's config, schema and input without running it").set_defaults(
-        func=cmd_validate
-    )
+    run = job_command("run", "run an extraction job (one partition)")
+    run.add_argument("--date", help="the partition to run when input.uri has {date}: YYYY-MM-DD, today, yesterday")
+    run.add_argument("--force", action="store_true", help="redo a committed partition and replace it")
+    run.set_defaults(func=cmd_run)
+    backfill = job_command("backfill", "run every day from --start to --end, skipping committed days")
+    backfill.add_argument("--start", required=True, help="first day, YYYY-MM-DD")
+    backfill.add_argument("--end", required=True, help="last day, YYYY-MM-DD (or yesterday)")
+    backfill.add_argument("--force", action="store_true", help="redo committed days too")
+    backfill.set_defaults(func=cmd_backfill)
+    validate = job_command("validate", "check a job's config, schema and input without running it")
+    validate.add_argument("--date", help="the partition to check when input.uri has {date}")
+    validate.set_defaults(func=cmd_validate)
     model = sub.add_parser("model", help="model utilities")
     model_sub = model.add_subparsers(dest="model_command", required=True)
     model_sub.add_parser("prepare", help="convert the bundled GGUF model once and print its folder").set_defaults(
@@ -94,9 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     logs.configure(json_logs=True if args.log_json else None)
     try:
         return int(args.func(args))
-    except ConfigError as exc:
+    except (ConfigError, DateError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except StorageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
     except AccountingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3

@@ -66,6 +66,12 @@ class WorkersConfig(_Strict):
 
 class OutputConfig(_Strict):
     uri: str = Field(min_length=1)
+    checkpoint_rows: int = Field(default=256, gt=0)
+
+
+class StorageConfig(_Strict):
+    endpoint_url: str | None = None  # an S3-compatible store (MinIO, ...); else AWS_ENDPOINT_URL[_S3]
+    region: str | None = None
 
 
 class ExtractConfig(_Strict):
@@ -77,6 +83,7 @@ class ExtractConfig(_Strict):
     model: ModelConfig = Field(default_factory=ModelConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
     output: OutputConfig
+    storage: StorageConfig = Field(default_factory=StorageConfig)
 
     @model_validator(mode="after")
     def one_schema(self) -> ExtractConfig:
@@ -134,6 +141,14 @@ class LoadedConfig:
         except (SchemaNotFoundError, ValueError) as exc:
             key = "schema" if cfg.schema_ref is not None else "schema_file"
             raise ConfigError(f"{self.path}: {key}: {exc}") from exc
+
+    @property
+    def output_hash(self) -> str:
+        """Everything that decides what a document's outcome is; staged work is reused only under the same hash."""
+        cfg = self.config
+        decisive = {"schema": self.contract.hash, "model": cfg.model.model_dump(), "prompt": cfg.prompt,
+                    "id": cfg.input.id_column, "text": cfg.input.text_column}
+        return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     @property
     def model_path(self) -> str:

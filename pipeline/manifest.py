@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ class RunManifest:
     tokens: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float | None] = field(default_factory=dict)
     actors: list[dict[str, Any]] = field(default_factory=list)
+    partitions: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
 
     def rows_processed(self) -> int:
@@ -48,15 +48,6 @@ class RunManifest:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=False, default=str)
-
-    def save(self, output_dir: str) -> Path:
-        folder = Path(output_dir) / "_runs"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{self.run_id}.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(self.to_json())
-        os.replace(tmp, path)
-        return path
 
     @classmethod
     def load(cls, path: str | Path) -> RunManifest:

@@ -1,20 +1,24 @@
-"""The Ray Data plan: read Parquet → extraction actor pool → a stream of outcome batches."""
+"""The Ray Data plan: read tasks → documents (tagged by unit) → extraction actor pool → outcome batches."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
+import pyarrow as pa
 import ray
 import ray.data
 
 from pipeline.config import LoadedConfig
-from pipeline.source import InputPlan
+from pipeline.reader import read_tasks, read_units
+from pipeline.storage import LocalStorage, S3Storage
+from pipeline.units import Unit
 from workers.actor import ExtractionActor
 from workers.spec import ExtractionSpec
 
 # Read tasks are I/O; they must not wait behind actors that hold every CPU of a small machine.
 READ_TASK_CPUS = 0.25
+MAX_READ_BLOCKS = 512
 
 
 def actor_env(gpus_per_actor: float) -> dict[str, str]:
@@ -48,19 +52,30 @@ def build_spec(loaded: LoadedConfig, run_id: str) -> ExtractionSpec:
     )
 
 
-def build_dataset(loaded: LoadedConfig, plan: InputPlan, spec: ExtractionSpec, stats: Any) -> ray.data.Dataset:
+def build_dataset(
+    loaded: LoadedConfig,
+    units: list[Unit],
+    storage: LocalStorage | S3Storage,
+    id_field: pa.Field,
+    spec: ExtractionSpec,
+    stats: Any,
+) -> ray.data.Dataset:
     cfg = loaded.config
     ctx = ray.data.DataContext.get_current()
-    # Deterministic order: the same input gives the same output files, and `limit` the same documents.
+    # Units come out in the order they went in: a partition completes before the next one starts,
+    # so the driver holds few unfinished units, and `limit` always means the same documents.
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
-    ds = ray.data.read_parquet(plan.files, num_cpus=READ_TASK_CPUS).select_columns(
-        [cfg.input.id_column, cfg.input.text_column]
+    tasks = read_tasks(units)
+    documents = ray.data.from_items(tasks, override_num_blocks=min(len(tasks), MAX_READ_BLOCKS)).map_batches(
+        read_units,
+        batch_size=1,
+        batch_format="pyarrow",
+        fn_kwargs={"storage": storage, "id_field": id_field, "text_column": cfg.input.text_column},
+        num_cpus=READ_TASK_CPUS,
     )
-    if cfg.input.limit:
-        ds = ds.limit(cfg.input.limit)
     resources = cfg.workers.ray_resources()
-    return ds.map_batches(
+    return documents.map_batches(
         ExtractionActor,
         fn_constructor_kwargs={"spec": spec, "stats": stats},
         batch_size=cfg.workers.batch_size,

@@ -1,22 +1,31 @@
-"""`run_job`: check the config and input, run the plan on Ray, write, account, commit, and report."""
+"""`run_job`: plan the partitions, skip committed ones, resume staged ones, stream the rest through
+one Ray Data pipeline (one warm actor pool for every partition), and commit each partition as soon as
+its last unit is staged."""
 
 from __future__ import annotations
 
 import os
 import secrets
 import time
-from datetime import datetime, timezone
+from collections import Counter, defaultdict
+from datetime import date, datetime, timezone
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import ray
 import structlog
 
+from pipeline.commit import PartitionCommitter, PartitionResult
 from pipeline.config import ConfigError, LoadedConfig
-from pipeline.manifest import RunManifest
+from pipeline.manifest import AccountingError, RunManifest
+from pipeline.partition import OutputLayout, Partition, partition_for
 from pipeline.plan import build_dataset, build_spec
 from pipeline.progress import Progress
-from pipeline.sink import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS, OutputWriter
-from pipeline.source import InputPlan, plan_input
+from pipeline.reader import UNIT_COLUMN
+from pipeline.sink import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS
 from pipeline.stats import RunStats
+from pipeline.storage import S3Settings, StorageError, storage_for
+from pipeline.units import PartitionInput, Unit, plan_partition
 
 log = structlog.get_logger(__name__)
 
@@ -25,19 +34,29 @@ def new_run_id(name: str) -> str:
     return f"{name}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
-def preflight(loaded: LoadedConfig) -> InputPlan:
-    """Everything that can be checked without Ray: input files, columns, and name clashes."""
-    cfg = loaded.config
-    plan = plan_input(loaded.input_uri, cfg.input.id_column, cfg.input.text_column, cfg.input.limit)
-    id_column = cfg.input.id_column
-    fields = set(loaded.contract.layout.schema.names)
-    if id_column in fields:
+def s3_settings(loaded: LoadedConfig) -> S3Settings:
+    return S3Settings.resolve(loaded.config.storage.endpoint_url, loaded.config.storage.region)
+
+
+def check_names(loaded: LoadedConfig) -> None:
+    id_column = loaded.config.input.id_column
+    if id_column in set(loaded.contract.layout.schema.names):
         raise ConfigError(f"input.id_column: {id_column!r} is also a field of schema {loaded.contract.name}")
-    if id_column in DEAD_LETTER_COLUMNS or id_column in ROW_LINEAGE_COLUMNS:
+    if id_column in DEAD_LETTER_COLUMNS or id_column in ROW_LINEAGE_COLUMNS or id_column == UNIT_COLUMN:
         raise ConfigError(f"input.id_column: {id_column!r} is a reserved output column name")
-    if "://" in loaded.output_uri:
-        raise ConfigError(f"output.uri: {loaded.output_uri!r}: only local paths are supported by this version")
-    return plan
+
+
+def plan_one(loaded: LoadedConfig, partition: Partition) -> PartitionInput:
+    cfg = loaded.config
+    storage = storage_for(partition.input_uri, s3_settings(loaded))
+    return plan_partition(storage, partition, cfg.input.id_column, cfg.input.text_column, cfg.input.limit,
+                          cfg.output.checkpoint_rows)
+
+
+def preflight(loaded: LoadedConfig, day: date | None = None) -> PartitionInput:
+    """Everything that can be checked without Ray, for one partition: names, input files, columns."""
+    check_names(loaded)
+    return plan_one(loaded, partition_for(loaded.input_uri, day))
 
 
 def connect_ray() -> None:
@@ -48,72 +67,170 @@ def connect_ray() -> None:
              logging_level="WARNING")
 
 
-def run_job(loaded: LoadedConfig, run_id: str | None = None) -> RunManifest:
+class _Work:
+    """One partition's plan and its progress through this run."""
+
+    def __init__(self, pinput: PartitionInput, pending: list[Unit]) -> None:
+        self.input = pinput
+        self.pending = pending
+        self.resumed = len(pinput.units) - len(pending)
+        self.left = len(pending)
+        self.started = time.perf_counter()
+
+
+def run_job(
+    loaded: LoadedConfig,
+    days: list[date | None] | None = None,
+    force: bool = False,
+    fail_fast: bool = True,
+    run_id: str | None = None,
+) -> RunManifest:
+    """Run the job over `days` (None: the undated input). With `fail_fast`, a partition that cannot be
+    planned raises before Ray starts; otherwise it is reported as failed and the others go on."""
     cfg = loaded.config
-    plan = preflight(loaded)
+    days = days or [None]
+    check_names(loaded)
+    settings = s3_settings(loaded)
+    out_storage = storage_for(loaded.output_uri, settings)
+    layout = OutputLayout(loaded.output_uri)
     run_id = run_id or new_run_id(cfg.name)
     structlog.contextvars.bind_contextvars(run_id=run_id)
+    committer = PartitionCommitter(out_storage, layout, loaded.contract, cfg.model.path, loaded.output_hash, run_id)
     manifest = RunManifest(
-        run_id=run_id,
-        name=cfg.name,
-        config_path=str(loaded.path),
-        config_hash=loaded.config_hash,
-        status="running",
-        started_at=datetime.now(timezone.utc).isoformat(),
-        input_uri=loaded.input_uri,
-        input_files=len(plan.files),
-        output_uri=loaded.output_uri,
+        run_id=run_id, name=cfg.name, config_path=str(loaded.path), config_hash=loaded.config_hash,
+        status="running", started_at=datetime.now(timezone.utc).isoformat(), input_uri=loaded.input_uri,
+        output_uri=loaded.output_uri, model=cfg.model.path,
         schema={"name": loaded.contract.name, "version": loaded.contract.version, "hash": loaded.contract.hash},
-        model=cfg.model.path,
-        input_rows=plan.rows_to_read,
     )
-    log.info("run.start", job=cfg.name, documents=plan.rows_to_read, files=len(plan.files),
-             schema=f"{loaded.contract.name}@{loaded.contract.version}", output=loaded.output_uri)
     started = time.perf_counter()
-    connect_ray()
-    stats = RunStats.remote()
-    spec = build_spec(loaded, run_id)
-    id_field = plan.schema.field(cfg.input.id_column)
-    writer = OutputWriter(loaded.output_uri, run_id, loaded.contract, id_field, cfg.model.path)
-    progress = Progress(plan.rows_to_read, cfg.name)
+    results: dict[str, PartitionResult] = {}
+    work: list[_Work] = []
+    out_storage.check_writable(loaded.output_uri)
+    for day in days:
+        partition = partition_for(loaded.input_uri, day)
+        if committer.is_committed(partition) and not force:
+            committer.discard_staging(partition)
+            results[partition.label] = PartitionResult(partition.label, "skipped", error="already committed")
+            continue
+        try:
+            pinput = plan_one(loaded, partition)
+        except (ConfigError, StorageError) as exc:
+            if fail_fast:
+                raise
+            results[partition.label] = PartitionResult(partition.label, "failed", error=str(exc))
+            continue
+        staged = committer.prepare(partition, fresh=force)
+        pending = [u for u in pinput.units if u.id not in staged]
+        work.append(_Work(pinput, pending))
+        manifest.input_files += len(pinput.files)
+        if len(pending) < len(pinput.units):
+            log.info("partition.resume", partition=partition.label, staged_units=len(pinput.units) - len(pending),
+                     pending_units=len(pending))
+
+    def commit(w: _Work) -> None:
+        label = w.input.partition.label
+        try:
+            results[label] = committer.commit(w.input, w.started, w.resumed)
+        except (AccountingError, StorageError, OSError) as exc:
+            if fail_fast:
+                raise
+            log.error("partition.failed", partition=label, error=str(exc))
+            results[label] = PartitionResult(label, "failed", error=str(exc))
+
+    for w in work:
+        if not w.pending:  # everything was staged by an earlier run that died before committing
+            commit(w)
+    streaming = [w for w in work if w.pending]
+    progress = Progress(sum(u.rows for w in streaming for u in w.pending), cfg.name)
+    stats = None
     generation_s: float | None = None
     try:
-        dataset = build_dataset(loaded, plan, spec, stats)
-        for batch in dataset.iter_batches(batch_format="pyarrow", batch_size=None):
-            writer.write(batch)
-            progress.update(writer.row_count + writer.dead_letter_count, writer.dead_letter_count)
-        progress.close()
-        manifest.rows = writer.row_count
-        manifest.dead_letters = writer.dead_letter_count
-        manifest.dead_letters_by_reason = dict(sorted(writer.reasons.items()))
-        manifest.tokens = {"prompt": writer.prompt_tokens, "output": writer.output_tokens}
-        snapshot = ray.get(stats.snapshot.remote())
-        manifest.actors = snapshot["actors"]
-        generation_s = snapshot["generation_s"]
-        manifest.check_accounting()
-        writer.commit()
-        manifest.status = "committed"
+        if streaming:
+            connect_ray()
+            stats = RunStats.remote()
+            _stream(loaded, streaming, committer, commit, progress, stats, settings)
+            snapshot = ray.get(stats.snapshot.remote())
+            manifest.actors = snapshot["actors"]
+            generation_s = snapshot["generation_s"]
+        manifest.status = "failed" if any(r.status == "failed" for r in results.values()) else "committed"
     except BaseException as exc:
-        progress.close()
-        writer.abort()
         manifest.status = "failed"
         manifest.error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
-        total = time.perf_counter() - started
-        inits = [a["engine_init_s"] for a in manifest.actors]
-        compiles = [s for a in manifest.actors for s in a["schema_compile_s"].values()]
-        manifest.timings = {
-            "engine_init_s": round(max(inits), 3) if inits else None,
-            "schema_compile_s": round(max(compiles), 3) if compiles else None,
-            "generation_s": round(generation_s, 3) if generation_s is not None else None,
-            "first_output_s": round(progress.first_output_s, 3) if progress.first_output_s else None,
-            "total_s": round(total, 3),
-            "docs_per_s": round(manifest.rows_processed() / total, 3) if total else None,
-        }
-        manifest.finished_at = datetime.now(timezone.utc).isoformat()
-        manifest.save(loaded.output_uri)
-        ray.kill(stats, no_restart=True)
+        progress.close()
+        _finish(manifest, results, days, loaded, progress, started, generation_s)
+        out_storage.write_text(layout.run_manifest(run_id), manifest.to_json())
+        if stats is not None:
+            ray.kill(stats, no_restart=True)
         structlog.contextvars.unbind_contextvars("run_id")
-    log.info("run.committed", rows=manifest.rows, dead_letters=manifest.dead_letters, seconds=round(total, 1))
+    log.info("run.done", status=manifest.status, rows=manifest.rows, dead_letters=manifest.dead_letters,
+             seconds=round(time.perf_counter() - started, 1))
     return manifest
+
+
+def _stream(loaded, streaming: list[_Work], committer, commit, progress: Progress, stats, settings) -> None:
+    owner: dict[str, tuple[_Work, Unit]] = {u.id: (w, u) for w in streaming for u in w.pending}
+    units = [u for w in streaming for u in w.pending]
+    in_storage = storage_for(streaming[0].input.partition.input_uri, settings)
+    id_field = streaming[0].input.schema.field(loaded.config.input.id_column)
+    spec = build_spec(loaded, committer.run_id)
+    dataset = build_dataset(loaded, units, in_storage, id_field, spec, stats)
+    buffers: dict[str, list[pa.Table]] = defaultdict(list)
+    counts: Counter[str] = Counter()
+    done = dead = 0
+    for w in streaming:
+        w.started = time.perf_counter()
+    for batch in dataset.iter_batches(batch_format="pyarrow", batch_size=None):
+        unit_column = batch.column(UNIT_COLUMN)
+        for unit_id in pc.unique(unit_column).to_pylist():
+            piece = batch.filter(pc.equal(unit_column, unit_id)).drop_columns([UNIT_COLUMN])
+            if unit_id not in owner:
+                raise AccountingError(f"outcomes for unknown unit {unit_id}")
+            w, unit = owner[unit_id]
+            counts[unit_id] += piece.num_rows
+            if counts[unit_id] > unit.rows:
+                raise AccountingError(f"unit {unit_id} of {unit.path}: {counts[unit_id]} outcomes for "
+                                      f"{unit.rows} documents (a duplicate)")
+            buffers[unit_id].append(piece)
+            if counts[unit_id] == unit.rows:
+                committer.stage(w.input.partition, unit_id, pa.concat_tables(buffers.pop(unit_id)))
+                w.left -= 1
+                if w.left == 0:
+                    commit(w)
+        done += batch.num_rows
+        dead += pc.sum(pc.not_equal(batch.column("_kind"), "row")).as_py() or 0
+        progress.update(done, dead)
+    missing = [uid for uid, (_, unit) in owner.items() if counts[uid] != unit.rows]
+    if missing:
+        raise AccountingError(f"{len(missing)} unit(s) came back incomplete, e.g. {missing[0]}")
+
+
+def _finish(manifest: RunManifest, results: dict[str, PartitionResult], days, loaded, progress: Progress,
+            started: float, generation_s: float | None) -> None:
+    ordered = [results[partition_for(loaded.input_uri, d).label] for d in days
+               if partition_for(loaded.input_uri, d).label in results]
+    manifest.partitions = [r.__dict__ for r in ordered]
+    committed = [r for r in ordered if r.status == "committed"]
+    manifest.input_rows = sum(r.input_rows for r in committed)
+    manifest.rows = sum(r.rows for r in committed)
+    manifest.dead_letters = sum(r.dead_letters for r in committed)
+    reasons: Counter[str] = Counter()
+    tokens: Counter[str] = Counter()
+    for r in committed:
+        reasons.update(r.dead_letters_by_reason)
+        tokens.update(r.tokens)
+    manifest.dead_letters_by_reason = dict(sorted(reasons.items()))
+    manifest.tokens = dict(tokens)
+    total = time.perf_counter() - started
+    inits = [a["engine_init_s"] for a in manifest.actors]
+    compiles = [s for a in manifest.actors for s in a["schema_compile_s"].values()]
+    manifest.timings = {
+        "engine_init_s": round(max(inits), 3) if inits else None,
+        "schema_compile_s": round(max(compiles), 3) if compiles else None,
+        "generation_s": round(generation_s, 3) if generation_s is not None else None,
+        "first_output_s": round(progress.first_output_s, 3) if progress.first_output_s else None,
+        "total_s": round(total, 3),
+        "docs_per_s": round(progress.done / total, 3) if total and progress.done else None,
+    }
+    manifest.finished_at = datetime.now(timezone.utc).isoformat()

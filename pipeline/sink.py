@@ -1,33 +1,14 @@
-"""The output side: typed row Parquet and dead-letter Parquet, staged per run and committed at the end.
-
-Layout under OUTPUT:
-    rows/part-NNNNN.parquet          typed columns from the schema + `_`-prefixed lineage
-    dead_letters/part-NNNNN.parquet  reason, error JSON, raw output, token counts, lineage
-    _runs/<run_id>.json              the run manifest
-    _staging/<run_id>/               where a run writes before it commits (never read as output)
-
-A successful run replaces `rows/` and `dead_letters/` as a whole, so rerunning a job never duplicates
-a document id.
-"""
+"""Outcome batches → typed row tables and dead-letter tables, with lineage columns."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from schemas.contract import SchemaContract
-
-ROWS = "rows"
-DEAD_LETTERS = "dead_letters"
-MAX_ROWS_PER_FILE = 250_000
 
 DEAD_LETTER_COLUMNS = (
     "reason",
@@ -74,90 +55,39 @@ def dead_letter_schema(id_field: pa.Field) -> pa.Schema:
     )
 
 
-class _RollingParquet:
-    """Parquet part files in one folder, a new file every MAX_ROWS_PER_FILE rows."""
+class RecordTables:
+    """Splits an outcome table from the actors into (typed rows, dead letters) for one run."""
 
-    def __init__(self, folder: Path, schema: pa.Schema) -> None:
-        self.folder = folder
-        self.schema = schema
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._writer: pq.ParquetWriter | None = None
-        self._rows_in_file = 0
-        self._files = 0
-
-    def _open(self) -> pq.ParquetWriter:
-        path = self.folder / f"part-{self._files:05d}.parquet"
-        self._files += 1
-        self._rows_in_file = 0
-        return pq.ParquetWriter(path, self.schema, compression="zstd")
-
-    def write(self, table: pa.Table) -> None:
-        if table.num_rows == 0:
-            return
-        if self._writer is None or self._rows_in_file >= MAX_ROWS_PER_FILE:
-            if self._writer is not None:
-                self._writer.close()
-            self._writer = self._open()
-        self._writer.write_table(table)
-        self._rows_in_file += table.num_rows
-
-    def close(self) -> None:
-        if self._writer is None:  # no rows: an empty file keeps the folder queryable, with its types
-            self._writer = self._open()
-        self._writer.close()
-
-
-class OutputWriter:
-    """Splits outcome batches from the actors into typed rows and dead letters, staged for one run."""
-
-    def __init__(
-        self, output_dir: str, run_id: str, contract: SchemaContract, id_field: pa.Field, model_name: str
-    ) -> None:
-        self.root = Path(output_dir)
-        self.run_id = run_id
+    def __init__(self, contract: SchemaContract, id_field: pa.Field, run_id: str, model_name: str) -> None:
         self.contract = contract
         self.id_column = id_field.name
+        self.run_id = run_id
         self.model_name = model_name
-        self.staging = self.root / "_staging" / run_id
-        shutil.rmtree(self.staging, ignore_errors=True)
         self.rows_schema = row_schema(contract, id_field)
         self.dead_schema = dead_letter_schema(id_field)
-        self._rows = _RollingParquet(self.staging / ROWS, self.rows_schema)
-        self._dead = _RollingParquet(self.staging / DEAD_LETTERS, self.dead_schema)
-        self.row_count = 0
-        self.dead_letter_count = 0
-        self.reasons: Counter[str] = Counter()
-        self.prompt_tokens = 0
-        self.output_tokens = 0
 
-    def write(self, batch: pa.Table) -> None:
-        is_row = pc.equal(batch.column("_kind"), "row")
-        rows = batch.filter(is_row)
-        dead = batch.filter(pc.invert(is_row))
-        if rows.num_rows:
-            self._rows.write(self._typed_rows(rows))
-        if dead.num_rows:
-            self._dead.write(self._dead_letters(dead))
-        self.row_count += rows.num_rows
-        self.dead_letter_count += dead.num_rows
-        self.reasons.update(dead.column("_reason").to_pylist())
-        self.prompt_tokens += pc.sum(batch.column("_prompt_tokens")).as_py() or 0
-        self.output_tokens += pc.sum(batch.column("_output_tokens")).as_py() or 0
+    def split(self, outcomes: pa.Table) -> tuple[pa.Table, pa.Table]:
+        is_row = pc.equal(outcomes.column("_kind"), "row")
+        return self.typed_rows(outcomes.filter(is_row)), self.dead_letters(outcomes.filter(pc.invert(is_row)))
 
-    def _typed_rows(self, rows: pa.Table) -> pa.Table:
+    def _constant(self, value: str, n: int) -> pa.Array:
+        return pa.array([value] * n, pa.string())
+
+    def typed_rows(self, rows: pa.Table) -> pa.Table:
         records: list[dict[str, Any]] = [json.loads(r) for r in rows.column("_record").to_pylist()]
         n = rows.num_rows
         columns: dict[str, Any] = {self.id_column: rows.column(self.id_column)}
         columns.update(self.contract.layout.to_columns(records))
-        columns["_run_id"] = pa.array([self.run_id] * n, pa.string())
-        columns["_schema_name"] = pa.array([self.contract.name] * n, pa.string())
-        columns["_schema_version"] = pa.array([self.contract.version] * n, pa.string())
-        columns["_schema_hash"] = pa.array([self.contract.hash] * n, pa.string())
-        columns["_model"] = pa.array([self.model_name] * n, pa.string())
+        columns["_run_id"] = rows.column("_run_id") if "_run_id" in rows.column_names else self._constant(
+            self.run_id, n)
+        columns["_schema_name"] = self._constant(self.contract.name, n)
+        columns["_schema_version"] = self._constant(self.contract.version, n)
+        columns["_schema_hash"] = self._constant(self.contract.hash, n)
+        columns["_model"] = self._constant(self.model_name, n)
         columns["_extracted_at"] = rows.column("_extracted_at")
         return pa.table(columns, schema=self.rows_schema)
 
-    def _dead_letters(self, dead: pa.Table) -> pa.Table:
+    def dead_letters(self, dead: pa.Table) -> pa.Table:
         n = dead.num_rows
         columns = {
             self.id_column: dead.column(self.id_column),
@@ -167,36 +97,9 @@ class OutputWriter:
             "finish_reason": dead.column("_finish_reason"),
             "prompt_tokens": dead.column("_prompt_tokens"),
             "output_tokens": dead.column("_output_tokens"),
-            "run_id": pa.array([self.run_id] * n, pa.string()),
-            "schema_name": pa.array([self.contract.name] * n, pa.string()),
-            "schema_version": pa.array([self.contract.version] * n, pa.string()),
+            "run_id": dead.column("_run_id") if "_run_id" in dead.column_names else self._constant(self.run_id, n),
+            "schema_name": self._constant(self.contract.name, n),
+            "schema_version": self._constant(self.contract.version, n),
             "failed_at": dead.column("_extracted_at"),
         }
         return pa.table(columns, schema=self.dead_schema)
-
-    def close(self) -> None:
-        self._rows.close()
-        self._dead.close()
-
-    def commit(self) -> None:
-        """Move the staged run into place, replacing what a previous run committed."""
-        self.close()
-        trash = self.root / "_staging" / f"{self.run_id}.replaced"
-        trash.mkdir(parents=True, exist_ok=True)
-        for kind in (ROWS, DEAD_LETTERS):
-            final = self.root / kind
-            if final.exists():
-                os.replace(final, trash / kind)
-            os.replace(self.staging / kind, final)
-        shutil.rmtree(trash, ignore_errors=True)
-        shutil.rmtree(self.staging, ignore_errors=True)
-        staging_root = self.root / "_staging"
-        if staging_root.exists() and not any(staging_root.iterdir()):
-            staging_root.rmdir()
-
-    def abort(self) -> None:
-        try:
-            self._rows.close()
-            self._dead.close()
-        finally:
-            shutil.rmtree(self.staging, ignore_errors=True)

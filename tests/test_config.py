@@ -115,5 +115,5 @@ def test_cli_reports_config_error_in_one_line_without_starting_ray(tmp_path, cli
 def test_cli_validate_reports_the_plan(cli_env):
     result = run_cli(["validate", "jobs/extract.yaml"], cli_env, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "52 of 52 documents" in result.stdout
+    assert "52 of 52 documents in 1 file(s), 1 unit(s)" in result.stdout
     assert "issue_date: date32" in result.stdout

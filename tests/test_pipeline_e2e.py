@@ -85,7 +85,8 @@ def test_accounting_holds_and_every_document_is_accounted_once(first_run):
     assert saved["input_rows"] == saved["rows"] + saved["dead_letters"]
     assert sum(saved["dead_letters_by_reason"].values()) == saved["dead_letters"]
     assert saved["timings"]["engine_init_s"] > 0 and saved["timings"]["schema_compile_s"] > 0
-    assert not (output / "_staging").exists()
+    assert not [p for p in (output / "_staging").rglob("*") if p.is_file()]
+    assert (output / "_partitions" / "all" / "_SUCCESS").exists()
 
 
 def test_each_pre_and_post_generation_reason_is_produced(first_run):
@@ -125,17 +126,26 @@ def test_rows_are_typed_and_carry_lineage(first_run):
         assert schema_hash == manifest.schema["hash"]
 
 
-def test_tiny_token_budget_truncates_and_a_rerun_replaces_the_output(first_run, job_dir):
+def test_rerun_of_a_committed_partition_is_a_no_op(first_run, job_dir):
+    first, output = first_run
+    before = (output / "rows" / "part-0.parquet").stat().st_mtime_ns
+    again = run_job(load_config(ticket_config(job_dir, output)))
+    assert again.partitions == [dict(again.partitions[0], status="skipped")]
+    assert again.rows == 0 and (output / "rows" / "part-0.parquet").stat().st_mtime_ns == before
+
+
+def test_tiny_token_budget_truncates_and_a_forced_rerun_replaces_the_output(first_run, job_dir):
     _, first_output = first_run
     output = job_dir / "rerun"
     shutil.copytree(first_output, output)
-    manifest = run_job(load_config(ticket_config(job_dir, output, **{"model.max_tokens": 3, "input.limit": 3})))
+    config = ticket_config(job_dir, output, **{"model.max_tokens": 3, "input.limit": 3})
+    manifest = run_job(load_config(config), force=True)
     dead = query(f"SELECT doc_id, reason, finish_reason, output_tokens, run_id "
                  f"FROM read_parquet('{output}/dead_letters/*.parquet') ORDER BY doc_id")
     assert [d[0] for d in dead] == ["t-1", "t-2", "t-3"]
     assert all(d[1:4] == ("truncated", "length", 3) and d[4] == manifest.run_id for d in dead)
     assert query(f"SELECT count(*) FROM read_parquet('{output}/rows/*.parquet')") == [(0,)]
-    assert len(list((output / "_runs").glob("*.json"))) == 2
+    assert len(list((output / "_runs").glob("*.json"))) == 3
 
 
 def test_cli_runs_the_sample_job_and_duckdb_reads_dates_as_dates(tmp_path, cli_env):

@@ -92,12 +92,14 @@ class BatchExtractor:
         return done
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        id_column = batch.column(self.spec.id_column)
-        outcomes = self.outcomes(id_column.to_pylist(), batch.column(self.spec.text_column).to_pylist())
-        return outcome_table(self.spec.id_column, id_column.combine_chunks(), outcomes)
+        """Outcomes for a batch; every input column but the text (the id, the unit) passes through."""
+        outcomes = self.outcomes(batch.column(self.spec.id_column).to_pylist(),
+                                 batch.column(self.spec.text_column).to_pylist())
+        passthrough = batch.drop_columns([self.spec.text_column])
+        return outcome_table(passthrough, outcomes)
 
 
-def outcome_table(id_name: str, ids: pa.Array, outcomes: list[Outcome]) -> pa.Table:
+def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
     now = datetime.now(timezone.utc)
     columns: dict[str, list[Any]] = {
         "_kind": ["row" if o.is_row else "dead_letter" for o in outcomes],
@@ -110,5 +112,7 @@ def outcome_table(id_name: str, ids: pa.Array, outcomes: list[Outcome]) -> pa.Ta
         "_output_tokens": [o.output_tokens for o in outcomes],
         "_extracted_at": [now] * len(outcomes),
     }
-    arrays = [ids, *(pa.array(columns[f.name], type=f.type) for f in OUTCOME_FIELDS)]
-    return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(id_name, ids.type), *OUTCOME_FIELDS]))
+    table = passthrough.combine_chunks()
+    for f in OUTCOME_FIELDS:
+        table = table.append_column(f, pa.array(columns[f.name], type=f.type))
+    return table

@@ -1,0 +1,103 @@
+"""Partitions: one day of a date-templated input (`s3://corpus/docs/dt={date}/`), or the whole input.
+
+Output layout under OUTPUT, per partition KEY (`dt=YYYY-MM-DD`, or none for an undated input):
+    rows/KEY/part-0.parquet             typed rows
+    dead_letters/KEY/part-0.parquet     dead letters
+    _partitions/KEY|all/manifest.json   what the commit holds, then
+    _partitions/KEY|all/_SUCCESS        written last: the partition is committed
+    _staging/KEY|all/<output_hash>/     unit files of a run in progress (never read as output)
+    _runs/<run_id>.json                 one manifest per run
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+
+from pipeline.storage import join
+
+DATE_TOKEN = "{date}"
+WHOLE = "all"
+
+
+class DateError(ValueError):
+    """A date argument that is not YYYY-MM-DD, today or yesterday."""
+
+
+def parse_day(text: str, today: date | None = None) -> date:
+    today = today or datetime.now(timezone.utc).date()
+    lowered = text.strip().lower()
+    if lowered == "today":
+        return today
+    if lowered == "yesterday":
+        return today - timedelta(days=1)
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise DateError(f"{text!r} is not a date (YYYY-MM-DD, today or yesterday)") from None
+
+
+def day_range(start: date, end: date) -> list[date]:
+    if end < start:
+        raise DateError(f"--end {end} is before --start {start}")
+    return [start + timedelta(days=i) for i in range((end - start).days + 1)]
+
+
+def is_templated(uri: str) -> bool:
+    return DATE_TOKEN in uri
+
+
+@dataclass(frozen=True)
+class Partition:
+    day: date | None
+    input_uri: str
+
+    @property
+    def key(self) -> str:
+        return f"dt={self.day.isoformat()}" if self.day else ""
+
+    @property
+    def label(self) -> str:
+        return self.day.isoformat() if self.day else WHOLE
+
+
+def partition_for(input_template: str, day: date | None) -> Partition:
+    if day is None:
+        return Partition(None, input_template)
+    return Partition(day, input_template.replace(DATE_TOKEN, day.isoformat()))
+
+
+@dataclass(frozen=True)
+class OutputLayout:
+    root: str
+
+    def rows_file(self, p: Partition) -> str:
+        return join(self.root, "rows", p.key, "part-0.parquet")
+
+    def dead_letters_file(self, p: Partition) -> str:
+        return join(self.root, "dead_letters", p.key, "part-0.parquet")
+
+    def _meta(self, p: Partition) -> str:
+        return join(self.root, "_partitions", p.key or WHOLE)
+
+    def manifest(self, p: Partition) -> str:
+        return join(self._meta(p), "manifest.json")
+
+    def success(self, p: Partition) -> str:
+        return join(self._meta(p), "_SUCCESS")
+
+    def staging_root(self, p: Partition) -> str:
+        return join(self.root, "_staging", p.key or WHOLE)
+
+    def staging(self, p: Partition, output_hash: str) -> str:
+        return join(self.staging_root(p), output_hash)
+
+    def run_manifest(self, run_id: str) -> str:
+        return join(self.root, "_runs", f"{run_id}.json")
+
+    def partitions_root(self) -> str:
+        return join(self.root, "_partitions")
+
+
+PARTITION_DIR = re.compile(r"/_partitions/(dt=\d{4}-\d{2}-\d{2}|all)/_SUCCESS$")

@@ -1,0 +1,299 @@
+"""Where files live: a local folder or S3 (or an S3-compatible store), behind one small interface.
+
+Paths are URIs: `/abs/path` or `s3://bucket/key`. boto3 does listing, small objects (manifests,
+markers) and deletes; pyarrow's filesystem reads and writes Parquet (it is what Ray Data reads with).
+
+S3 endpoint: `storage.endpoint_url` in the config, else AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL.
+Credentials come from the standard AWS chain and are never logged or written anywhere.
+Transient errors (5xx, throttling, timeouts) are retried with backoff by both clients; a permanent
+error (no such bucket, access denied) raises `StorageError` at once, naming the bucket and operation.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+import pyarrow.fs as pafs
+
+RETRY_ATTEMPTS = 8
+PERMANENT_S3_ERRORS = {"NoSuchBucket", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+                       "AllAccessDisabled", "InvalidBucketName", "403", "AuthorizationHeaderMalformed"}
+
+
+class StorageError(RuntimeError):
+    """A storage operation failed for good (after retries, or at once for a permanent error)."""
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    endpoint_url: str | None = None
+    region: str | None = None
+
+    @classmethod
+    def resolve(cls, endpoint_url: str | None = None, region: str | None = None) -> S3Settings:
+        endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        return cls(endpoint_url=endpoint or None, region=region or None)
+
+
+def is_s3(uri: str) -> bool:
+    return uri.startswith("s3://")
+
+
+def join(base: str, *parts: str) -> str:
+    out = base.rstrip("/")
+    for part in parts:
+        if part:
+            out = f"{out}/{part.strip('/')}"
+    return out
+
+
+def has_glob(uri: str) -> bool:
+    return any(ch in uri for ch in "*?[")
+
+
+class Storage(Protocol):
+    def list_files(self, prefix: str) -> list[str]: ...
+    def exists(self, uri: str) -> bool: ...
+    def read_text(self, uri: str) -> str: ...
+    def write_text(self, uri: str, text: str) -> None: ...
+    def delete(self, uri: str) -> None: ...
+    def delete_prefix(self, prefix: str) -> None: ...
+    def glob(self, pattern: str) -> list[str]: ...
+    def arrow_fs(self) -> pafs.FileSystem: ...
+    def arrow_path(self, uri: str) -> str: ...
+    def check_writable(self, prefix: str) -> None: ...
+
+
+class LocalStorage:
+    def list_files(self, prefix: str) -> list[str]:
+        root = Path(prefix)
+        if root.is_file():
+            return [str(root)]
+        if not root.is_dir():
+            return []
+        return sorted(str(p) for p in root.rglob("*") if p.is_file())
+
+    def exists(self, uri: str) -> bool:
+        return os.path.exists(uri)
+
+    def read_text(self, uri: str) -> str:
+        return Path(uri).read_text()
+
+    def write_text(self, uri: str, text: str) -> None:
+        path = Path(uri)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+
+    def delete(self, uri: str) -> None:
+        Path(uri).unlink(missing_ok=True)
+
+    def delete_prefix(self, prefix: str) -> None:
+        shutil.rmtree(prefix, ignore_errors=True)
+
+    def glob(self, pattern: str) -> list[str]:
+        import glob
+
+        return sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+
+    def arrow_fs(self) -> pafs.FileSystem:
+        return pafs.LocalFileSystem()
+
+    def arrow_path(self, uri: str) -> str:
+        return uri
+
+    def check_writable(self, prefix: str) -> None:
+        try:
+            Path(prefix).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create output folder {prefix}: {exc.strerror}") from None
+
+    @contextmanager
+    def atomic_output(self, uri: str, scratch: str | None = None) -> Iterator[str]:
+        """A temporary path beside `uri` (hidden, not *.parquet), renamed onto it when the block succeeds."""
+        path = Path(uri)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            yield str(tmp)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+def split_s3(uri: str) -> tuple[str, str]:
+    parsed = urlparse(uri)
+    return parsed.netloc, parsed.path.lstrip("/")
+
+
+class S3Storage:
+    def __init__(self, settings: S3Settings) -> None:
+        self.settings = settings
+        self._client: Any = None
+        self._fs: pafs.S3FileSystem | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"settings": self.settings, "_client": None, "_fs": None}
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import boto3
+            from botocore.config import Config
+
+            self._client = boto3.client(
+                "s3",
+                endpoint_url=self.settings.endpoint_url,
+                region_name=self.settings.region,
+                config=Config(retries={"max_attempts": RETRY_ATTEMPTS, "mode": "adaptive"},
+                              connect_timeout=10, read_timeout=60),
+            )
+        return self._client
+
+    def _call(self, operation: str, uri: str, fn: Any, **kwargs: Any) -> Any:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return fn(**kwargs)
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            bucket = kwargs.get("Bucket", "?")
+            if code in PERMANENT_S3_ERRORS:
+                raise StorageError(f"S3 {operation} {uri}: {code} (bucket {bucket!r})") from None
+            raise StorageError(f"S3 {operation} {uri}: {code or exc}") from None
+        except BotoCoreError as exc:
+            raise StorageError(f"S3 {operation} {uri}: {exc}") from None
+
+    def list_files(self, prefix: str) -> list[str]:
+        bucket, key = split_s3(prefix)
+        paginator = self.client.get_paginator("list_objects_v2")
+        out: list[str] = []
+        key_prefix = key if not key or key.endswith("/") else key + "/"
+        exact = self.exists(prefix) if key and not key.endswith("/") else False
+        if exact:
+            return [prefix]
+        pages = self._call("list", prefix, lambda **kw: list(paginator.paginate(**kw)), Bucket=bucket,
+                           Prefix=key_prefix)
+        for page in pages:
+            out.extend(f"s3://{bucket}/{obj['Key']}" for obj in page.get("Contents", []))
+        return sorted(out)
+
+    def exists(self, uri: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        bucket, key = split_s3(uri)
+        try:
+            self.client.head_object(Bucket=bucket, Key=key)
+            return True
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code in {"404", "NoSuchKey", "NotFound"}:
+                return False
+            if code in PERMANENT_S3_ERRORS:
+                raise StorageError(f"S3 head {uri}: {code} (bucket {bucket!r})") from None
+            raise StorageError(f"S3 head {uri}: {code}") from None
+
+    def read_text(self, uri: str) -> str:
+        bucket, key = split_s3(uri)
+        body = self._call("get", uri, self.client.get_object, Bucket=bucket, Key=key)["Body"]
+        return body.read().decode()
+
+    def write_text(self, uri: str, text: str) -> None:
+        bucket, key = split_s3(uri)  # a single PUT: readers see the old object or the new one
+        self._call("put", uri, self.client.put_object, Bucket=bucket, Key=key, Body=text.encode())
+
+    def delete(self, uri: str) -> None:
+        bucket, key = split_s3(uri)
+        self._call("delete", uri, self.client.delete_object, Bucket=bucket, Key=key)
+
+    def delete_prefix(self, prefix: str) -> None:
+        bucket, _ = split_s3(prefix)
+        keys = [split_s3(u)[1] for u in self.list_files(prefix)]
+        for start in range(0, len(keys), 1000):
+            chunk = [{"Key": k} for k in keys[start:start + 1000]]
+            self._call("delete", prefix, self.client.delete_objects, Bucket=bucket,
+                       Delete={"Objects": chunk, "Quiet": True})
+
+    def glob(self, pattern: str) -> list[str]:
+        bucket, key = split_s3(pattern)
+        literal = key
+        for i, ch in enumerate(key):
+            if ch in "*?[":
+                literal = key[:i]
+                break
+        base = literal.rsplit("/", 1)[0] if "/" in literal else ""
+        candidates = self.list_files(f"s3://{bucket}/{base}/" if base else f"s3://{bucket}/")
+        return [c for c in candidates if fnmatch.fnmatchcase(split_s3(c)[1], key)]
+
+    def arrow_fs(self) -> pafs.FileSystem:
+        if self._fs is None:
+            kwargs: dict[str, Any] = {
+                "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=RETRY_ATTEMPTS),
+                "connect_timeout": 10,
+                "request_timeout": 60,
+            }
+            if self.settings.region:
+                kwargs["region"] = self.settings.region
+            endpoint = self.settings.endpoint_url
+            if endpoint:
+                # pyarrow ignores AWS_ENDPOINT_URL: pass the host and scheme explicitly.
+                parsed = urlparse(endpoint)
+                kwargs["endpoint_override"] = parsed.netloc or parsed.path
+                kwargs["scheme"] = parsed.scheme or "https"
+                kwargs.setdefault("region", "us-east-1")
+                kwargs["force_virtual_addressing"] = False
+            self._fs = pafs.S3FileSystem(**kwargs)
+        return self._fs
+
+    def arrow_path(self, uri: str) -> str:
+        bucket, key = split_s3(uri)
+        return f"{bucket}/{key}"
+
+    def check_writable(self, prefix: str) -> None:
+        bucket, _ = split_s3(prefix)
+        self._call("head bucket", prefix, self.client.head_bucket, Bucket=bucket)
+
+    @contextmanager
+    def atomic_output(self, uri: str, scratch: str | None = None) -> Iterator[str]:
+        """A scratch key to write; copied onto `uri` only when the block succeeds.
+
+        The copy (server-side, multipart for large objects) makes the new object visible in one step,
+        so readers of `uri` see the old object or the new one. A failed block leaves `uri` untouched.
+        """
+        import uuid
+
+        bucket, key = split_s3(uri)
+        base = scratch.rstrip("/") if scratch else f"s3://{bucket}/_tmp"
+        tmp = f"{base}/{uuid.uuid4().hex}-{key.rsplit('/', 1)[-1]}"
+        try:
+            yield tmp
+            tmp_bucket, tmp_key = split_s3(tmp)
+            self._call("copy", uri, self.client.copy, CopySource={"Bucket": tmp_bucket, "Key": tmp_key},
+                       Bucket=bucket, Key=key)
+        finally:
+            try:
+                self.delete(tmp)
+            except StorageError:
+                pass
+
+
+def storage_for(uri: str, settings: S3Settings | None = None) -> LocalStorage | S3Storage:
+    if is_s3(uri):
+        return S3Storage(settings or S3Settings.resolve())
+    if "://" in uri and not uri.startswith("file://"):
+        raise StorageError(f"{uri}: unsupported scheme (use a local path or s3://bucket/prefix)")
+    return LocalStorage()

@@ -1,0 +1,113 @@
+"""Work units: fixed slices of a row group, the grain of checkpointing.
+
+A partition's input is cut into units of at most `checkpoint_rows` rows, from Parquet metadata alone.
+The driver stages each unit's outcomes as one file as soon as the unit is complete; a rerun after a
+crash skips the units already staged, so the work redone is at most the units in flight, and the
+driver's memory holds unit ids, not document ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.config import ConfigError
+from pipeline.partition import Partition
+from pipeline.storage import LocalStorage, S3Storage, has_glob
+
+
+@dataclass(frozen=True)
+class Unit:
+    partition: str
+    path: str
+    row_group: int
+    start: int
+    stop: int
+
+    @property
+    def rows(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def id(self) -> str:
+        raw = f"{self.path}|{self.row_group}|{self.start}|{self.stop}"
+        return hashlib.sha256(raw.encode()).hexdigest()[:20]
+
+
+@dataclass
+class PartitionInput:
+    partition: Partition
+    id_column: str
+    files: list[str]
+    schema: pa.Schema
+    total_rows: int
+    units: list[Unit] = field(default_factory=list)
+
+    @property
+    def rows_to_read(self) -> int:
+        return sum(u.rows for u in self.units)
+
+
+def resolve_files(storage: LocalStorage | S3Storage, uri: str) -> list[str]:
+    """A file, a folder or prefix (every .parquet below it), or a glob, as a sorted list."""
+    if has_glob(uri):
+        files = storage.glob(uri)
+    else:
+        files = storage.list_files(uri)
+        if not files:
+            raise ConfigError(f"input.uri: {uri} does not exist")
+    files = sorted(f for f in files if f.endswith(".parquet") or f == uri)
+    if not files:
+        raise ConfigError(f"input.uri: {uri} matches no Parquet files")
+    return files
+
+
+def plan_partition(
+    storage: LocalStorage | S3Storage,
+    partition: Partition,
+    id_column: str,
+    text_column: str,
+    limit: int | None,
+    checkpoint_rows: int,
+) -> PartitionInput:
+    """Files, columns and units of one partition, from metadata; a wrong column fails naming it."""
+    files = resolve_files(storage, partition.input_uri)
+    fs = storage.arrow_fs()
+    schema: pa.Schema | None = None
+    total = 0
+    units: list[Unit] = []
+    remaining = limit if limit else None
+    for uri in files:
+        try:
+            meta = pq.ParquetFile(storage.arrow_path(uri), filesystem=fs)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise ConfigError(f"input.uri: {uri} is not a readable Parquet file: {exc}") from None
+        file_schema = meta.schema_arrow
+        for key, column in (("input.id_column", id_column), ("input.text_column", text_column)):
+            if column not in file_schema.names:
+                raise ConfigError(
+                    f"{key}: column {column!r} is not in {uri} (columns: {', '.join(file_schema.names)})"
+                )
+        text_type = file_schema.field(text_column).type
+        if not (pa.types.is_string(text_type) or pa.types.is_large_string(text_type)):
+            raise ConfigError(f"input.text_column: column {text_column!r} in {uri} is {text_type}, not a string")
+        schema = schema or file_schema
+        if file_schema.field(id_column).type != schema.field(id_column).type:
+            raise ConfigError(f"input.id_column: column {id_column!r} is {file_schema.field(id_column).type} in "
+                              f"{uri} but {schema.field(id_column).type} in {files[0]}")
+        total += meta.metadata.num_rows
+        for rg in range(meta.metadata.num_row_groups):
+            n = meta.metadata.row_group(rg).num_rows
+            for start in range(0, n, checkpoint_rows):
+                if remaining is not None and remaining <= 0:
+                    break
+                stop = min(n, start + checkpoint_rows)
+                if remaining is not None:
+                    stop = min(stop, start + remaining)
+                    remaining -= stop - start
+                units.append(Unit(partition.key, uri, rg, start, stop))
+    assert schema is not None
+    return PartitionInput(partition, id_column, files, schema, total, units)
