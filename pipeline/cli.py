@@ -86,6 +86,48 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_query(args: argparse.Namespace) -> int:
+    from pipeline.query import NothingCommittedError, run_query
+
+    loaded = load_config(args.config, _overrides(args))
+    try:
+        relation = run_query(loaded, args.sql)
+    except NothingCommittedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if relation is not None:
+        if args.format == "csv":
+            table = relation.to_arrow_table()
+            import pyarrow.csv as pacsv
+
+            pacsv.write_csv(table, sys.stdout.buffer)
+        elif args.format == "json":
+            for row in relation.to_arrow_table().to_pylist():
+                print(json.dumps(row, default=str))
+        else:
+            relation.show(max_rows=args.max_rows, max_width=200)
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from pipeline.submit import submit
+
+    loaded = load_config(args.config, _overrides(args))
+    extra: list[str] = []
+    if args.date:
+        _days(loaded, args.date)
+        extra += ["--date", args.date]
+    if args.force:
+        extra.append("--force")
+    for item in args.set or []:
+        extra += ["--set", item]
+    job_id = submit(loaded, args.address, extra, args.submission_id)
+    print(f"submitted {job_id} to {args.address}")
+    print(f"  follow:  RAY_AUTH_MODE=token ray job logs --address {args.address} --follow {job_id}")
+    print(f"  status:  RAY_AUTH_MODE=token ray job status --address {args.address} {job_id}")
+    return 0
+
+
 def cmd_model_prepare(args: argparse.Namespace) -> int:
     from workers.bundled_model import prepare
 
@@ -119,6 +161,21 @@ def parser() -> argparse.ArgumentParser:
     validate = job_command("validate", "check a job's config, schema and input without running it")
     validate.add_argument("--date", help="the partition to check when input.uri has {date}")
     validate.set_defaults(func=cmd_validate)
+    query = sub.add_parser("query", help="SQL over the committed output: views `rows` and `dead_letters`")
+    query.add_argument("config", help="path to extract.yaml")
+    query.add_argument("sql", help="a DuckDB query, e.g. \"SELECT reason, count(*) FROM dead_letters GROUP BY 1\"")
+    query.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    query.add_argument("--max-rows", type=int, default=40)
+    query.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
+    query.set_defaults(func=cmd_query)
+    submit = sub.add_parser("submit", help="submit `extract run` to a running Ray cluster (Ray Jobs API)")
+    submit.add_argument("config", help="path to extract.yaml; its folder is shipped as the job's working_dir")
+    submit.add_argument("--address", required=True, help="the cluster's dashboard, e.g. http://HEAD:8265")
+    submit.add_argument("--date", help="the partition to run when input.uri has {date}")
+    submit.add_argument("--force", action="store_true")
+    submit.add_argument("--submission-id", help="a job id of your choosing (idempotent resubmission)")
+    submit.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key on the cluster")
+    submit.set_defaults(func=cmd_submit)
     model = sub.add_parser("model", help="model utilities")
     model_sub = model.add_subparsers(dest="model_command", required=True)
     model_sub.add_parser("prepare", help="convert the bundled GGUF model once and print its folder").set_defaults(

@@ -63,6 +63,10 @@ def connect_ray() -> None:
     if ray.is_initialized():
         return
     address = os.environ.get("RAY_ADDRESS")
+    token_file = os.path.expanduser("~/.ray/auth_token")
+    if address and "RAY_AUTH_MODE" not in os.environ and (os.environ.get("RAY_AUTH_TOKEN")
+                                                          or os.path.exists(token_file)):
+        os.environ["RAY_AUTH_MODE"] = "token"  # Ray 2.60 heads require the token for drivers
     ray.init(address=address or None, log_to_driver=True, include_dashboard=False if not address else None,
              logging_level="WARNING")
 

@@ -264,8 +264,15 @@ class S3Storage:
         return f"{bucket}/{key}"
 
     def check_writable(self, prefix: str) -> None:
+        from botocore.exceptions import ClientError
+
         bucket, _ = split_s3(prefix)
-        self._call("head bucket", prefix, self.client.head_bucket, Bucket=bucket)
+        try:
+            self.client.head_bucket(Bucket=bucket)
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            named = {"404": "NoSuchBucket", "NoSuchBucket": "NoSuchBucket", "403": "AccessDenied"}.get(code, code)
+            raise StorageError(f"S3 {prefix}: {named} (bucket {bucket!r})") from None
 
     @contextmanager
     def atomic_output(self, uri: str, scratch: str | None = None) -> Iterator[str]:

@@ -52,3 +52,45 @@ def run_cli(args: list[str], env: dict[str, str], cwd: Path | None = None, timeo
 
     return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, env=env,
                           cwd=cwd or ROOT, timeout=timeout)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# moto accepts any credentials; they must be set before Ray starts so its workers inherit them.
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for every in-process job of the session."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    """A real S3 HTTP API on loopback (moto's server), on a free port."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+def s3_client(endpoint: str):
+    import boto3
+
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import duckdb
 import pytest
-import ray
 
 from pipeline.config import load_config
 from pipeline.run import run_job
@@ -30,13 +29,6 @@ TICKETS = {
 }
 EXPECTED_REASONS = {"t-reject": "semantic_invalid", "t-empty": "empty_input", "t-null": "empty_input",
                     "t-long": "input_too_long"}
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
-    yield
-    ray.shutdown()
 
 
 @pytest.fixture(scope="module")
