@@ -18,7 +18,6 @@ from workers.spec import ExtractionSpec
 
 # Read tasks are I/O; they must not wait behind actors that hold every CPU of a small machine.
 READ_TASK_CPUS = 0.25
-MAX_READ_BLOCKS = 512
 
 
 def actor_env(gpus_per_actor: float) -> dict[str, str]:
@@ -67,7 +66,7 @@ def build_dataset(
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
     tasks = read_tasks(units)
-    documents = ray.data.from_items(tasks, override_num_blocks=min(len(tasks), MAX_READ_BLOCKS)).map_batches(
+    documents = ray.data.from_items(tasks, override_num_blocks=len(tasks)).map_batches(
         read_units,
         batch_size=1,
         batch_format="pyarrow",

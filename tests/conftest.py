@@ -94,3 +94,45 @@ def s3_client(endpoint: str):
     import boto3
 
     return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+
+
+def kill_processes_mentioning(text: str) -> int:
+    import psutil
+
+    killed = 0
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if text in " ".join(proc.info["cmdline"] or []):
+                proc.kill()
+                killed += 1
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return killed
+
+
+@pytest.fixture(scope="module")
+def ray_head(tmp_path_factory):
+    """A real Ray head started with `ray start --head` (dashboard and Jobs API), stopped afterwards.
+
+    It has its own temp dir, so it is neither found by nor in the way of other clusters, and only its
+    own processes are stopped at the end.
+    """
+    import subprocess
+    import tempfile
+    import time
+
+    temp_dir = tempfile.mkdtemp(prefix="rh", dir="/tmp")  # short: Ray puts sockets under it
+    port, dashboard = free_port(), free_port()
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    env.pop("RAY_ADDRESS", None)
+    subprocess.run(
+        [str(Path(sys.executable).parent / "ray"), "start", "--head", f"--port={port}",
+         f"--dashboard-port={dashboard}", "--dashboard-host=127.0.0.1", f"--temp-dir={temp_dir}",
+         "--num-cpus=2", "--include-dashboard=true", "--disable-usage-stats"],
+        check=True, env=env, capture_output=True, timeout=180,
+    )
+    head = {"address": f"127.0.0.1:{port}", "dashboard": f"http://127.0.0.1:{dashboard}", "temp_dir": temp_dir}
+    yield head
+    kill_processes_mentioning(temp_dir)
+    time.sleep(1)

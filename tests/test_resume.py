@@ -1,0 +1,148 @@
+"""Crash and resume on a real cluster: SIGKILL the driver mid-run, then rerun; SIGKILL an extraction
+actor mid-batch and let Ray restart it. Afterwards DuckDB checks input == rows + dead letters, ids unique."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import psutil
+import pytest
+
+from tests.conftest import ROOT, write_config, write_docs
+
+pytestmark = pytest.mark.engine
+
+N_DOCS = 24
+
+
+def tickets(n: int) -> dict[str, str]:
+    products = ["Kettle", "Router", "Lamp", "Scanner", "Tablet", "Printer"]
+    return {f"r-{i:03d}": f"From user{i}@example.com: my {products[i % 6]} stopped working on day {i}. "
+                          f"{'Urgent!' if i % 3 == 0 else 'Please help.'}" for i in range(n)}
+
+
+@pytest.fixture(scope="module")
+def resume_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("resume")
+    docs = tickets(N_DOCS)
+    write_docs(folder / "docs.parquet", list(docs), list(docs.values()))
+    shutil.copy(ROOT / "tests" / "fixtures" / "models.py", folder / "ticket_models.py")
+    return folder
+
+
+def config_for(folder: Path, output: str) -> Path:
+    return write_config(
+        folder, name="resume", schema="ticket_models:Ticket",
+        prompt="Extract the support ticket from this message.\n{document}",
+        **{"input.uri": "docs.parquet", "output.uri": output, "output.checkpoint_rows": 4,
+           "model.max_tokens": 160, "model.max_model_len": 1024, "model.engine_kwargs": {"enforce_eager": True},
+           "workers.batch_size": 4},
+    )
+
+
+def driver_env(head: dict) -> dict[str, str]:
+    env = dict(os.environ)
+    env["RAY_ADDRESS"] = head["address"]
+    env["RAY_AUTH_MODE"] = "token"
+    return env
+
+
+def start_driver(config: Path, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pipeline", "run", str(config)], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def staged_units(output: Path) -> list[Path]:
+    return sorted((output / "_staging").rglob("unit-*.parquet")) if (output / "_staging").exists() else []
+
+
+def wait_for(predicate, proc: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"driver exited early ({proc.returncode}): {proc.stdout.read()[-3000:]}")
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting")
+
+
+def check_accounting(output: Path) -> None:
+    con = duckdb.connect()
+    all_ids = (f"SELECT doc_id FROM read_parquet('{output}/rows/*.parquet') UNION ALL "
+               f"SELECT doc_id FROM read_parquet('{output}/dead_letters/*.parquet')")
+    total, distinct = con.execute(f"SELECT count(*), count(DISTINCT doc_id) FROM ({all_ids})").fetchone()
+    assert (total, distinct) == (N_DOCS, N_DOCS)
+    ids = sorted(r[0] for r in con.execute(all_ids).fetchall())
+    assert ids == sorted(tickets(N_DOCS))
+
+
+def last_manifest(output: Path) -> dict:
+    manifests = [json.loads(p.read_text()) for p in (output / "_runs").glob("*.json")]
+    return max(manifests, key=lambda m: m["started_at"])
+
+
+def test_driver_sigkill_then_rerun_finishes_without_loss_or_duplicates(ray_head, resume_dir):
+    output = resume_dir / "out-driver"
+    config = config_for(resume_dir, str(output))
+    env = driver_env(ray_head)
+    proc = start_driver(config, env)
+    wait_for(lambda: len(staged_units(output)) >= 2, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    staged_at_kill = len(staged_units(output))
+    assert staged_at_kill < N_DOCS // 4, "the run finished before it could be killed"
+    assert not (output / "rows").exists()  # nothing half-committed is visible as output
+
+    rerun = subprocess.run([sys.executable, "-m", "pipeline", "run", str(config)], env=env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    manifest = last_manifest(output)
+    partition, = manifest["partitions"]
+    assert partition["status"] == "committed"
+    assert partition["units"] == N_DOCS // 4
+    assert partition["units_resumed"] >= staged_at_kill  # committed work was not redone
+    assert manifest["input_rows"] == N_DOCS == manifest["rows"] + manifest["dead_letters"]
+    check_accounting(output)
+    assert not staged_units(output)
+    print(f"\nresume: killed the driver with {staged_at_kill}/{partition['units']} units staged; the rerun "
+          f"resumed {partition['units_resumed']} units and redid {partition['units'] - partition['units_resumed']}; "
+          f"rows {manifest['rows']} + dead letters {manifest['dead_letters']} = input {manifest['input_rows']}")
+
+
+def extraction_actor_pids() -> list[int]:
+    pids = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if "ExtractionActor" in " ".join(proc.info["cmdline"] or []):
+                pids.append(proc.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return pids
+
+
+def test_actor_sigkill_mid_batch_is_restarted_and_the_batch_redone_once(ray_head, resume_dir):
+    output = resume_dir / "out-actor"
+    config = config_for(resume_dir, str(output))
+    proc = start_driver(config, driver_env(ray_head))
+    wait_for(lambda: len(staged_units(output)) >= 1 and extraction_actor_pids(), proc)
+    victims = extraction_actor_pids()
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out[-3000:]
+    manifest = last_manifest(output)
+    assert manifest["status"] == "committed"
+    assert len(manifest["actors"]) >= 2, "no replacement actor reported in"
+    assert manifest["input_rows"] == N_DOCS == manifest["rows"] + manifest["dead_letters"]
+    check_accounting(output)
+    print(f"\nactor kill: killed {len(victims)} actor process(es); {len(manifest['actors'])} actors reported in; "
+          f"rows {manifest['rows']} + dead letters {manifest['dead_letters']} = input {manifest['input_rows']}")
