@@ -110,7 +110,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from pipeline.submit import submit
+    from pipeline.submit import submit, wait
 
     loaded = load_config(args.config, _overrides(args))
     extra: list[str] = []
@@ -125,7 +125,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     print(f"submitted {job_id} to {args.address}")
     print(f"  follow:  RAY_AUTH_MODE=token ray job logs --address {args.address} --follow {job_id}")
     print(f"  status:  RAY_AUTH_MODE=token ray job status --address {args.address} {job_id}")
-    return 0
+    if not args.wait:
+        return 0
+    status, logs = wait(args.address, job_id, args.timeout)
+    print(logs, end="" if logs.endswith("\n") else "\n")
+    print(f"job {job_id}: {status}")
+    return 0 if status == "SUCCEEDED" else 1
 
 
 def cmd_model_prepare(args: argparse.Namespace) -> int:
@@ -175,6 +180,8 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--force", action="store_true")
     submit.add_argument("--submission-id", help="a job id of your choosing (idempotent resubmission)")
     submit.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key on the cluster")
+    submit.add_argument("--wait", action="store_true", help="wait for the job, print its logs, exit 0 on success")
+    submit.add_argument("--timeout", type=float, default=24 * 3600, help="seconds to --wait at most")
     submit.set_defaults(func=cmd_submit)
     model = sub.add_parser("model", help="model utilities")
     model_sub = model.add_subparsers(dest="model_command", required=True)

@@ -129,7 +129,12 @@ def ray_head(tmp_path_factory):
     subprocess.run(
         [str(Path(sys.executable).parent / "ray"), "start", "--head", f"--port={port}",
          f"--dashboard-port={dashboard}", "--dashboard-host=127.0.0.1", f"--temp-dir={temp_dir}",
-         "--num-cpus=2", "--include-dashboard=true", "--disable-usage-stats"],
+         "--num-cpus=2", "--include-dashboard=true", "--disable-usage-stats",
+         # Every port of its own, so it never collides with the in-process cluster's defaults.
+         f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
+         f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}",
+         f"--ray-client-server-port={free_port()}", f"--node-manager-port={free_port()}",
+         f"--object-manager-port={free_port()}"],
         check=True, env=env, capture_output=True, timeout=180,
     )
     head = {"address": f"127.0.0.1:{port}", "dashboard": f"http://127.0.0.1:{dashboard}", "temp_dir": temp_dir}

@@ -1,5 +1,6 @@
-"""Crash and resume on a real cluster: SIGKILL the driver mid-run, then rerun; SIGKILL an extraction
-actor mid-batch and let Ray restart it. Afterwards DuckDB checks input == rows + dead letters, ids unique."""
+"""On a real `ray start --head` cluster: SIGKILL the driver mid-run and rerun; SIGKILL an extraction
+actor mid-batch and let Ray restart it; submit a job through the Ray Jobs API. Afterwards DuckDB
+checks input == rows + dead letters, ids unique."""
 
 from __future__ import annotations
 
@@ -146,3 +147,27 @@ def test_actor_sigkill_mid_batch_is_restarted_and_the_batch_redone_once(ray_head
     check_accounting(output)
     print(f"\nactor kill: killed {len(victims)} actor process(es); {len(manifest['actors'])} actors reported in; "
           f"rows {manifest['rows']} + dead letters {manifest['dead_letters']} = input {manifest['input_rows']}")
+
+
+def test_submit_runs_the_job_on_the_cluster_with_the_config_folder_as_working_dir(ray_head, tmp_path):
+    job = tmp_path / "job"
+    job.mkdir()
+    docs = dict(list(tickets(N_DOCS).items())[:5])
+    write_docs(job / "docs.parquet", list(docs), list(docs.values()))
+    shutil.copy(ROOT / "tests" / "fixtures" / "models.py", job / "ticket_models.py")
+    output = tmp_path / "submitted-out"  # absolute: the job runs in a copy of the working dir
+    config = config_for(job, str(output))
+    env = dict(os.environ, RAY_AUTH_MODE="token")
+    env.pop("RAY_ADDRESS", None)
+    result = subprocess.run([sys.executable, "-m", "pipeline", "submit", str(config), "--address",
+                             ray_head["dashboard"], "--wait", "--timeout", "480"],
+                            env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    job_id = result.stdout.split()[1]
+    assert f"ray job logs --address {ray_head['dashboard']} --follow {job_id}" in result.stdout
+    assert f"job {job_id}: SUCCEEDED" in result.stdout
+    assert "committed" in result.stdout  # the job's own summary, from its logs
+    con = duckdb.connect()
+    total, = con.execute(f"SELECT count(*) FROM (SELECT doc_id FROM read_parquet('{output}/rows/*.parquet') "
+                         f"UNION ALL SELECT doc_id FROM read_parquet('{output}/dead_letters/*.parquet'))").fetchone()
+    assert total == 5
