@@ -18,16 +18,19 @@ from workers.spec import ExtractionSpec
 
 # Read tasks are I/O; they must not wait behind actors that hold every CPU of a small machine.
 READ_TASK_CPUS = 0.25
+FORWARDED_ENV = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE",
+                 "VLLM_ENABLE_V1_MULTIPROCESSING", "HF_HUB_OFFLINE", "EXTRACT_CACHE_DIR", "EXTRACT_LOG_FORMAT",
+                 "EXTRACT_LOG_LEVEL")
 
 
 def actor_env(gpus_per_actor: float) -> dict[str, str]:
     """Environment for extraction actors. On CPU the engine runs in the actor's own process."""
     env = {"TOKENIZERS_PARALLELISM": "false"}
-    for key in ("VLLM_LOGGING_LEVEL", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE", "EXTRACT_CACHE_DIR",
-                "HF_HUB_OFFLINE", "VLLM_ENABLE_V1_MULTIPROCESSING", "EXTRACT_LOG_FORMAT", "EXTRACT_LOG_LEVEL"):
+    for key in FORWARDED_ENV:
         if key in os.environ:
             env[key] = os.environ[key]
     env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    env.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout is for the run's summary
     if gpus_per_actor == 0:
         env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     return env

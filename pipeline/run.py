@@ -79,7 +79,6 @@ class _Work:
         self.pending = pending
         self.resumed = len(pinput.units) - len(pending)
         self.left = len(pending)
-        self.started = time.perf_counter()
 
 
 def run_job(
@@ -131,10 +130,15 @@ def run_job(
             log.info("partition.resume", partition=partition.label, staged_units=len(pinput.units) - len(pending),
                      pending_units=len(pending))
 
+    last_commit = [time.perf_counter()]
+
     def commit(w: _Work) -> None:
+        # A partition's seconds run from the previous commit (or the start) to its own commit, so the
+        # days of a backfill add up to the run.
         label = w.input.partition.label
         try:
-            results[label] = committer.commit(w.input, w.started, w.resumed)
+            results[label] = committer.commit(w.input, last_commit[0], w.resumed)
+            last_commit[0] = time.perf_counter()
         except (AccountingError, StorageError, OSError) as exc:
             if fail_fast:
                 raise
@@ -183,8 +187,6 @@ def _stream(loaded, streaming: list[_Work], committer, commit, progress: Progres
     buffers: dict[str, list[pa.Table]] = defaultdict(list)
     counts: Counter[str] = Counter()
     done = dead = 0
-    for w in streaming:
-        w.started = time.perf_counter()
     for batch in dataset.iter_batches(batch_format="pyarrow", batch_size=None):
         unit_column = batch.column(UNIT_COLUMN)
         for unit_id in pc.unique(unit_column).to_pylist():
