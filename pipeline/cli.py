@@ -133,6 +133,18 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 0 if status == "SUCCEEDED" else 1
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pipeline.bench import run_bench
+
+    docs = args.docs if args.docs is not None else (6 if args.quick else 1000)
+    report = run_bench(Path(args.config), docs, Path(args.out))
+    print((Path(args.out) / "bench.md").read_text())
+    print(f"wrote {args.out}/bench.json, bench.md, bench.png")
+    return 0 if report else 1
+
+
 def cmd_model_prepare(args: argparse.Namespace) -> int:
     from workers.bundled_model import prepare
 
@@ -183,6 +195,12 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--wait", action="store_true", help="wait for the job, print its logs, exit 0 on success")
     submit.add_argument("--timeout", type=float, default=24 * 3600, help="seconds to --wait at most")
     submit.set_defaults(func=cmd_submit)
+    bench = sub.add_parser("bench", help="benchmark the pipeline against the bare engine and a retry loop")
+    bench.add_argument("--config", default="jobs/extract.yaml", help="model, prompt and schema to use")
+    bench.add_argument("--docs", type=int, help="synthetic documents (default 1000; 6 with --quick)")
+    bench.add_argument("--out", default="out/bench", help="folder for bench.json, bench.md, bench.png")
+    bench.add_argument("--quick", action="store_true", help="a few documents: a smoke run")
+    bench.set_defaults(func=cmd_bench)
     model = sub.add_parser("model", help="model utilities")
     model_sub = model.add_subparsers(dest="model_command", required=True)
     model_sub.add_parser("prepare", help="convert the bundled GGUF model once and print its folder").set_defaults(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from typing import Any
 
 import pyarrow as pa
@@ -45,7 +46,8 @@ class ExtractionActor:
                  compile_s=round(compile_seconds, 3))
         if stats is not None:
             stats.record_actor.remote({"actor": self.name, "engine_init_s": engine.init_seconds,
-                                       "schema_compile_s": {contract.hash: compile_seconds}})
+                                       "schema_compile_s": {contract.hash: compile_seconds},
+                                       "ready_unix": time.time()})
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         table = self.extractor(batch)

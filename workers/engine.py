@@ -84,15 +84,16 @@ class VllmEngine:
             return list(ids)
         return list(self.tokenizer.encode(text))
 
-    def _sampling(self, json_schema: dict[str, Any], max_tokens: int, temperature: float) -> Any:
+    def _sampling(self, json_schema: dict[str, Any] | None, max_tokens: int, temperature: float) -> Any:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
-        return SamplingParams(
-            max_tokens=max_tokens,
-            temperature=temperature,
-            structured_outputs=StructuredOutputsParams(json=json.dumps(json_schema)),
-        )
+        structured = StructuredOutputsParams(json=json.dumps(json_schema)) if json_schema is not None else None
+        return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured)
+
+    def reset_prefix_cache(self) -> None:
+        """Forget cached prompt prefixes (benchmarks time each arm from a cold cache)."""
+        self.llm.reset_prefix_cache()
 
     def warm(self, json_schema: dict[str, Any]) -> float:
         """Compile `json_schema`'s grammar with a one-token request; returns the seconds it took."""
@@ -104,8 +105,9 @@ class VllmEngine:
         return time.perf_counter() - started
 
     def generate(
-        self, prompts: list[list[int]], json_schema: dict[str, Any], max_tokens: int, temperature: float
+        self, prompts: list[list[int]], json_schema: dict[str, Any] | None, max_tokens: int, temperature: float
     ) -> list[Generation]:
+        """One `Generation` per prompt; under `json_schema`'s grammar, or free text when it is None."""
         from vllm.inputs import TokensPrompt
 
         if not prompts:

@@ -1,0 +1,324 @@
+"""`extract bench`: the pipeline against what a user would otherwise write, in one run, one machine.
+
+Arms, one after another, on the same model, engine settings and documents:
+  engine         vLLM `generate` over every document in one call, under the grammar (the ceiling)
+  unconstrained  the same call without a grammar (prices the constraint per decode step)
+  retry          unconstrained, then parse + validate, re-asking failures with the error, twice at most
+  pipeline       the real `extract run` (Ray, actors, Parquet in and out, staging, manifest), as a subprocess
+
+Per-token cost is decode only: each arm is also timed with max_tokens=1 (prefill plus one step), from a
+cold prefix cache, and that time is subtracted. Writes DIR/bench.json, DIR/bench.md and DIR/bench.png.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.config import LoadedConfig, load_config
+from pipeline.plan import actor_env
+from pipeline.synthetic import make_corpus
+from schemas.contract import RecordRejected, SchemaContract
+from workers.bundled_model import resolve_model_path
+from workers.classify import classify
+from workers.engine import Generation, VllmEngine, engine_arguments, has_accelerator
+from workers.prompt import render_prompt
+
+SEED = 4242
+MAX_RETRIES = 2
+RETRY_SUFFIX = "\nAnswer with only a JSON object that matches this JSON Schema:\n{schema}"
+JSON_BLOCK = re.compile(r"\{.*\}", re.DOTALL)
+
+
+# -- scoring -------------------------------------------------------------------------------------------
+
+def field_scores(record: dict[str, Any] | None, gold: dict[str, Any]) -> list[bool]:
+    """Per field of the sample invoice: does the extraction equal the gold value?"""
+    fields = ["invoice_number", "vendor", "customer", "issue_date", "due_date", "currency", "total", "items"]
+    if record is None:
+        return [False] * len(fields)
+    vendor = (record.get("vendor") or {}).get("name")
+    items = {i.strip().lower() for i in record.get("items") or []}
+    gold_items = {i["description"].strip().lower() for i in gold["line_items"]}
+    total = record.get("total")
+    return [
+        record.get("invoice_number") == gold["invoice_number"],
+        (vendor or "").strip().lower() == gold["vendor"].lower(),
+        (record.get("customer") or None) == gold["customer"],
+        record.get("issue_date") == gold["issue_date"],
+        record.get("due_date") == gold["due_date"],
+        record.get("currency") == gold["currency"],
+        total is not None and abs(float(total) - gold["total"]) < 0.01,
+        items == gold_items,
+    ]
+
+
+def accuracy(records: list[dict[str, Any] | None], golds: list[dict[str, Any]]) -> float:
+    scores = [s for r, g in zip(records, golds, strict=True) for s in field_scores(r, g)]
+    return sum(scores) / len(scores) if scores else 0.0
+
+
+def parse_free_text(text: str, contract: SchemaContract, document: str) -> tuple[dict[str, Any] | None, str]:
+    """What a hand-written loop does with free text: find the JSON, parse it, validate it."""
+    match = JSON_BLOCK.search(text)
+    try:
+        return contract.check(match.group(0) if match else text, {"document": document}), ""
+    except RecordRejected as rejected:
+        return None, f"{rejected.reason}: {rejected.errors[0]['msg'] if rejected.errors else ''}"
+
+
+# -- the in-process arms -----------------------------------------------------------------------------
+
+def _timed(engine: VllmEngine, prompts: list[list[int]], schema: dict | None, max_tokens: int,
+           temperature: float) -> tuple[list[Generation], float]:
+    engine.reset_prefix_cache()
+    started = time.perf_counter()
+    generations = engine.generate(prompts, schema, max_tokens, temperature)
+    return generations, time.perf_counter() - started
+
+
+def _arm(name: str, generations: list[Generation], seconds: float, prefill_seconds: float, n_docs: int,
+         records: list[dict | None], golds: list[dict], **extra: Any) -> dict[str, Any]:
+    tokens = sum(g.output_tokens for g in generations)
+    decode_steps = max(tokens - n_docs, 1)  # the max_tokens=1 run already paid each document's first token
+    return {
+        "arm": name,
+        "docs": n_docs,
+        "seconds": round(seconds, 3),
+        "docs_per_s": round(n_docs / seconds, 3),
+        "output_tokens": tokens,
+        "output_tokens_per_s": round(tokens / seconds, 1),
+        "ms_per_output_token": round(1000 * seconds / max(tokens, 1), 3),
+        "prefill_plus_one_s": round(prefill_seconds, 3),
+        "decode_ms_per_token": round(1000 * max(seconds - prefill_seconds, 0.0) / decode_steps, 3),
+        "valid_rate": round(sum(r is not None for r in records) / n_docs, 4),
+        "field_accuracy": round(accuracy(records, golds), 4),
+        **extra,
+    }
+
+
+def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict]) -> dict[str, dict[str, Any]]:
+    cfg = loaded.config
+    contract = loaded.contract
+    schema = contract.json_schema
+    schema_json = json.dumps(schema, ensure_ascii=False)
+    for key, value in actor_env(cfg.workers.gpus_per_actor).items():  # the same engine set-up as an actor's
+        os.environ.setdefault(key, value)
+    engine = VllmEngine(**engine_arguments(resolve_model_path(loaded.model_path), cfg.model.max_model_len, 1,
+                                           dict(cfg.model.engine_kwargs), has_accelerator()))
+    compile_s = engine.warm(schema)
+    max_tokens, temperature, n = cfg.model.max_tokens, cfg.model.temperature, len(texts)
+    prompts = [engine.prompt_token_ids(render_prompt(cfg.prompt, t, schema_json)) for t in texts]
+    common = {"engine_init_s": round(engine.init_seconds, 3), "schema_compile_s": round(compile_s, 3)}
+    arms: dict[str, dict[str, Any]] = {}
+
+    _, prefill = _timed(engine, prompts, schema, 1, temperature)
+    gens, seconds = _timed(engine, prompts, schema, max_tokens, temperature)
+    outcomes = [classify(g, contract, {"document": t}) for g, t in zip(gens, texts, strict=True)]
+    arms["engine"] = _arm("engine", gens, seconds, prefill, n, [o.record for o in outcomes], golds,
+                          truncated=sum(o.reason == "truncated" for o in outcomes), **common)
+
+    _, prefill = _timed(engine, prompts, None, 1, temperature)
+    gens, seconds = _timed(engine, prompts, None, max_tokens, temperature)
+    records = [parse_free_text(g.text, contract, t)[0] for g, t in zip(gens, texts, strict=True)]
+    arms["unconstrained"] = _arm("unconstrained", gens, seconds, prefill, n, records, golds, **common)
+
+    # The retry baseline asks for the schema in words and re-asks each failure with its error.
+    retry_template = cfg.prompt + RETRY_SUFFIX
+    base = [render_prompt(retry_template, t, schema_json) for t in texts]
+    engine.reset_prefix_cache()
+    started = time.perf_counter()
+    results: list[dict | None] = [None] * n
+    errors = [""] * n
+    all_gens: list[Generation] = []
+    retries = 0
+    pending = list(range(n))
+    for attempt in range(MAX_RETRIES + 1):
+        if not pending:
+            break
+        if attempt:
+            retries += len(pending)
+        texts_now = [base[i] if not attempt else
+                     f"{base[i]}\nYour previous answer was rejected ({errors[i]}). Answer again." for i in pending]
+        gens = engine.generate([engine.prompt_token_ids(p) for p in texts_now], None, max_tokens, temperature)
+        all_gens += gens
+        still = []
+        for i, g in zip(pending, gens, strict=True):
+            results[i], errors[i] = parse_free_text(g.text, contract, texts[i])
+            if results[i] is None:
+                still.append(i)
+        pending = still
+    seconds = time.perf_counter() - started
+    arms["retry"] = _arm("retry", all_gens, seconds, 0.0, n, results, golds, retries=retries,
+                         attempts=n + retries, **common)
+    arms["retry"]["decode_ms_per_token"] = None  # mixed prompts and attempts: no clean decode-only figure
+    del engine
+    gc.collect()
+    return arms
+
+
+# -- the pipeline arm -----------------------------------------------------------------------------------
+
+class _RssSampler(threading.Thread):
+    """Peak RSS of a process and of the extraction actors, sampled every 0.2 s."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.driver_peak = 0
+        self.worker_peak = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        import psutil
+
+        while not self.stop.is_set():
+            try:
+                self.driver_peak = max(self.driver_peak, psutil.Process(self.pid).memory_info().rss)
+            except psutil.NoSuchProcess:
+                pass
+            for proc in psutil.process_iter(["cmdline"]):
+                try:
+                    if "ExtractionActor" in " ".join(proc.info["cmdline"] or []):
+                        self.worker_peak = max(self.worker_peak, proc.memory_info().rss)
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    pass
+            self.stop.wait(0.2)
+
+
+def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], extra: list[str]) -> dict[str, Any]:
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)  # a cluster of its own, like a user's first `extract run`
+    started = time.time()
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "run", str(config), "--output", str(output),
+                             "--force", *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = _RssSampler(proc.pid)
+    sampler.start()
+    out, err = proc.communicate()
+    sampler.stop.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"pipeline arm failed ({proc.returncode}): {err[-2000:]}")
+    manifest = max((json.loads(p.read_text()) for p in (output / "_runs").glob("*.json")),
+                   key=lambda m: m["started_at"])
+    finished = datetime.fromisoformat(manifest["finished_at"]).timestamp()
+    ready = max(a["ready_unix"] for a in manifest["actors"])
+    steady = finished - ready
+    rows = pq.read_table(output / "rows" / "part-0.parquet").to_pylist()
+    by_id = {r["doc_id"]: r for r in rows}
+    records = []
+    for gold in golds:
+        row = by_id.get(gold["doc_id"])
+        if row is not None:
+            row = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
+        records.append(row)
+    t = manifest["timings"]
+    return {
+        "arm": "pipeline",
+        "docs": n_docs,
+        "seconds": round(steady, 3),
+        "wall_seconds": round(finished - started, 3),
+        "docs_per_s": round(n_docs / steady, 3),
+        "wall_docs_per_s": round(n_docs / (finished - started), 3),
+        "output_tokens": manifest["tokens"].get("output", 0),
+        "output_tokens_per_s": round(manifest["tokens"].get("output", 0) / steady, 1),
+        "ms_per_output_token": round(1000 * steady / max(manifest["tokens"].get("output", 1), 1), 3),
+        "valid_rate": round(manifest["rows"] / n_docs, 4),
+        "field_accuracy": round(accuracy(records, golds), 4),
+        "time_to_first_output_s": t.get("first_output_s"),
+        "engine_init_s": t.get("engine_init_s"),
+        "schema_compile_s": t.get("schema_compile_s"),
+        "driver_peak_rss_mb": round(sampler.driver_peak / 2**20, 1),
+        "worker_peak_rss_mb": round(sampler.worker_peak / 2**20, 1),
+        "dead_letters_by_reason": manifest["dead_letters_by_reason"],
+    }
+
+
+# -- report ---------------------------------------------------------------------------------------------
+
+def ratios(arms: dict[str, dict[str, Any]]) -> dict[str, float | None]:
+    def div(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 3) if a and b else None
+
+    return {
+        "pipeline_over_engine": div(arms["pipeline"]["docs_per_s"], arms["engine"]["docs_per_s"]),
+        "constrained_over_unconstrained_per_token": div(arms["engine"]["decode_ms_per_token"],
+                                                        arms["unconstrained"]["decode_ms_per_token"]),
+        "pipeline_over_retry": div(arms["pipeline"]["docs_per_s"], arms["retry"]["docs_per_s"]),
+    }
+
+
+COLUMNS = [("docs/s", "docs_per_s"), ("tokens/s", "output_tokens_per_s"), ("ms/token", "ms_per_output_token"),
+           ("decode ms/token", "decode_ms_per_token"), ("valid", "valid_rate"), ("field acc.", "field_accuracy"),
+           ("retries", "retries"), ("engine init s", "engine_init_s"), ("compile s", "schema_compile_s"),
+           ("first output s", "time_to_first_output_s"), ("driver RSS MB", "driver_peak_rss_mb"),
+           ("worker RSS MB", "worker_peak_rss_mb")]
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    lines = [f"# extract bench: {report['docs']} documents, model {report['model']}", "",
+             "| arm | " + " | ".join(c for c, _ in COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
+    for name, arm in report["arms"].items():
+        cells = ["" if arm.get(key) is None else str(arm.get(key)) for _, key in COLUMNS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "| ratio | value | goal |", "|---|---|---|"]
+    goals = {"pipeline_over_engine": ">= 0.95", "constrained_over_unconstrained_per_token": "<= 1.05",
+             "pipeline_over_retry": ">= 1.5"}
+    for key, value in report["ratios"].items():
+        lines.append(f"| {key} | {value} | {goals[key]} |")
+    wall = report["arms"]["pipeline"].get("wall_docs_per_s")
+    lines += ["", "Pipeline docs/s is measured from the last actor being ready to the commit (steady state); "
+              f"its wall-clock docs/s including Ray and engine start-up is {wall}.", ""]
+    return "\n".join(lines)
+
+
+def render_chart(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(report["arms"])
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for ax, (title, key) in zip(axes, [("documents / s", "docs_per_s"), ("ms per output token",
+                                                                           "ms_per_output_token"),
+                                        ("valid rows", "valid_rate")], strict=True):
+        values = [report["arms"][n].get(key) or 0 for n in names]
+        ax.bar(names, values, color=["#4c72b0", "#dd8452", "#c44e52", "#55a868"][: len(names)])
+        ax.set_title(title)
+        for i, v in enumerate(values):
+            ax.text(i, v, f"{v:.3g}", ha="center", va="bottom", fontsize=8)
+    fig.suptitle(f"extract bench: {report['docs']} documents")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run_bench(config: Path, docs: int, out: Path) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    ids, texts, golds = make_corpus(docs, SEED, prefix="bench")
+    corpus = out / "corpus.parquet"
+    pq.write_table(pa.table({"doc_id": ids, "text": pa.array(texts, pa.string())}), corpus)
+    overrides = {"input.uri": str(corpus.resolve()), "input.limit": None}
+    loaded = load_config(config, overrides)
+    arms = in_process_arms(loaded, texts, golds)
+    extra = ["--set", f"input.uri={corpus.resolve()}", "--set", "input.limit=null"]
+    arms["pipeline"] = pipeline_arm(Path(config), out / "pipeline-output", docs, golds, extra)
+    report = {"docs": docs, "model": loaded.config.model.path, "max_tokens": loaded.config.model.max_tokens,
+              "engine_kwargs": loaded.config.model.engine_kwargs, "arms": arms, "ratios": ratios(arms)}
+    (out / "bench.json").write_text(json.dumps(report, indent=2))
+    (out / "bench.md").write_text(render_markdown(report))
+    render_chart(report, out / "bench.png")
+    return report
