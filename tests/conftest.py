@@ -110,34 +110,51 @@ def kill_processes_mentioning(text: str) -> int:
     return killed
 
 
-@pytest.fixture(scope="module")
-def ray_head(tmp_path_factory):
-    """A real Ray head started with `ray start --head` (dashboard and Jobs API), stopped afterwards.
+def _node_ports() -> list[str]:
+    # Every port of its own, so a node never collides with another cluster's defaults.
+    return [f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
+            f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}",
+            f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}"]
 
-    It has its own temp dir, so it is neither found by nor in the way of other clusters, and only its
-    own processes are stopped at the end.
+
+def start_ray_head(cpus: float, worker_nodes: int = 0, worker_cpus: float = 1):
+    """`ray start --head` (dashboard and Jobs API), plus `worker_nodes` more nodes on this machine.
+
+    The cluster has its own temp dir, so it is neither found by nor in the way of other clusters, and
+    `stop_ray_head` stops only its processes.
     """
     import subprocess
     import tempfile
-    import time
 
     temp_dir = tempfile.mkdtemp(prefix="rh", dir="/tmp")  # short: Ray puts sockets under it
     port, dashboard = free_port(), free_port()
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     env.pop("RAY_ADDRESS", None)
+    ray_bin = str(Path(sys.executable).parent / "ray")
     subprocess.run(
-        [str(Path(sys.executable).parent / "ray"), "start", "--head", f"--port={port}",
-         f"--dashboard-port={dashboard}", "--dashboard-host=127.0.0.1", f"--temp-dir={temp_dir}",
-         "--num-cpus=2", "--include-dashboard=true", "--disable-usage-stats",
-         # Every port of its own, so it never collides with the in-process cluster's defaults.
-         f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
-         f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}",
-         f"--ray-client-server-port={free_port()}", f"--node-manager-port={free_port()}",
-         f"--object-manager-port={free_port()}"],
+        [ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dashboard}",
+         "--dashboard-host=127.0.0.1", f"--temp-dir={temp_dir}", f"--num-cpus={cpus}", "--include-dashboard=true",
+         "--disable-usage-stats", f"--ray-client-server-port={free_port()}", *_node_ports()],
         check=True, env=env, capture_output=True, timeout=180,
     )
-    head = {"address": f"127.0.0.1:{port}", "dashboard": f"http://127.0.0.1:{dashboard}", "temp_dir": temp_dir}
-    yield head
-    kill_processes_mentioning(temp_dir)
+    env["RAY_AUTH_MODE"] = "token"
+    for _ in range(worker_nodes):
+        subprocess.run([ray_bin, "start", f"--address=127.0.0.1:{port}", f"--num-cpus={worker_cpus}",
+                        "--disable-usage-stats", *_node_ports()],
+                       check=True, env=env, capture_output=True, timeout=180)
+    return {"address": f"127.0.0.1:{port}", "dashboard": f"http://127.0.0.1:{dashboard}", "temp_dir": temp_dir}
+
+
+def stop_ray_head(head: dict) -> None:
+    import time
+
+    kill_processes_mentioning(head["temp_dir"])
     time.sleep(1)
+
+
+@pytest.fixture(scope="module")
+def ray_head():
+    head = start_ray_head(cpus=2)
+    yield head
+    stop_ray_head(head)

@@ -23,6 +23,15 @@ from workers.spec import ExtractionSpec
 log = structlog.get_logger(__name__)
 
 
+def _node_id() -> str | None:
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+    except Exception:  # noqa: BLE001 - outside Ray (tests, tools) there is no node
+        return None
+
+
 class ExtractionActor:
     def __init__(self, spec: ExtractionSpec, stats: Any = None) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -47,7 +56,7 @@ class ExtractionActor:
         if stats is not None:
             stats.record_actor.remote({"actor": self.name, "engine_init_s": engine.init_seconds,
                                        "schema_compile_s": {contract.hash: compile_seconds},
-                                       "ready_unix": time.time()})
+                                       "ready_unix": time.time(), "node": _node_id()})
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         table = self.extractor(batch)
