@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 
@@ -36,9 +35,6 @@ class RunManifest:
     partitions: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
 
-    def rows_processed(self) -> int:
-        return self.rows + self.dead_letters
-
     def check_accounting(self) -> None:
         if self.input_rows != self.rows + self.dead_letters:
             raise AccountingError(
@@ -48,7 +44,3 @@ class RunManifest:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=False, default=str)
-
-    @classmethod
-    def load(cls, path: str | Path) -> RunManifest:
-        return cls(**json.loads(Path(path).read_text()))

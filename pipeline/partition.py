@@ -11,7 +11,6 @@ Output layout under OUTPUT, per partition KEY (`dt=YYYY-MM-DD`, or none for an u
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
@@ -98,6 +97,3 @@ class OutputLayout:
 
     def partitions_root(self) -> str:
         return join(self.root, "_partitions")
-
-
-PARTITION_DIR = re.compile(r"/_partitions/(dt=\d{4}-\d{2}-\d{2}|all)/_SUCCESS$")

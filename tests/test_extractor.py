@@ -9,6 +9,7 @@ import json
 import pyarrow as pa
 
 from schemas.contract import SchemaContract
+from workers.classify import DEAD_LETTER_REASONS
 from workers.engine import Generation
 from workers.extractor import BatchExtractor
 from workers.spec import ExtractionSpec
@@ -51,6 +52,7 @@ def test_one_outcome_per_document_in_order_with_only_eligible_documents_generate
     assert out.column("_reason").to_pylist() == [None, "empty_input", "input_too_long", "semantic_invalid", None]
     assert out.column("_kind").to_pylist() == ["row", "dead_letter", "dead_letter", "dead_letter", "row"]
     assert engine.calls == [3]
+    assert {r for r in out.column("_reason").to_pylist() if r} <= set(DEAD_LETTER_REASONS)
     assert json.loads(out.column("_record")[0].as_py())["product"] == "Kettle"
 
 
