@@ -273,6 +273,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     for name, arm in report["arms"].items():
         cells = ["" if arm.get(key) is None else str(arm.get(key)) for _, key in COLUMNS]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if report.get("scaling_2_over_1_actors"):
+        sc = report["scaling_2_over_1_actors"]
+        lines += ["", f"2 actors vs 1 on {sc['cpus']} CPUs: speed-up {sc['speedup']}, efficiency {sc['efficiency']}."]
     lines += ["", "| ratio | value | goal |", "|---|---|---|"]
     goals = {"pipeline_over_engine": ">= 0.95", "constrained_over_unconstrained_per_token": "<= 1.05",
              "pipeline_over_retry": ">= 1.5"}
@@ -290,7 +293,7 @@ def render_chart(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = list(report["arms"])
+    names = [n for n in report["arms"] if n != "pipeline_2_actors"]
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     for ax, (title, key) in zip(axes, [("documents / s", "docs_per_s"), ("ms per output token",
                                                                            "ms_per_output_token"),
@@ -306,7 +309,8 @@ def render_chart(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def run_bench(config: Path, docs: int, out: Path) -> dict[str, Any]:
+def run_bench(config: Path, docs: int, out: Path, scaling: bool = False) -> dict[str, Any]:
+    out = out.resolve()  # the pipeline arm's --output would otherwise resolve against the config's folder
     out.mkdir(parents=True, exist_ok=True)
     ids, texts, golds = make_corpus(docs, SEED, prefix="bench")
     corpus = out / "corpus.parquet"
@@ -314,10 +318,20 @@ def run_bench(config: Path, docs: int, out: Path) -> dict[str, Any]:
     overrides = {"input.uri": str(corpus.resolve()), "input.limit": None}
     loaded = load_config(config, overrides)
     arms = in_process_arms(loaded, texts, golds)
+    (out / "bench.partial.json").write_text(json.dumps(arms, indent=2))  # kept if a later arm fails
     extra = ["--set", f"input.uri={corpus.resolve()}", "--set", "input.limit=null"]
     arms["pipeline"] = pipeline_arm(Path(config), out / "pipeline-output", docs, golds, extra)
+    scaling_report = None
+    if scaling:
+        # Two actors; each takes 0.75 CPU so that read tasks (0.25 CPU) still fit on a 2-core machine.
+        two = ["--set", "workers.actors=2", "--set", "workers.cpus_per_actor=0.75"]
+        arms["pipeline_2_actors"] = pipeline_arm(Path(config), out / "pipeline-2-output", docs, golds, extra + two)
+        one, both = arms["pipeline"]["docs_per_s"], arms["pipeline_2_actors"]["docs_per_s"]
+        scaling_report = {"speedup": round(both / one, 3), "efficiency": round(both / (2 * one), 3),
+                          "cpus": os.cpu_count()}
     report = {"docs": docs, "model": loaded.config.model.path, "max_tokens": loaded.config.model.max_tokens,
-              "engine_kwargs": loaded.config.model.engine_kwargs, "arms": arms, "ratios": ratios(arms)}
+              "engine_kwargs": loaded.config.model.engine_kwargs, "arms": arms, "ratios": ratios(arms),
+              "scaling_2_over_1_actors": scaling_report}
     (out / "bench.json").write_text(json.dumps(report, indent=2))
     (out / "bench.md").write_text(render_markdown(report))
     render_chart(report, out / "bench.png")
