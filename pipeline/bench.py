@@ -323,7 +323,7 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False) -> dict
     arms["pipeline"] = pipeline_arm(Path(config), out / "pipeline-output", docs, golds, extra)
     scaling_report = None
     if scaling:
-        # Two actors; each takes 0.75 CPU so that read tasks (0.25 CPU) still fit on a 2-core machine.
+        # Two actors sharing the cores of this machine: each asks for 0.75 CPU so both fit on a 2-core node.
         two = ["--set", "workers.actors=2", "--set", "workers.cpus_per_actor=0.75"]
         arms["pipeline_2_actors"] = pipeline_arm(Path(config), out / "pipeline-2-output", docs, golds, extra + two)
         one, both = arms["pipeline"]["docs_per_s"], arms["pipeline_2_actors"]["docs_per_s"]

@@ -16,8 +16,8 @@ from pipeline.units import Unit
 from workers.actor import ExtractionActor
 from workers.spec import ExtractionSpec
 
-# Read tasks are I/O; they must not wait behind actors that hold every CPU of a small machine.
-READ_TASK_CPUS = 0.25
+# Read tasks are light I/O; they ask for no CPU so that they never wait behind actors holding every core.
+READ_TASK_CPUS = 0.0
 FORWARDED_ENV = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE",
                  "VLLM_ENABLE_V1_MULTIPROCESSING", "HF_HUB_OFFLINE", "EXTRACT_CACHE_DIR", "EXTRACT_LOG_FORMAT",
                  "EXTRACT_LOG_LEVEL")
