@@ -19,8 +19,7 @@ pytestmark = pytest.mark.engine
 
 @pytest.fixture(scope="module")
 def two_nodes():
-    # One CPU per node. An actor takes 0.75 of it, so two actors cannot share a node and read tasks
-    # (0.25 CPU) still find room.
+    # One CPU per node. An actor takes 0.75 of it, so two actors cannot share a node.
     head = start_ray_head(cpus=1, worker_nodes=1, worker_cpus=1)
     yield head
     stop_ray_head(head)
