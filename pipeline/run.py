@@ -8,7 +8,9 @@ import os
 import secrets
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from datetime import date, datetime, timezone
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -177,7 +179,17 @@ def run_job(
     return manifest
 
 
-def _stream(loaded, streaming: list[_Work], committer, commit, progress: Progress, stats, settings) -> None:
+def _stream(
+    loaded: LoadedConfig,
+    streaming: list[_Work],
+    committer: PartitionCommitter,
+    commit: Callable[[_Work], None],
+    progress: Progress,
+    stats: Any,
+    settings: S3Settings,
+) -> None:
+    """Run the plan over every pending unit; stage each unit as it completes, commit each partition
+    when its last unit is staged. Raises `AccountingError` on any duplicate or missing outcome."""
     owner: dict[str, tuple[_Work, Unit]] = {u.id: (w, u) for w in streaming for u in w.pending}
     units = [u for w in streaming for u in w.pending]
     in_storage = storage_for(streaming[0].input.partition.input_uri, settings)
@@ -212,8 +224,8 @@ def _stream(loaded, streaming: list[_Work], committer, commit, progress: Progres
         raise AccountingError(f"{len(missing)} unit(s) came back incomplete, e.g. {missing[0]}")
 
 
-def _finish(manifest: RunManifest, results: dict[str, PartitionResult], days, loaded, progress: Progress,
-            started: float, generation_s: float | None) -> None:
+def _finish(manifest: RunManifest, results: dict[str, PartitionResult], days: list[date | None],
+            loaded: LoadedConfig, progress: Progress, started: float, generation_s: float | None) -> None:
     ordered = [results[partition_for(loaded.input_uri, d).label] for d in days
                if partition_for(loaded.input_uri, d).label in results]
     manifest.partitions = [r.__dict__ for r in ordered]
