@@ -27,7 +27,7 @@ import structlog
 from pipeline.manifest import AccountingError
 from pipeline.partition import OutputLayout, Partition
 from pipeline.sink import RecordTables
-from pipeline.storage import LocalStorage, S3Storage, join
+from pipeline.storage import Storage, join
 from pipeline.units import PartitionInput
 from schemas.contract import SchemaContract
 
@@ -50,7 +50,7 @@ class PartitionResult:
 
 
 class PartitionCommitter:
-    def __init__(self, storage: LocalStorage | S3Storage, layout: OutputLayout, contract: SchemaContract,
+    def __init__(self, storage: Storage, layout: OutputLayout, contract: SchemaContract,
                  model_name: str, output_hash: str, run_id: str) -> None:
         self.storage = storage
         self.layout = layout
@@ -70,16 +70,13 @@ class PartitionCommitter:
 
     def prepare(self, p: Partition, fresh: bool) -> set[str]:
         """Delete staging that cannot be reused; return the unit ids already staged for this output."""
-        current = self.layout.staging(p, self.output_hash)
-        for path in self.storage.list_files(self.layout.staging_root(p)):
-            if not path.startswith(current + "/") or fresh:
-                self.storage.delete(path)
-        if fresh:
-            return set()
+        current = self.layout.staging(p, self.output_hash) + "/"
         staged = set()
-        for path in self.storage.list_files(current):
+        for path in self.storage.list_files(self.layout.staging_root(p)):
             name = path.rsplit("/", 1)[-1]
-            if name.startswith("unit-") and name.endswith(".parquet"):
+            if fresh or not path.startswith(current):
+                self.storage.delete(path)
+            elif name.startswith("unit-") and name.endswith(".parquet"):
                 staged.add(name[len("unit-"):-len(".parquet")])
         return staged
 
@@ -97,7 +94,6 @@ class PartitionCommitter:
         fs = self.storage.arrow_fs()
         id_field = pinput.schema.field(pinput.id_column)
         tables = RecordTables(self.contract, id_field, self.run_id, self.model_name)
-        expected = {u.id: u.rows for u in pinput.units}
         rows = dead = 0
         reasons: Counter[str] = Counter()
         tokens = Counter()
@@ -112,9 +108,9 @@ class PartitionCommitter:
             try:
                 for unit in pinput.units:
                     staged = pq.read_table(self.storage.arrow_path(self._unit_file(p, unit.id)), filesystem=fs)
-                    if staged.num_rows != expected[unit.id]:
+                    if staged.num_rows != unit.rows:
                         raise AccountingError(f"partition {p.label}: unit {unit.id} has {staged.num_rows} "
-                                              f"outcomes for {expected[unit.id]} documents")
+                                              f"outcomes for {unit.rows} documents")
                     typed, letters = tables.split(staged)
                     if typed.num_rows:
                         rows_writer.write_table(typed)

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pipeline.storage import S3Settings
 from schemas.contract import SchemaContract
 from schemas.registry import SchemaNotFoundError
 
@@ -141,6 +142,10 @@ class LoadedConfig:
         except (SchemaNotFoundError, ValueError) as exc:
             key = "schema" if cfg.schema_ref is not None else "schema_file"
             raise ConfigError(f"{self.path}: {key}: {exc}") from exc
+
+    @property
+    def s3_settings(self) -> S3Settings:
+        return S3Settings.resolve(self.config.storage.endpoint_url, self.config.storage.region)
 
     @property
     def output_hash(self) -> str:

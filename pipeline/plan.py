@@ -11,7 +11,7 @@ import ray.data
 
 from pipeline.config import LoadedConfig
 from pipeline.reader import read_tasks, read_units
-from pipeline.storage import LocalStorage, S3Storage
+from pipeline.storage import Storage
 from pipeline.units import Unit
 from workers.actor import ExtractionActor
 from workers.spec import ExtractionSpec
@@ -57,7 +57,7 @@ def build_spec(loaded: LoadedConfig, run_id: str) -> ExtractionSpec:
 def build_dataset(
     loaded: LoadedConfig,
     units: list[Unit],
-    storage: LocalStorage | S3Storage,
+    storage: Storage,
     id_field: pa.Field,
     spec: ExtractionSpec,
     stats: Any,

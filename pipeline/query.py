@@ -14,7 +14,7 @@ import pyarrow.dataset as pads
 
 from pipeline.config import LoadedConfig
 from pipeline.partition import OutputLayout
-from pipeline.storage import S3Settings, is_s3, join, storage_for
+from pipeline.storage import Storage, is_s3, join, storage_for
 
 KINDS = ("rows", "dead_letters")
 
@@ -23,9 +23,7 @@ class NothingCommittedError(LookupError):
     """The output has no committed partition to query."""
 
 
-def committed_files(loaded: LoadedConfig) -> dict[str, list[str]]:
-    settings = S3Settings.resolve(loaded.config.storage.endpoint_url, loaded.config.storage.region)
-    storage = storage_for(loaded.output_uri, settings)
+def committed_files(loaded: LoadedConfig, storage: Storage) -> dict[str, list[str]]:
     layout = OutputLayout(loaded.output_uri)
     files: dict[str, list[str]] = {kind: [] for kind in KINDS}
     for marker in storage.list_files(layout.partitions_root()):
@@ -40,11 +38,10 @@ def committed_files(loaded: LoadedConfig) -> dict[str, list[str]]:
 
 
 def connect(loaded: LoadedConfig) -> duckdb.DuckDBPyConnection:
-    files = committed_files(loaded)
+    storage = storage_for(loaded.output_uri, loaded.s3_settings)
+    files = committed_files(loaded, storage)
     con = duckdb.connect()
     if is_s3(loaded.output_uri):
-        settings = S3Settings.resolve(loaded.config.storage.endpoint_url, loaded.config.storage.region)
-        storage = storage_for(loaded.output_uri, settings)
         fs = storage.arrow_fs()
         for kind in KINDS:
             dataset = pads.dataset(

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.storage import LocalStorage, S3Storage
+from pipeline.storage import Storage
 from pipeline.units import Unit
 
 UNIT_COLUMN = "_unit"
@@ -26,7 +26,7 @@ def read_tasks(units: list[Unit]) -> list[dict[str, Any]]:
             for u in units]
 
 
-def _row_group(storage: LocalStorage | S3Storage, path: str, row_group: int, columns: list[str]) -> pa.Table:
+def _row_group(storage: Storage, path: str, row_group: int, columns: list[str]) -> pa.Table:
     key = (path, row_group, tuple(columns))
     if key not in _last_group:
         _last_group.clear()  # hold one row group at a time
@@ -36,7 +36,7 @@ def _row_group(storage: LocalStorage | S3Storage, path: str, row_group: int, col
 
 
 def read_units(
-    tasks: pa.Table, storage: LocalStorage | S3Storage, id_field: pa.Field, text_column: str
+    tasks: pa.Table, storage: Storage, id_field: pa.Field, text_column: str
 ) -> pa.Table:
     """Ray Data UDF: read tasks in, the documents of their units out, tagged `_unit`."""
     schema = pa.schema([id_field, pa.field(text_column, pa.string()), pa.field(UNIT_COLUMN, pa.string())])

@@ -36,10 +36,6 @@ def new_run_id(name: str) -> str:
     return f"{name}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
-def s3_settings(loaded: LoadedConfig) -> S3Settings:
-    return S3Settings.resolve(loaded.config.storage.endpoint_url, loaded.config.storage.region)
-
-
 def check_names(loaded: LoadedConfig) -> None:
     id_column = loaded.config.input.id_column
     if id_column in set(loaded.contract.layout.schema.names):
@@ -50,7 +46,7 @@ def check_names(loaded: LoadedConfig) -> None:
 
 def plan_one(loaded: LoadedConfig, partition: Partition) -> PartitionInput:
     cfg = loaded.config
-    storage = storage_for(partition.input_uri, s3_settings(loaded))
+    storage = storage_for(partition.input_uri, loaded.s3_settings)
     return plan_partition(storage, partition, cfg.input.id_column, cfg.input.text_column, cfg.input.limit,
                           cfg.output.checkpoint_rows)
 
@@ -95,7 +91,7 @@ def run_job(
     cfg = loaded.config
     days = days or [None]
     check_names(loaded)
-    settings = s3_settings(loaded)
+    settings = loaded.s3_settings
     out_storage = storage_for(loaded.output_uri, settings)
     layout = OutputLayout(loaded.output_uri)
     run_id = run_id or new_run_id(cfg.name)

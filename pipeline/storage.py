@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -72,6 +72,7 @@ class Storage(Protocol):
     def arrow_fs(self) -> pafs.FileSystem: ...
     def arrow_path(self, uri: str) -> str: ...
     def check_writable(self, prefix: str) -> None: ...
+    def atomic_output(self, uri: str, scratch: str | None = None) -> AbstractContextManager[str]: ...
 
 
 class LocalStorage:
@@ -164,17 +165,22 @@ class S3Storage:
             )
         return self._client
 
+    @staticmethod
+    def _error(operation: str, uri: str, bucket: str, exc: Any, codes: dict[str, str] | None = None) -> StorageError:
+        """The StorageError for a botocore ClientError; `codes` renames bare HTTP codes (HEAD has no body)."""
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        code = (codes or {}).get(code, code)
+        if code in PERMANENT_S3_ERRORS:
+            return StorageError(f"S3 {operation} {uri}: {code} (bucket {bucket!r})")
+        return StorageError(f"S3 {operation} {uri}: {code or exc}")
+
     def _call(self, operation: str, uri: str, fn: Any, **kwargs: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             return fn(**kwargs)
         except ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            bucket = kwargs.get("Bucket", "?")
-            if code in PERMANENT_S3_ERRORS:
-                raise StorageError(f"S3 {operation} {uri}: {code} (bucket {bucket!r})") from None
-            raise StorageError(f"S3 {operation} {uri}: {code or exc}") from None
+            raise self._error(operation, uri, kwargs.get("Bucket", "?"), exc) from None
         except BotoCoreError as exc:
             raise StorageError(f"S3 {operation} {uri}: {exc}") from None
 
@@ -200,12 +206,9 @@ class S3Storage:
             self.client.head_object(Bucket=bucket, Key=key)
             return True
         except ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            if code in {"404", "NoSuchKey", "NotFound"}:
+            if str(exc.response.get("Error", {}).get("Code", "")) in {"404", "NoSuchKey", "NotFound"}:
                 return False
-            if code in PERMANENT_S3_ERRORS:
-                raise StorageError(f"S3 head {uri}: {code} (bucket {bucket!r})") from None
-            raise StorageError(f"S3 head {uri}: {code}") from None
+            raise self._error("head", uri, bucket, exc) from None
 
     def read_text(self, uri: str) -> str:
         bucket, key = split_s3(uri)
@@ -270,9 +273,8 @@ class S3Storage:
         try:
             self.client.head_bucket(Bucket=bucket)
         except ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            named = {"404": "NoSuchBucket", "NoSuchBucket": "NoSuchBucket", "403": "AccessDenied"}.get(code, code)
-            raise StorageError(f"S3 {prefix}: {named} (bucket {bucket!r})") from None
+            named = {"404": "NoSuchBucket", "403": "AccessDenied"}
+            raise self._error("head bucket", prefix, bucket, exc, named) from None
 
     @contextmanager
     def atomic_output(self, uri: str, scratch: str | None = None) -> Iterator[str]:
@@ -298,7 +300,7 @@ class S3Storage:
                 pass
 
 
-def storage_for(uri: str, settings: S3Settings | None = None) -> LocalStorage | S3Storage:
+def storage_for(uri: str, settings: S3Settings | None = None) -> Storage:
     if is_s3(uri):
         return S3Storage(settings or S3Settings.resolve())
     if "://" in uri and not uri.startswith("file://"):

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from pipeline.config import ConfigError
 from pipeline.partition import Partition
-from pipeline.storage import LocalStorage, S3Storage, has_glob
+from pipeline.storage import Storage, has_glob
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class PartitionInput:
         return sum(u.rows for u in self.units)
 
 
-def resolve_files(storage: LocalStorage | S3Storage, uri: str) -> list[str]:
+def resolve_files(storage: Storage, uri: str) -> list[str]:
     """A file, a folder or prefix (every .parquet below it), or a glob, as a sorted list."""
     if has_glob(uri):
         files = storage.glob(uri)
@@ -66,7 +66,7 @@ def resolve_files(storage: LocalStorage | S3Storage, uri: str) -> list[str]:
 
 
 def plan_partition(
-    storage: LocalStorage | S3Storage,
+    storage: Storage,
     partition: Partition,
     id_column: str,
     text_column: str,
