@@ -42,6 +42,10 @@ for pkg in torchvision torchaudio torchcodec; do
     pip uninstall -y -q "$pkg"
   fi
 done
+# `extract report` is checked in headless Chromium by the tests (Debian's package).
+if [ -f infra/install-chromium.sh ]; then
+  bash infra/install-chromium.sh || echo "setup: warning: Chromium did not install; the report test will say so" >&2
+fi
 echo "setup: converting the bundled model (once; cached under ~/.cache/extract-pipeline)" >&2
 "$VENV/bin/python" -m pipeline model prepare
 touch "$VENV/.setup-complete"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -32,14 +31,13 @@ from pipeline.plan import actor_env
 from pipeline.synthetic import make_corpus
 from schemas.contract import RecordRejected, SchemaContract
 from workers.bundled_model import resolve_model_path
-from workers.classify import classify
+from workers.classify import classify, json_candidate
 from workers.engine import Generation, VllmEngine, engine_arguments, has_accelerator
 from workers.prompt import render_prompt
 
 SEED = 4242
 MAX_RETRIES = 2
 RETRY_SUFFIX = "\nAnswer with only a JSON object that matches this JSON Schema:\n{schema}"
-JSON_BLOCK = re.compile(r"\{.*\}", re.DOTALL)
 
 
 # -- scoring -------------------------------------------------------------------------------------------
@@ -72,9 +70,8 @@ def accuracy(records: list[dict[str, Any] | None], golds: list[dict[str, Any]]) 
 
 def parse_free_text(text: str, contract: SchemaContract, document: str) -> tuple[dict[str, Any] | None, str]:
     """What a hand-written loop does with free text: find the JSON, parse it, validate it."""
-    match = JSON_BLOCK.search(text)
     try:
-        return contract.check(match.group(0) if match else text, {"document": document}), ""
+        return contract.check(json_candidate(text), {"document": document}), ""
     except RecordRejected as rejected:
         return None, f"{rejected.reason}: {rejected.errors[0]['msg'] if rejected.errors else ''}"
 
@@ -319,7 +316,9 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False) -> dict
     loaded = load_config(config, overrides)
     arms = in_process_arms(loaded, texts, golds)
     (out / "bench.partial.json").write_text(json.dumps(arms, indent=2))  # kept if a later arm fails
-    extra = ["--set", f"input.uri={corpus.resolve()}", "--set", "input.limit=null"]
+    # The engine arm uses every core and sees every document at once; so does the pipeline's one actor.
+    extra = ["--set", f"input.uri={corpus.resolve()}", "--set", "input.limit=null",
+             "--set", f"workers.cpus_per_actor={os.cpu_count() or 1}", "--set", f"workers.batch_size={max(docs, 32)}"]
     arms["pipeline"] = pipeline_arm(Path(config), out / "pipeline-output", docs, golds, extra)
     scaling_report = None
     if scaling:

@@ -72,17 +72,34 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from pipeline.routing import route_schemas
     from pipeline.run import preflight
+    from pipeline.storage import storage_for
 
     loaded = load_config(args.config, _overrides(args))
     days = _days(loaded, args.date)
     plan = preflight(loaded, days[0])
     contract = loaded.contract
+    # The same schema check a run makes before any actor starts: bounds, compile per backend, routing.
+    routes = route_schemas(loaded, [(storage_for(plan.partition.input_uri, loaded.s3_settings), plan.units)])
     print(f"{args.config}: ok")
     print(f"  input   {plan.rows_to_read} of {plan.total_rows} documents in {len(plan.files)} file(s), "
           f"{len(plan.units)} unit(s)")
     print(f"  schema  {contract.name}@{contract.version} (hash {contract.hash}) from {contract.source}")
     print(f"  columns {', '.join(f'{f.name}: {f.type}' for f in contract.layout.schema)}")
+    if not loaded.config.model.constrained:
+        print("  decoding unconstrained (model.constrained: false): no grammar; outputs are still checked")
+    print(f"  backends {', '.join(routes.backends)} ({len(routes.verdicts)} schema(s) checked)")
+    for verdict in routes.verdicts:
+        compiled = ", ".join(f"{b} {s:.3f}s" for b, s in verdict.compile_s.items())
+        status = verdict.backend or "NONE (rows dead-lettered as schema_unsupported)"
+        print(f"    {verdict.name} ({verdict.schema_hash}): {status}; compile {compiled or '-'}")
+        for backend, error in verdict.errors.items():
+            print(f"      {backend}: {error}")
+        if verdict.unenforced:
+            keywords = ", ".join(sorted({k for k, _ in verdict.unenforced}))
+            print(f"      not enforced by the engine: {keywords} → enforced by the post-check "
+                  "(JSON Schema Draft 2020-12 validator, every output)")
     return 0
 
 

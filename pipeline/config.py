@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -33,6 +33,10 @@ class InputConfig(_Strict):
     id_column: str = "doc_id"
     text_column: str = "text"
     limit: int | None = Field(default=None, gt=0)
+    # Per-row schemas: this column holds each document's JSON Schema (as JSON text), or a key into
+    # `schema_table` (a JSON file {key: schema}, or a folder of <key>.json files).
+    schema_column: str | None = None
+    schema_table: str | None = None
 
 
 class ModelConfig(_Strict):
@@ -40,6 +44,8 @@ class ModelConfig(_Strict):
     max_tokens: int = Field(default=512, gt=0)
     temperature: float = Field(default=0.0, ge=0.0)
     max_model_len: int = Field(default=4096, gt=0)
+    # false: free generation with the same prompt, no grammar (a baseline; outputs are still checked).
+    constrained: bool = True
     engine_kwargs: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -70,6 +76,19 @@ class OutputConfig(_Strict):
     checkpoint_rows: int = Field(default=256, gt=0)
 
 
+class SchemaPolicyConfig(_Strict):
+    """How untrusted schemas are bounded, compiled and, when no backend compiles one, handled."""
+
+    on_unsupported: Literal["fail", "dead_letter"] = "fail"  # dead_letter: its rows become `schema_unsupported`
+    backends: list[Literal["xgrammar", "guidance"]] = Field(default_factory=lambda: ["xgrammar", "guidance"],
+                                                            min_length=1)
+    compile_timeout_s: float = Field(default=30.0, gt=0)
+    max_bytes: int = Field(default=512_000, gt=0)
+    max_depth: int = Field(default=48, gt=0)
+    max_enum: int = Field(default=2_000, gt=0)
+    max_pattern_length: int = Field(default=1_000, gt=0)
+
+
 class StorageConfig(_Strict):
     endpoint_url: str | None = None  # an S3-compatible store (MinIO, ...); else AWS_ENDPOINT_URL[_S3]
     region: str | None = None
@@ -85,11 +104,17 @@ class ExtractConfig(_Strict):
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
     output: OutputConfig
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    schema_policy: SchemaPolicyConfig = Field(default_factory=SchemaPolicyConfig)
 
     @model_validator(mode="after")
     def one_schema(self) -> ExtractConfig:
-        if (self.schema_ref is None) == (self.schema_file is None):
-            raise ValueError("give exactly one of 'schema' (module:Model) or 'schema_file'")
+        given = [k for k, v in (("schema", self.schema_ref), ("schema_file", self.schema_file),
+                                ("input.schema_column", self.input.schema_column)) if v is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of 'schema' (module:Model), 'schema_file' or 'input.schema_column' "
+                             f"(got {', '.join(given) or 'none'})")
+        if self.input.schema_table is not None and self.input.schema_column is None:
+            raise ValueError("input.schema_table needs input.schema_column (the column holding each row's key)")
         if "{document}" not in self.prompt:
             raise ValueError("prompt must contain the {document} placeholder")
         return self
@@ -130,15 +155,47 @@ class LoadedConfig:
         self.input_uri = _resolve_local(config.input.uri, self.base_dir)
         self.output_uri = _resolve_local(config.output.uri, self.base_dir)
         self.config_hash = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        self.schema_table = self._schema_table()
         self.contract = self._contract()
+
+    @property
+    def schema_limits(self) -> Any:
+        from schemas.limits import SchemaLimits
+
+        p = self.config.schema_policy
+        return SchemaLimits(max_bytes=p.max_bytes, max_depth=p.max_depth, max_enum=p.max_enum,
+                            max_pattern_length=p.max_pattern_length, compile_timeout_s=p.compile_timeout_s)
+
+    def _schema_table(self) -> dict[str, dict[str, Any]]:
+        """`input.schema_table`: {key: JSON Schema} from a JSON file, or from a folder's <key>.json files."""
+        ref = self.config.input.schema_table
+        if ref is None:
+            return {}
+        path = Path(_resolve_local(ref, self.base_dir))
+        try:
+            if path.is_dir():
+                table = {f.stem: json.loads(f.read_text()) for f in sorted(path.glob("*.json"))}
+            else:
+                table = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{self.path}: input.schema_table: {path}: {exc}") from None
+        if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+            raise ConfigError(f"{self.path}: input.schema_table: {path}: expected an object of "
+                              "{key: JSON Schema object}")
+        if not table:
+            raise ConfigError(f"{self.path}: input.schema_table: {path}: holds no schemas")
+        return {str(k): v for k, v in table.items()}
 
     def _contract(self) -> SchemaContract:
         cfg = self.config
+        if cfg.input.schema_column is not None:
+            table_hash = hashlib.sha256(json.dumps(self.schema_table, sort_keys=True).encode()).hexdigest()[:16]
+            return SchemaContract.for_rows(cfg.name, f"input.schema_column: {cfg.input.schema_column}", table_hash)
         try:
             if cfg.schema_ref is not None:
                 return SchemaContract.from_model_ref(cfg.schema_ref, self.base_dir)
             assert cfg.schema_file is not None
-            return SchemaContract.from_file(Path(_resolve_local(cfg.schema_file, self.base_dir)))
+            return SchemaContract.from_file(Path(_resolve_local(cfg.schema_file, self.base_dir)), self.schema_limits)
         except (SchemaNotFoundError, ValueError) as exc:
             key = "schema" if cfg.schema_ref is not None else "schema_file"
             raise ConfigError(f"{self.path}: {key}: {exc}") from exc
@@ -152,7 +209,8 @@ class LoadedConfig:
         """Everything that decides what a document's outcome is; staged work is reused only under the same hash."""
         cfg = self.config
         decisive = {"schema": self.contract.hash, "model": cfg.model.model_dump(), "prompt": cfg.prompt,
-                    "id": cfg.input.id_column, "text": cfg.input.text_column}
+                    "id": cfg.input.id_column, "text": cfg.input.text_column,
+                    "policy": cfg.schema_policy.model_dump()}
         return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     @property

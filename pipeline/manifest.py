@@ -25,6 +25,9 @@ class RunManifest:
     output_uri: str = ""
     schema: dict[str, str] = field(default_factory=dict)
     model: str = ""
+    max_tokens: int | None = None
+    constrained: bool = True
+    schema_checks: list[dict[str, Any]] = field(default_factory=list)  # per schema: backend, compile, unenforced
     input_rows: int = 0
     rows: int = 0
     dead_letters: int = 0

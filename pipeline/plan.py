@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import ray
 import ray.data
 
 from pipeline.config import LoadedConfig
 from pipeline.reader import read_tasks, read_units
+from pipeline.routing import SchemaRoutes
 from pipeline.storage import Storage
 from pipeline.units import Unit
 from workers.actor import ExtractionActor
+from workers.extractor import BACKEND_COLUMN
 from workers.spec import ExtractionSpec
 
 # Read tasks are light I/O; they ask for no CPU so that they never wait behind actors holding every core.
@@ -36,8 +40,9 @@ def actor_env(gpus_per_actor: float) -> dict[str, str]:
     return env
 
 
-def build_spec(loaded: LoadedConfig, run_id: str) -> ExtractionSpec:
+def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = None) -> ExtractionSpec:
     cfg = loaded.config
+    routes = routes or SchemaRoutes(default=cfg.schema_policy.backends[0])
     return ExtractionSpec(
         run_id=run_id,
         id_column=cfg.input.id_column,
@@ -51,6 +56,12 @@ def build_spec(loaded: LoadedConfig, run_id: str) -> ExtractionSpec:
         max_model_len=cfg.model.max_model_len,
         tensor_parallel_size=cfg.workers.tensor_parallel_size,
         engine_kwargs=dict(cfg.model.engine_kwargs),
+        constrained=cfg.model.constrained,
+        backend=routes.default,
+        schema_column=cfg.input.schema_column,
+        schema_table=dict(loaded.schema_table),
+        schema_limits=loaded.schema_limits,
+        unsupported=dict(routes.unsupported),
     )
 
 
@@ -61,8 +72,15 @@ def build_dataset(
     id_field: pa.Field,
     spec: ExtractionSpec,
     stats: Any,
+    routes: SchemaRoutes | None = None,
 ) -> ray.data.Dataset:
+    """Documents → one extraction actor pool per backend in use → outcomes.
+
+    With one backend (the usual case) there is one pool. With two, rows carry `_backend` and each pool
+    takes its own; the driver's per-unit accounting does not mind a unit's outcomes coming in parts."""
     cfg = loaded.config
+    routes = routes or SchemaRoutes(default=spec.backend)
+    split = len(routes.backends) > 1
     ctx = ray.data.DataContext.get_current()
     # Units come out in the order they went in: a partition completes before the next one starts,
     # so the driver holds few unfinished units, and `limit` always means the same documents.
@@ -73,17 +91,32 @@ def build_dataset(
         read_units,
         batch_size=1,
         batch_format="pyarrow",
-        fn_kwargs={"storage": storage, "id_field": id_field, "text_column": cfg.input.text_column},
+        fn_kwargs={"storage": storage, "id_field": id_field, "text_column": cfg.input.text_column,
+                   "schema_column": cfg.input.schema_column, "routes": routes.by_value if split else None,
+                   "default_backend": routes.default},
         num_cpus=READ_TASK_CPUS,
     )
     resources = cfg.workers.ray_resources()
-    return documents.map_batches(
-        ExtractionActor,
-        fn_constructor_kwargs={"spec": spec, "stats": stats},
-        batch_size=cfg.workers.batch_size,
-        batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=cfg.workers.actors),
-        num_cpus=resources["num_cpus"],
-        num_gpus=resources["num_gpus"],
-        runtime_env={"env_vars": actor_env(cfg.workers.gpus_per_actor)},
-    )
+
+    def pool(rows: ray.data.Dataset, backend: str) -> ray.data.Dataset:
+        return rows.map_batches(
+            ExtractionActor,
+            fn_constructor_kwargs={"spec": dataclasses.replace(spec, backend=backend), "stats": stats},
+            batch_size=cfg.workers.batch_size,
+            batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=cfg.workers.actors),
+            num_cpus=resources["num_cpus"],
+            num_gpus=resources["num_gpus"],
+            runtime_env={"env_vars": actor_env(cfg.workers.gpus_per_actor)},
+        )
+
+    if not split:
+        return pool(documents, routes.default)
+    branches = [pool(documents.map_batches(_only_backend, fn_kwargs={"backend": b}, batch_size=None,
+                                           batch_format="pyarrow", num_cpus=READ_TASK_CPUS), b)
+                for b in routes.backends]
+    return branches[0].union(*branches[1:])
+
+
+def _only_backend(batch: pa.Table, backend: str) -> pa.Table:
+    return batch.filter(pc.equal(batch.column(BACKEND_COLUMN), backend))

@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 
 from pipeline.storage import Storage
 from pipeline.units import Unit
+from workers.extractor import BACKEND_COLUMN
 
 UNIT_COLUMN = "_unit"
 
@@ -36,14 +38,42 @@ def _row_group(storage: Storage, path: str, row_group: int, columns: list[str]) 
 
 
 def read_units(
-    tasks: pa.Table, storage: Storage, id_field: pa.Field, text_column: str
+    tasks: pa.Table,
+    storage: Storage,
+    id_field: pa.Field,
+    text_column: str,
+    schema_column: str | None = None,
+    routes: dict[str, str] | None = None,
+    default_backend: str = "xgrammar",
 ) -> pa.Table:
-    """Ray Data UDF: read tasks in, the documents of their units out, tagged `_unit`."""
-    schema = pa.schema([id_field, pa.field(text_column, pa.string()), pa.field(UNIT_COLUMN, pa.string())])
+    """Ray Data UDF: read tasks in, the documents of their units out, tagged `_unit`.
+
+    With per-row schemas the schema column comes along, and with `routes` (schema value → backend,
+    for the values not on `default_backend`) each row is tagged `_backend` for its actor pool."""
+    columns = [id_field.name, text_column] + ([schema_column] if schema_column else [])
+    fields = [id_field, pa.field(text_column, pa.string())]
+    fields += [pa.field(schema_column, pa.string())] if schema_column else []
+    fields += [pa.field(UNIT_COLUMN, pa.string())]
+    fields += [pa.field(BACKEND_COLUMN, pa.string())] if routes is not None else []
+    schema = pa.schema(fields)
     pieces = []
     for task in tasks.to_pylist():
-        group = _row_group(storage, task["path"], task["row_group"], [id_field.name, text_column])
+        group = _row_group(storage, task["path"], task["row_group"], columns)
         piece = group.slice(task["start"], task["stop"] - task["start"])
         piece = piece.append_column(UNIT_COLUMN, pa.array([task["unit_id"]] * piece.num_rows, pa.string()))
+        if routes is not None:
+            values = piece.column(schema_column).to_pylist() if schema_column else [None] * piece.num_rows
+            piece = piece.append_column(BACKEND_COLUMN, pa.array(
+                [routes.get(v, default_backend) if v is not None else default_backend for v in values], pa.string()))
         pieces.append(piece.cast(schema))
     return pa.concat_tables(pieces) if pieces else schema.empty_table()
+
+
+def read_schema_values(storage: Storage, units: list[Unit], schema_column: str) -> set[str]:
+    """The distinct per-row schema values of `units` (the driver routes each to a backend before Ray starts)."""
+    values: set[str] = set()
+    for unit in units:
+        group = _row_group(storage, unit.path, unit.row_group, [schema_column])
+        column = group.column(schema_column).slice(unit.start, unit.stop - unit.start)
+        values.update(v for v in pa.compute.unique(column).to_pylist() if v is not None)
+    return values

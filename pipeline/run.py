@@ -24,6 +24,7 @@ from pipeline.partition import OutputLayout, Partition, partition_for
 from pipeline.plan import build_dataset, build_spec
 from pipeline.progress import Progress
 from pipeline.reader import UNIT_COLUMN
+from pipeline.routing import SchemaRoutes, route_schemas
 from pipeline.sink import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS
 from pipeline.stats import RunStats
 from pipeline.storage import S3Settings, StorageError, storage_for
@@ -48,7 +49,7 @@ def plan_one(loaded: LoadedConfig, partition: Partition) -> PartitionInput:
     cfg = loaded.config
     storage = storage_for(partition.input_uri, loaded.s3_settings)
     return plan_partition(storage, partition, cfg.input.id_column, cfg.input.text_column, cfg.input.limit,
-                          cfg.output.checkpoint_rows)
+                          cfg.output.checkpoint_rows, cfg.input.schema_column)
 
 
 def preflight(loaded: LoadedConfig, day: date | None = None) -> PartitionInput:
@@ -100,7 +101,8 @@ def run_job(
     manifest = RunManifest(
         run_id=run_id, name=cfg.name, config_path=str(loaded.path), config_hash=loaded.config_hash,
         status="running", started_at=datetime.now(timezone.utc).isoformat(), input_uri=loaded.input_uri,
-        output_uri=loaded.output_uri, model=cfg.model.path,
+        output_uri=loaded.output_uri, model=cfg.model.path, max_tokens=cfg.model.max_tokens,
+        constrained=cfg.model.constrained,
         schema={"name": loaded.contract.name, "version": loaded.contract.version, "hash": loaded.contract.hash},
     )
     started = time.perf_counter()
@@ -152,9 +154,12 @@ def run_job(
     generation_s: float | None = None
     try:
         if streaming:
+            routes = route_schemas(loaded, [(storage_for(w.input.partition.input_uri, settings), w.pending)
+                                            for w in streaming])
+            manifest.schema_checks = [v.__dict__ for v in routes.verdicts]
             connect_ray()
             stats = RunStats.remote()
-            _stream(loaded, streaming, committer, commit, progress, stats, settings)
+            _stream(loaded, streaming, committer, commit, progress, stats, settings, routes)
             snapshot = ray.get(stats.snapshot.remote())
             manifest.actors = snapshot["actors"]
             generation_s = snapshot["generation_s"]
@@ -183,6 +188,7 @@ def _stream(
     progress: Progress,
     stats: Any,
     settings: S3Settings,
+    routes: SchemaRoutes,
 ) -> None:
     """Run the plan over every pending unit; stage each unit as it completes, commit each partition
     when its last unit is staged. Raises `AccountingError` on any duplicate or missing outcome."""
@@ -190,8 +196,8 @@ def _stream(
     units = [u for w in streaming for u in w.pending]
     in_storage = storage_for(streaming[0].input.partition.input_uri, settings)
     id_field = streaming[0].input.schema.field(loaded.config.input.id_column)
-    spec = build_spec(loaded, committer.run_id)
-    dataset = build_dataset(loaded, units, in_storage, id_field, spec, stats)
+    spec = build_spec(loaded, committer.run_id, routes)
+    dataset = build_dataset(loaded, units, in_storage, id_field, spec, stats, routes)
     buffers: dict[str, list[pa.Table]] = defaultdict(list)
     counts: Counter[str] = Counter()
     done = dead = 0

@@ -20,9 +20,12 @@ DEAD_LETTER_COLUMNS = (
     "run_id",
     "schema_name",
     "schema_version",
+    "schema_hash",
     "failed_at",
+    "attempts",
 )
-ROW_LINEAGE_COLUMNS = ("_run_id", "_schema_name", "_schema_version", "_schema_hash", "_model", "_extracted_at")
+ROW_LINEAGE_COLUMNS = ("_run_id", "_schema_name", "_schema_version", "_schema_hash", "_model", "_extracted_at",
+                       "_prompt_tokens", "_output_tokens")
 
 
 def row_schema(contract: SchemaContract, id_field: pa.Field) -> pa.Schema:
@@ -33,6 +36,8 @@ def row_schema(contract: SchemaContract, id_field: pa.Field) -> pa.Schema:
         pa.field("_schema_hash", pa.string(), nullable=False),
         pa.field("_model", pa.string(), nullable=False),
         pa.field("_extracted_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("_prompt_tokens", pa.int64()),
+        pa.field("_output_tokens", pa.int64()),
     ]
     return pa.schema([id_field, *contract.layout.schema, *lineage])
 
@@ -50,7 +55,9 @@ def dead_letter_schema(id_field: pa.Field) -> pa.Schema:
             pa.field("run_id", pa.string(), nullable=False),
             pa.field("schema_name", pa.string(), nullable=False),
             pa.field("schema_version", pa.string(), nullable=False),
+            pa.field("schema_hash", pa.string()),
             pa.field("failed_at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("attempts", pa.int64(), nullable=False),  # 1, raised by each `extract retry`
         ]
     )
 
@@ -73,6 +80,12 @@ class RecordTables:
     def _constant(self, value: str, n: int) -> pa.Array:
         return pa.array([value] * n, pa.string())
 
+    def _schema_hashes(self, outcomes: pa.Table) -> pa.Array:
+        """Each outcome's schema hash: its own in a per-row-schema job, else the job's."""
+        if "_schema_hash" in outcomes.column_names and self.contract.per_row:
+            return outcomes.column("_schema_hash")
+        return self._constant(self.contract.hash, outcomes.num_rows)
+
     def typed_rows(self, rows: pa.Table) -> pa.Table:
         records: list[dict[str, Any]] = [json.loads(r) for r in rows.column("_record").to_pylist()]
         n = rows.num_rows
@@ -82,9 +95,11 @@ class RecordTables:
             self.run_id, n)
         columns["_schema_name"] = self._constant(self.contract.name, n)
         columns["_schema_version"] = self._constant(self.contract.version, n)
-        columns["_schema_hash"] = self._constant(self.contract.hash, n)
+        columns["_schema_hash"] = self._schema_hashes(rows)
         columns["_model"] = self._constant(self.model_name, n)
         columns["_extracted_at"] = rows.column("_extracted_at")
+        columns["_prompt_tokens"] = rows.column("_prompt_tokens")
+        columns["_output_tokens"] = rows.column("_output_tokens")
         return pa.table(columns, schema=self.rows_schema)
 
     def dead_letters(self, dead: pa.Table) -> pa.Table:
@@ -100,6 +115,8 @@ class RecordTables:
             "run_id": dead.column("_run_id") if "_run_id" in dead.column_names else self._constant(self.run_id, n),
             "schema_name": self._constant(self.contract.name, n),
             "schema_version": self._constant(self.contract.version, n),
+            "schema_hash": self._schema_hashes(dead),
             "failed_at": dead.column("_extracted_at"),
+            "attempts": pa.array([1] * n, pa.int64()),
         }
         return pa.table(columns, schema=self.dead_schema)

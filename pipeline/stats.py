@@ -17,6 +17,12 @@ class RunStats:
     def record_actor(self, report: dict[str, Any]) -> None:
         self.actors.append(report)
 
+    def record_compiles(self, actor: str, seconds: dict[str, float]) -> None:
+        """Schemas an actor compiled after start-up (per-row schemas, as they first appear)."""
+        for report in self.actors:
+            if report["actor"] == actor:
+                report.setdefault("schema_compile_s", {}).update(seconds)
+
     def record_batch(self, seconds: float) -> None:
         self.generation_s += seconds
         self.batches += 1

@@ -72,6 +72,7 @@ def plan_partition(
     text_column: str,
     limit: int | None,
     checkpoint_rows: int,
+    schema_column: str | None = None,
 ) -> PartitionInput:
     """Files, columns and units of one partition, from metadata; a wrong column fails naming it."""
     files = resolve_files(storage, partition.input_uri)
@@ -86,14 +87,17 @@ def plan_partition(
         except (pa.ArrowInvalid, OSError) as exc:
             raise ConfigError(f"input.uri: {uri} is not a readable Parquet file: {exc}") from None
         file_schema = meta.schema_arrow
-        for key, column in (("input.id_column", id_column), ("input.text_column", text_column)):
+        strings = [("input.text_column", text_column)] + ([("input.schema_column", schema_column)]
+                                                          if schema_column else [])
+        for key, column in (("input.id_column", id_column), *strings):
             if column not in file_schema.names:
                 raise ConfigError(
                     f"{key}: column {column!r} is not in {uri} (columns: {', '.join(file_schema.names)})"
                 )
-        text_type = file_schema.field(text_column).type
-        if not (pa.types.is_string(text_type) or pa.types.is_large_string(text_type)):
-            raise ConfigError(f"input.text_column: column {text_column!r} in {uri} is {text_type}, not a string")
+        for key, column in strings:
+            kind = file_schema.field(column).type
+            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+                raise ConfigError(f"{key}: column {column!r} in {uri} is {kind}, not a string")
         schema = schema or file_schema
         if file_schema.field(id_column).type != schema.field(id_column).type:
             raise ConfigError(f"input.id_column: column {id_column!r} is {file_schema.field(id_column).type} in "

@@ -16,10 +16,23 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pyarrow as pa
 from pydantic import BaseModel, ValidationError
 
 from schemas.arrow import RecordLayout, record_layout
 from schemas.registry import import_model, schema_name_version
+
+RECORD_COLUMN = "record"  # per-row-schema jobs: the record as JSON text
+
+
+class JsonRecordLayout(RecordLayout):
+    """Records of varying schemas: one JSON text column (next to the row's `_schema_hash`)."""
+
+    def __init__(self) -> None:
+        super().__init__(pa.schema([pa.field(RECORD_COLUMN, pa.string(), nullable=False)]), ())
+
+    def to_columns(self, records: list[dict[str, Any]]) -> dict[str, pa.Array]:
+        return {RECORD_COLUMN: pa.array([canonical_json(r) for r in records], pa.string())}
 
 
 class RecordRejected(Exception):
@@ -55,6 +68,7 @@ class SchemaContract:
     model_ref: str | None = None
     search_path: str | None = None
     source: str = ""
+    per_row: bool = False  # a per-row-schema job's placeholder: each row's own contract does the checking
     _model: type[BaseModel] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -72,20 +86,38 @@ class SchemaContract:
         )
 
     @classmethod
-    def from_file(cls, path: Path) -> SchemaContract:
+    def from_file(cls, path: Path, limits: Any = None) -> SchemaContract:
         try:
             json_schema = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"schema_file {path}: {exc}") from exc
+        try:
+            return cls.from_dict(json_schema, default_name=path.stem, source=str(path), limits=limits)
+        except ValueError as exc:
+            raise ValueError(f"schema_file {path}: {exc}") from exc
+
+    @classmethod
+    def from_dict(cls, json_schema: Any, default_name: str = "schema", source: str = "",
+                  limits: Any = None) -> SchemaContract:
+        """A contract for an untrusted JSON Schema: checked against the metaschema and `limits` first."""
+        from schemas.limits import SchemaLimits, check_limits
+
         if not isinstance(json_schema, dict):
-            raise ValueError(f"schema_file {path}: a JSON Schema must be an object")
+            raise ValueError("a JSON Schema must be an object")
+        check_limits(json_schema, limits or SchemaLimits())
         try:
             jsonschema.validators.validator_for(json_schema).check_schema(json_schema)
         except jsonschema.SchemaError as exc:
-            raise ValueError(f"schema_file {path}: not a valid JSON Schema: {exc.message}") from exc
-        name = str(json_schema.get("title") or path.stem)
+            raise ValueError(f"not a valid JSON Schema: {exc.message}") from exc
+        name = str(json_schema.get("title") or default_name)
         version = str(json_schema.get("version") or json_schema.get("$id") or "0")
-        return cls(name=name, version=version, json_schema=json_schema, source=str(path))
+        return cls(name=name, version=version, json_schema=json_schema, source=source)
+
+    @classmethod
+    def for_rows(cls, name: str, source: str, table_hash: str = "") -> SchemaContract:
+        """The placeholder contract of a per-row-schema job."""
+        return cls(name=name, version="per-row", json_schema={"x-per-row": source, "x-table": table_hash},
+                   source=source, per_row=True)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -106,12 +138,13 @@ class SchemaContract:
 
     @cached_property
     def layout(self) -> RecordLayout:
-        return record_layout(self.json_schema)
+        return JsonRecordLayout() if self.per_row else record_layout(self.json_schema)
 
     @cached_property
     def _validator(self) -> jsonschema.protocols.Validator:
-        cls = jsonschema.validators.validator_for(self.json_schema)
-        return cls(self.json_schema, format_checker=cls.FORMAT_CHECKER)
+        from schemas.validation import full_validator
+
+        return full_validator(self.json_schema)
 
     def check(self, raw_output: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
         """The record in JSON form, or `RecordRejected` with every error's location, message and type.
@@ -125,6 +158,15 @@ class SchemaContract:
             raise RecordRejected(
                 "invalid_json", [{"loc": [], "msg": f"{exc.msg} at char {exc.pos}", "type": "json_invalid"}]
             ) from None
+        from schemas.validation import schema_errors
+
+        # The whole JSON Schema first: it catches every keyword the grammar engine did not enforce.
+        errors = schema_errors(self._validator, parsed)
+        if errors:
+            raise RecordRejected("schema_violation", errors)
+        if not isinstance(parsed, dict):
+            raise RecordRejected("schema_violation", [{"loc": [], "msg": "record is not an object", "type": "type",
+                                                       "keyword": "type", "schema_path": ""}])
         model = self.model
         if model is not None:
             try:
@@ -132,15 +174,4 @@ class SchemaContract:
             except ValidationError as exc:
                 raise RecordRejected("semantic_invalid", _pydantic_errors(exc)) from None
             return instance.model_dump(mode="json")
-        errors = sorted(self._validator.iter_errors(parsed), key=lambda e: list(e.absolute_path))
-        if errors:
-            raise RecordRejected(
-                "schema_violation",
-                [
-                    {"loc": [str(p) for p in e.absolute_path], "msg": e.message, "type": str(e.validator)}
-                    for e in errors
-                ],
-            )
-        if not isinstance(parsed, dict):
-            raise RecordRejected("schema_violation", [{"loc": [], "msg": "record is not an object", "type": "type"}])
         return parsed

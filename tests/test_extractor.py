@@ -20,18 +20,30 @@ GOOD = {"customer": {"name": "Ann"}, "product": "Kettle", "priority": "low", "su
 class ScriptedEngine:
     """Tokenizes by whitespace and answers from a script; `fail` makes generate raise."""
 
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: bool = False, answers=None, refuse_titles=()) -> None:
         self.fail = fail
         self.calls: list[int] = []
+        self.warmed: list[dict] = []
+        self.schemas: list = []
+        self.answers = answers or {}
+        self.refuse_titles = set(refuse_titles)
 
     def prompt_token_ids(self, text: str) -> list[int]:
         return list(range(len(text.split())))
 
-    def generate(self, prompts, json_schema, max_tokens, temperature):
+    def warm(self, json_schema) -> float:
+        if json_schema.get("title") in self.refuse_titles:
+            raise ValueError("grammar compilation failed")
+        self.warmed.append(json_schema)
+        return 0.01
+
+    def generate(self, prompts, json_schemas, max_tokens, temperature):
         self.calls.append(len(prompts))
+        self.schemas.append(json_schemas)
         if self.fail:
             raise RuntimeError("EngineDeadError: engine core died")
-        return [Generation(json.dumps(GOOD), "stop", len(p), 12) for p in prompts]
+        return [Generation(json.dumps(self.answers.get((s or {}).get("title"), GOOD)), "stop", len(p), 12)
+                for p, s in zip(prompts, json_schemas, strict=True)]
 
 
 def spec() -> ExtractionSpec:
@@ -61,3 +73,68 @@ def test_engine_exception_dead_letters_the_generated_documents_only():
     assert out.column("_reason").to_pylist() == ["engine_error", "empty_input", "engine_error"]
     assert "EngineDeadError" in json.loads(out.column("_error")[0].as_py())["message"]
     assert out.schema.field("id").type == pa.int64()
+
+
+NAME = {"title": "name", "type": "object", "required": ["name"],
+        "properties": {"name": {"type": "string", "maxLength": 5}}}
+CITY = {"title": "city", "type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}
+
+
+def per_row_spec(**extra) -> ExtractionSpec:
+    from schemas.limits import SchemaLimits
+
+    contract = SchemaContract.for_rows("job", "input.schema_column: schema")
+    return ExtractionSpec(run_id="r", id_column="id", text_column="text", prompt_template="{schema} {document}",
+                          contract=contract, model_path="m", model_name="m", max_tokens=50, temperature=0.0,
+                          max_model_len=1000, schema_column="schema", schema_table={"city": CITY},
+                          schema_limits=SchemaLimits(max_depth=4), **extra)
+
+
+def test_per_row_schemas_resolve_inline_or_by_key_compile_once_and_dead_letter_bad_schemas():
+    engine = ScriptedEngine(answers={"name": {"name": "Ann"}, "city": {"city": "Oslo"}, "long": {"name": "Annabel"}})
+    deep = {"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "object",
+            "properties": {"c": {"type": "object", "properties": {"d": {"type": "object"}}}}}}}}}
+    long = dict(NAME, title="long")
+    schemas = [json.dumps(NAME), "city", json.dumps(NAME), "nope", "{not json", json.dumps(deep),
+               json.dumps(long), None]
+    extractor = BatchExtractor(engine, per_row_spec(), 1000)
+    out = extractor(pa.table({"id": list(range(8)), "text": ["doc"] * 8, "schema": schemas}))
+    reasons = out.column("_reason").to_pylist()
+    assert reasons == [None, None, None, "schema_invalid", "schema_invalid", "schema_invalid",
+                       "schema_violation", "schema_invalid"]
+    records = [json.loads(r) if r else None for r in out.column("_record").to_pylist()]
+    assert records[:3] == [{"name": "Ann"}, {"city": "Oslo"}, {"name": "Ann"}]
+    assert "max_depth" in json.loads(out.column("_error")[5].as_py())["message"]
+    # maxLength is enforced by the full post-check whatever the engine did: named keyword and path
+    errors = json.loads(out.column("_error")[6].as_py())["errors"]
+    assert errors[0]["keyword"] == "maxLength" and errors[0]["loc"] == ["name"]
+    # each distinct schema compiled once, the same schema shares it; hashes identify rows' schemas
+    assert sorted(s["title"] for s in engine.warmed) == ["city", "long", "name"]
+    hashes = out.column("_schema_hash").to_pylist()
+    assert hashes[0] == hashes[2] != hashes[1] and hashes[1] is not None
+    assert "schema" not in out.column_names and "text" not in out.column_names
+
+
+def test_unsupported_schemas_dead_letter_without_generation():
+    from schemas.contract import schema_hash
+
+    engine = ScriptedEngine(refuse_titles={"city"})
+    spec = per_row_spec(unsupported={schema_hash(NAME): "schema name compiles on no backend"})
+    out = BatchExtractor(engine, spec, 1000)(pa.table({"id": [1, 2], "text": ["a", "b"],
+                                                       "schema": [json.dumps(NAME), "city"]}))
+    assert out.column("_reason").to_pylist() == ["schema_unsupported", "schema_unsupported"]
+    assert "no backend" in json.loads(out.column("_error")[0].as_py())["message"]
+    assert "cannot compile" in json.loads(out.column("_error")[1].as_py())["message"]
+    assert engine.calls == []
+
+
+def test_unconstrained_generation_sends_no_grammar_and_reads_json_out_of_prose():
+    import dataclasses
+
+    engine = ScriptedEngine()
+    engine.generate = lambda prompts, schemas, *a: (engine.schemas.append(schemas) or
+                                                    [Generation("Sure! ```json\n" + json.dumps(GOOD) + "\n```",
+                                                                "stop", 3, 9) for _ in prompts])
+    out = BatchExtractor(engine, dataclasses.replace(spec(), constrained=False), 100)(batch(["a b", "c"]))
+    assert out.column("_kind").to_pylist() == ["row", "row"]
+    assert engine.schemas == [[None, None]] and engine.warmed == []

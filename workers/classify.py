@@ -8,11 +8,17 @@ After generation, in this order:
   4. a validator that crashed instead of answering → `validator_error`;
   5. otherwise a row.
 A batch whose generation raised → every document in it is `engine_error`.
+Per-row schemas add `schema_invalid` (not JSON, not a JSON Schema, or over a `schemas.limits` bound)
+and `schema_unsupported` (no structured-output backend compiles it, under `on_unsupported: dead_letter`).
+
+Unconstrained generation (`model.constrained: false`, a baseline) is read the way a hand-written loop
+reads free text: the outermost {...} is taken out of any prose or code fence around it, then checked.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +35,17 @@ DEAD_LETTER_REASONS = (
     "schema_violation",
     "validator_error",
     "engine_error",
+    "schema_invalid",
+    "schema_unsupported",
 )
+
+JSON_BLOCK = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def json_candidate(text: str) -> str:
+    """The outermost {...} of free text (prose or a code fence around it), else the text itself."""
+    match = JSON_BLOCK.search(text)
+    return match.group(0) if match else text
 
 
 @dataclass
@@ -73,7 +89,8 @@ def check_input(text: str | None, prompt_tokens: int | None, max_tokens: int, ma
     return None
 
 
-def classify(generation: Generation, contract: SchemaContract, context: dict[str, Any]) -> Outcome:
+def classify(generation: Generation, contract: SchemaContract, context: dict[str, Any],
+             constrained: bool = True) -> Outcome:
     outcome = Outcome(
         raw_output=generation.text,
         finish_reason=generation.finish_reason,
@@ -85,7 +102,7 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         outcome.error = {"message": f"output hit the token limit after {generation.output_tokens} tokens"}
         return outcome
     try:
-        outcome.record = contract.check(generation.text, context)
+        outcome.record = contract.check(generation.text if constrained else json_candidate(generation.text), context)
     except RecordRejected as rejected:
         outcome.reason = rejected.reason
         outcome.error = {"message": rejected.errors[0]["msg"] if rejected.errors else rejected.reason,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,8 +40,12 @@ def engine_arguments(
     tensor_parallel_size: int,
     engine_kwargs: dict[str, Any],
     accelerator: bool,
+    backend: str = "xgrammar",
 ) -> dict[str, Any]:
-    """vLLM `LLM(...)` keyword arguments: our defaults, overridden by the user's `engine_kwargs`."""
+    """vLLM `LLM(...)` keyword arguments: our defaults, overridden by the user's `engine_kwargs`.
+
+    An engine holds one structured-output backend (vLLM V1), so `backend` is per engine: a job whose
+    schemas XGrammar cannot compile runs them on an actor pool whose engines use `guidance`."""
     args: dict[str, Any] = {
         "model": model_path,
         "max_model_len": max_model_len,
@@ -48,7 +53,7 @@ def engine_arguments(
         "enable_prefix_caching": True,
         "seed": 0,
         # Compact JSON: no free whitespace, so the model cannot loop on blanks and spends no tokens on them.
-        "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
+        "structured_outputs_config": {"backend": backend, "disable_any_whitespace": True},
     }
     if not accelerator:
         # On CPU this is the share of RAM reserved for weights and KV cache.
@@ -85,10 +90,13 @@ class VllmEngine:
         return list(self.tokenizer.encode(text))
 
     def _sampling(self, json_schema: dict[str, Any] | None, max_tokens: int, temperature: float) -> Any:
+        """Sampling parameters; the schema text is canonical so equal schemas share one compiled grammar."""
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
-        structured = StructuredOutputsParams(json=json.dumps(json_schema)) if json_schema is not None else None
+        structured = None
+        if json_schema is not None:
+            structured = StructuredOutputsParams(json=json.dumps(json_schema, sort_keys=True))
         return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured)
 
     def reset_prefix_cache(self) -> None:
@@ -105,14 +113,31 @@ class VllmEngine:
         return time.perf_counter() - started
 
     def generate(
-        self, prompts: list[list[int]], json_schema: dict[str, Any] | None, max_tokens: int, temperature: float
+        self,
+        prompts: list[list[int]],
+        json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
+        max_tokens: int,
+        temperature: float,
     ) -> list[Generation]:
-        """One `Generation` per prompt; under `json_schema`'s grammar, or free text when it is None."""
+        """One `Generation` per prompt; under a JSON Schema's grammar, or free text where it is None.
+
+        `json_schema` is one schema for every prompt, or a list of one per prompt (per-row schemas)."""
         from vllm.inputs import TokensPrompt
 
         if not prompts:
             return []
-        params = self._sampling(json_schema, max_tokens, temperature)
+        if isinstance(json_schema, list | tuple):
+            if len(json_schema) != len(prompts):
+                raise ValueError(f"{len(json_schema)} schemas for {len(prompts)} prompts")
+            by_text: dict[str, Any] = {}
+            params: Any = []
+            for schema in json_schema:
+                key = json.dumps(schema, sort_keys=True)
+                if key not in by_text:
+                    by_text[key] = self._sampling(schema, max_tokens, temperature)
+                params.append(by_text[key])
+        else:
+            params = self._sampling(json_schema, max_tokens, temperature)
         outputs = self.llm.generate(
             [TokensPrompt(prompt_token_ids=ids) for ids in prompts], params, use_tqdm=False
         )

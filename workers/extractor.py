@@ -1,7 +1,12 @@
 """`BatchExtractor`: one batch of documents in, one outcome per document out, in the same order.
 
 It is the actor's whole job apart from owning the engine, so it takes the engine as an argument:
-anything with `prompt_token_ids(text)` and `generate(prompts, json_schema, max_tokens, temperature)`.
+anything with `prompt_token_ids(text)`, `warm(json_schema)` and
+`generate(prompts, json_schemas, max_tokens, temperature)`.
+
+A job has one schema, or one per row (`input.schema_column`). Per-row schemas are resolved, bounded
+(`schemas.limits`) and compiled once per actor: each distinct schema is warmed the first time it
+appears, and its contract is cached by the column's value.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import structlog
 
+from schemas.contract import SchemaContract
 from workers.classify import Outcome, check_input, classify, dead_letter, error_json
 from workers.engine import Generation
 from workers.prompt import render_prompt
@@ -31,6 +37,7 @@ OUTCOME_FIELDS = [
     pa.field("_finish_reason", pa.string()),
     pa.field("_prompt_tokens", pa.int64()),
     pa.field("_output_tokens", pa.int64()),
+    pa.field("_schema_hash", pa.string()),
     pa.field("_extracted_at", pa.timestamp("us", tz="UTC")),
 ]
 
@@ -38,52 +45,144 @@ OUTCOME_FIELDS = [
 class Engine(Protocol):
     def prompt_token_ids(self, text: str) -> list[int]: ...
 
+    def warm(self, json_schema: dict[str, Any]) -> float: ...
+
     def generate(
-        self, prompts: list[list[int]], json_schema: dict[str, Any], max_tokens: int, temperature: float
+        self, prompts: list[list[int]], json_schemas: Sequence[dict[str, Any] | None], max_tokens: int,
+        temperature: float
     ) -> list[Generation]: ...
+
+
+class SchemaUnusable(Exception):
+    """A row's schema cannot be used: the row becomes a dead letter with `reason`."""
+
+    def __init__(self, reason: str, message: str, schema_hash: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.schema_hash = schema_hash
 
 
 class BatchExtractor:
     def __init__(self, engine: Engine, spec: ExtractionSpec, max_model_len: int) -> None:
         self.engine = engine
         self.spec = spec
-        self.contract = spec.contract
         self.max_model_len = max_model_len
-        self.schema_json = json.dumps(self.contract.json_schema, ensure_ascii=False)
         self.last_generation_s = 0.0
+        self.compile_seconds: dict[str, float] = {}  # schema hash → warm-up seconds, for each schema compiled here
+        self._contracts: dict[str, SchemaContract | SchemaUnusable] = {}
+        self._schema_text: dict[str, str] = {}
+        if not spec.contract.per_row:
+            self._contracts[""] = spec.contract
 
-    def outcomes(self, ids: Sequence[Any], texts: Sequence[str | None]) -> list[Outcome]:
+    # -- schemas -------------------------------------------------------------------------------------
+
+    def warm(self, contract: SchemaContract) -> None:
+        """Compile `contract`'s grammar now (once per actor); a schema the engine rejects is unusable."""
+        if contract.hash in self.compile_seconds or not self.spec.constrained:
+            return
+        if contract.hash in self.spec.unsupported:
+            return
+        self.compile_seconds[contract.hash] = self.engine.warm(contract.json_schema)
+
+    def contract_for(self, value: Any) -> SchemaContract:
+        """The contract of a row: the job's, or its own schema (JSON text, or a key into the schema table)."""
+        key = "" if not self.spec.contract.per_row else ("" if value is None else str(value))
+        cached = self._contracts.get(key)
+        if cached is None:
+            try:
+                cached = self._resolve(key)
+                self.warm(cached)
+            except SchemaUnusable as exc:
+                cached = exc
+            except Exception as exc:  # noqa: BLE001 - the engine refused the grammar: this schema only
+                cached = SchemaUnusable("schema_unsupported", f"the {self.spec.backend} backend cannot compile "
+                                        f"this schema: {type(exc).__name__}: {exc}")
+            self._contracts[key] = cached
+        if isinstance(cached, SchemaUnusable):
+            raise cached
+        return cached
+
+    def _resolve(self, key: str) -> SchemaContract:
+        if not key.strip():
+            raise SchemaUnusable("schema_invalid", f"{self.spec.schema_column}: the row has no schema")
+        if key in self.spec.schema_table:
+            source, schema = f"schema_table[{key}]", self.spec.schema_table[key]
+        elif key.lstrip().startswith("{"):
+            source = self.spec.schema_column or "schema"
+            try:
+                schema = json.loads(key)
+            except json.JSONDecodeError as exc:
+                raise SchemaUnusable("schema_invalid", f"{source}: not valid JSON: {exc.msg} at char {exc.pos}") \
+                    from None
+        else:
+            raise SchemaUnusable("schema_invalid", f"{self.spec.schema_column}: {key[:80]!r} is neither a JSON "
+                                 "Schema nor a key of input.schema_table")
+        try:
+            contract = SchemaContract.from_dict(schema, default_name=key if len(key) < 80 else "row-schema",
+                                                source=source, limits=self.spec.schema_limits)
+        except ValueError as exc:
+            raise SchemaUnusable("schema_invalid", f"{source}: {exc}") from None
+        if contract.hash in self.spec.unsupported:
+            raise SchemaUnusable("schema_unsupported", self.spec.unsupported[contract.hash], contract.hash)
+        self._schema_text[contract.hash] = json.dumps(contract.json_schema, ensure_ascii=False)
+        return contract
+
+    def _schema_json(self, contract: SchemaContract) -> str:
+        if contract.hash not in self._schema_text:
+            self._schema_text[contract.hash] = json.dumps(contract.json_schema, ensure_ascii=False)
+        return self._schema_text[contract.hash]
+
+    # -- documents -----------------------------------------------------------------------------------
+
+    def outcomes(self, ids: Sequence[Any], texts: Sequence[str | None],
+                 schemas: Sequence[Any] | None = None) -> list[Outcome]:
         results: list[Outcome | None] = [None] * len(texts)
         pending: list[int] = []
         prompts: list[list[int]] = []
+        contracts: list[SchemaContract] = []
         for i, text in enumerate(texts):
+            try:
+                contract = self.contract_for(schemas[i] if schemas is not None else None)
+            except SchemaUnusable as exc:
+                results[i] = dead_letter(exc.reason, str(exc))
+                results[i].extra["schema_hash"] = exc.schema_hash
+                continue
+            if not self.spec.contract.per_row and contract.hash in self.spec.unsupported:
+                results[i] = dead_letter("schema_unsupported", self.spec.unsupported[contract.hash])
+                continue
             early = check_input(text, None, self.spec.max_tokens, self.max_model_len)
             if early is None:
                 assert text is not None
-                token_ids = self.engine.prompt_token_ids(render_prompt(self.spec.prompt_template, text,
-                                                                       self.schema_json))
+                token_ids = self.engine.prompt_token_ids(
+                    render_prompt(self.spec.prompt_template, text, self._schema_json(contract)))
                 early = check_input(text, len(token_ids), self.spec.max_tokens, self.max_model_len)
                 if early is None:
                     pending.append(i)
                     prompts.append(token_ids)
-            results[i] = early
+                    contracts.append(contract)
+            if early is not None:
+                early.extra["schema_hash"] = contract.hash
+                results[i] = early
 
         self.last_generation_s = 0.0
         if prompts:
             started = time.perf_counter()
+            grammars = [c.json_schema if self.spec.constrained else None for c in contracts]
             try:
-                generations = self.engine.generate(
-                    prompts, self.contract.json_schema, self.spec.max_tokens, self.spec.temperature
-                )
+                generations = self.engine.generate(prompts, grammars, self.spec.max_tokens, self.spec.temperature)
                 if len(generations) != len(prompts):
                     raise RuntimeError(f"engine returned {len(generations)} outputs for {len(prompts)} prompts")
             except Exception as exc:  # noqa: BLE001 - dead-letter the batch, keep the job alive
                 log.error("extract.engine_error", error=repr(exc), documents=len(prompts))
-                for i in pending:
+                for i, contract in zip(pending, contracts, strict=True):
                     results[i] = dead_letter("engine_error", f"{type(exc).__name__}: {exc}")
+                    results[i].extra["schema_hash"] = contract.hash
             else:
-                for i, generation in zip(pending, generations, strict=True):
-                    results[i] = classify(generation, self.contract, {"document": texts[i], "document_id": ids[i]})
+                for i, generation, contract in zip(pending, generations, contracts, strict=True):
+                    outcome = classify(generation, contract, {"document": texts[i], "document_id": ids[i]},
+                                       self.spec.constrained)
+                    outcome.extra["schema_hash"] = contract.hash
+                    results[i] = outcome
             self.last_generation_s = time.perf_counter() - started
 
         done = [o for o in results if o is not None]
@@ -92,11 +191,17 @@ class BatchExtractor:
         return done
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        """Outcomes for a batch; every input column but the text (the id, the unit) passes through."""
+        """Outcomes for a batch; every input column but the text and schema (the id, the unit) passes through."""
+        column = self.spec.schema_column
         outcomes = self.outcomes(batch.column(self.spec.id_column).to_pylist(),
-                                 batch.column(self.spec.text_column).to_pylist())
-        passthrough = batch.drop_columns([self.spec.text_column])
-        return outcome_table(passthrough, outcomes)
+                                 batch.column(self.spec.text_column).to_pylist(),
+                                 batch.column(column).to_pylist() if column else None)
+        drop = [self.spec.text_column] + ([column] if column else [])
+        drop += [c for c in (BACKEND_COLUMN,) if c in batch.column_names]
+        return outcome_table(batch.drop_columns(drop), outcomes)
+
+
+BACKEND_COLUMN = "_backend"  # which actor pool (structured-output backend) a row is routed to
 
 
 def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
@@ -110,6 +215,7 @@ def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
         "_finish_reason": [o.finish_reason for o in outcomes],
         "_prompt_tokens": [o.prompt_tokens for o in outcomes],
         "_output_tokens": [o.output_tokens for o in outcomes],
+        "_schema_hash": [o.extra.get("schema_hash") for o in outcomes],
         "_extracted_at": [now] * len(outcomes),
     }
     table = passthrough.combine_chunks()

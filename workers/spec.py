@@ -22,3 +22,11 @@ class ExtractionSpec:
     max_model_len: int
     tensor_parallel_size: int = 1
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    constrained: bool = True  # false: free generation (a baseline); outputs are checked all the same
+    backend: str = "xgrammar"  # the structured-output backend of this actor pool's engines
+    # Per-row schemas: the column holding each row's schema (JSON text, or a key into schema_table).
+    schema_column: str | None = None
+    schema_table: dict[str, dict[str, Any]] = field(default_factory=dict)
+    schema_limits: Any = None  # schemas.limits.SchemaLimits for per-row schemas
+    # Schema hashes no backend compiles, under `schema_policy.on_unsupported: dead_letter`.
+    unsupported: dict[str, str] = field(default_factory=dict)
