@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from datetime import date
@@ -17,6 +18,10 @@ from pipeline.partition import DateError, day_range, is_templated, parse_day
 from pipeline.storage import StorageError
 
 log = structlog.get_logger(__name__)
+
+# Subcommands that live beside the code they drive; each module has `register(subparsers)`.
+COMMAND_MODULES = ("pipeline.schemas_cli", "pipeline.eval_cli", "pipeline.report_cli", "pipeline.retry_cli",
+                   "pipeline.conformance_cli")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -224,6 +229,8 @@ def parser() -> argparse.ArgumentParser:
     model_sub.add_parser("prepare", help="convert the bundled GGUF model once and print its folder").set_defaults(
         func=cmd_model_prepare
     )
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(sub)
     return top
 
 

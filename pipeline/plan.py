@@ -62,6 +62,8 @@ def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = 
         schema_table=dict(loaded.schema_table),
         schema_limits=loaded.schema_limits,
         unsupported=dict(routes.unsupported),
+        routes=dict(routes.by_value),
+        default_backend=routes.default,
     )
 
 

@@ -128,7 +128,8 @@ class SchemaChecker:
         policy = self.loaded.config.schema_policy
         if self._compiler is None:
             self._compiler = SchemaCompiler(resolve_model_path(self.loaded.model_path),
-                                            timeout_s=policy.compile_timeout_s, backends=tuple(policy.backends))
+                                            timeout_s=policy.compile_timeout_s, backends=tuple(policy.backends),
+                                            limits=self.loaded.schema_limits)
         check = self._compiler.check(contract.json_schema, contract.name)
         errors = {b: (r.error or "") for b, r in check.results.items() if not r.ok}
         if check.limit_error:

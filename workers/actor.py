@@ -55,6 +55,8 @@ class ExtractionActor:
         if not contract.per_row:
             self.extractor.warm(contract)
         for key in spec.schema_table:
+            if spec.routes.get(key, spec.default_backend) != spec.backend:
+                continue  # that schema's rows go to the other backend's pool
             try:
                 self.extractor.contract_for(key)
             except Exception:  # noqa: BLE001 - an unusable listed schema dead-letters its own rows later

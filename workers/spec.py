@@ -28,5 +28,8 @@ class ExtractionSpec:
     schema_column: str | None = None
     schema_table: dict[str, dict[str, Any]] = field(default_factory=dict)
     schema_limits: Any = None  # schemas.limits.SchemaLimits for per-row schemas
+    # Per-row schema values routed off the default backend (the rest go to `default_backend`'s pool).
+    routes: dict[str, str] = field(default_factory=dict)
+    default_backend: str = "xgrammar"
     # Schema hashes no backend compiles, under `schema_policy.on_unsupported: dead_letter`.
     unsupported: dict[str, str] = field(default_factory=dict)
