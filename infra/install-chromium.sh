@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs Debian's headless-capable `chromium`, which the report test uses to render report.html and
+# screenshot it (a self-contained HTML file is only proven self-contained by a real browser loading it).
+# Idempotent: does nothing when /usr/bin/chromium is already there. Needs root (or sudo) and apt-get.
+set -euo pipefail
+
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+
+if [ -x "$CHROMIUM" ]; then
+  exit 0
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-chromium: apt-get not found; install Chromium by hand so that $CHROMIUM exists" >&2
+  exit 1
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo >/dev/null 2>&1; then
+    echo "install-chromium: not root and no sudo; run as root: apt-get install chromium" >&2
+    exit 1
+  fi
+  SUDO="sudo"
+fi
+
+echo "install-chromium: installing Debian's chromium (headless report check)" >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; then
+  # A fresh image may have empty package lists: refresh once, then try again (showing errors this time).
+  $SUDO apt-get update -qq >/dev/null
+  $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+if [ ! -x "$CHROMIUM" ]; then
+  echo "install-chromium: apt-get finished but $CHROMIUM is still missing" >&2
+  exit 1
+fi
+echo "install-chromium: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM installed")" >&2

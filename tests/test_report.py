@@ -1,0 +1,345 @@
+"""`extract report`: pure logic (error grouping, time binning, token budget, run choice), reading a
+hand-written output (old-format rows, a rewritten partition), and the whole path on a real run of the
+sample job, with the HTML rendered by headless Chromium and the screenshot checked for charts."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.report import (
+    CHART_FILES,
+    COLORS,
+    ROW,
+    Outcome,
+    ReportError,
+    bin_times,
+    bin_width,
+    error_messages,
+    format_loc,
+    group_errors,
+    load_run,
+    normalise_message,
+    pick_run,
+    token_budget,
+)
+from tests.conftest import SAMPLE, run_cli, write_config, write_docs
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+# ---------------------------------------------------------------- error grouping
+
+
+def semantic(*errors: tuple[list, str]) -> str:
+    return json.dumps({"message": errors[0][1], "errors": [{"loc": loc, "msg": msg, "type": "value_error"}
+                                                           for loc, msg in errors]})
+
+
+def test_normalise_message_replaces_per_document_values_only():
+    assert normalise_message("Value error, total 12.0 does not appear in the document") == \
+        "total <n> does not appear in the document"
+    assert normalise_message("Value error, due_date 0450-04-04 is before issue_date 4040-04-04") == \
+        "due_date <date> is before issue_date <date>"
+    assert normalise_message("prompt of 6207 tokens + max_tokens 512 exceeds max_model_len 4096") == \
+        "prompt of <n> tokens + max_tokens <n> exceeds max_model_len <n>"
+    # Identifiers that contain digits are the same in every message and stay as they are.
+    assert normalise_message("invoice ACM-2026-8077 unknown; object at 0x7f3a2b") == \
+        "invoice ACM-2026-8077 unknown; object at <hex>"
+    assert normalise_message("String  should have\nat most 40 characters") == \
+        "String should have at most <n> characters"
+
+
+def test_format_loc_hides_list_positions():
+    assert format_loc(["items", 3, "name"]) == "items[*].name"
+    assert format_loc([]) == ""
+
+
+def test_error_messages_prefix_field_paths_and_survive_odd_errors():
+    assert error_messages(semantic((["total"], "Value error, total 1.0 does not appear"))) == \
+        [("total: total <n> does not appear", "Value error, total 1.0 does not appear")]
+    assert error_messages(json.dumps({"message": "output hit the token limit after 512 tokens"})) == \
+        [("output hit the token limit after <n> tokens", "output hit the token limit after 512 tokens")]
+    assert error_messages("not json 42") == [("not json <n>", "not json 42")]
+    assert error_messages(None) == [("(no error recorded)", "")]
+
+
+def test_group_errors_counts_documents_once_per_message_with_examples():
+    dead = [
+        ("d1", "semantic_invalid", semantic((["total"], "Value error, total 12.0 does not appear"))),
+        ("d2", "semantic_invalid", semantic((["total"], "Value error, total 99.5 does not appear"),
+                                            (["invoice_number"], "Value error, invoice_number does not appear"))),
+        ("d3", "semantic_invalid", semantic((["total"], "Value error, total 1.0 does not appear"),
+                                            (["total"], "Value error, total 2.0 does not appear"))),
+        ("d4", "semantic_invalid", semantic((["total"], "Value error, total 7 does not appear"))),
+        ("t1", "truncated", json.dumps({"message": "output hit the token limit after 512 tokens"})),
+    ]
+    groups = group_errors(dead, top=5, examples=2)
+    assert list(groups) == ["truncated", "semantic_invalid"]  # reasons in their fixed order
+    top = groups["semantic_invalid"]
+    assert [(g.pattern, g.documents) for g in top] == [("total: total <n> does not appear", 4),
+                                                       ("invoice_number: invoice_number does not appear", 1)]
+    assert top[0].examples == ["d1", "d2"]  # capped, first seen first
+    assert top[0].sample == "Value error, total 12.0 does not appear"  # values intact in the sample
+    assert group_errors(dead, top=1)["semantic_invalid"][0].documents == 4
+
+
+# ---------------------------------------------------------------- time binning
+
+
+def test_bin_width_picks_the_smallest_round_width_within_the_target():
+    assert bin_width(20, target_bins=30) == 1
+    assert bin_width(59, target_bins=30) == 2
+    assert bin_width(3600, target_bins=30) == 120
+    assert bin_width(8 * 3600, target_bins=30) == 1800
+    assert bin_width(90 * 86400, target_bins=30) == 3 * 86400
+
+
+def test_bin_times_aligns_bins_and_counts_each_category():
+    bins = bin_times({"row": [0.5, 1.2, 9.9, 10.0], "dead letters": [3.0, 59.0]}, target_bins=30)
+    assert bins.width_s == 2
+    assert bins.starts[0] == 0 and bins.starts[-1] == 58 and len(bins.starts) == 30
+    assert bins.counts["row"][0] == 2 and bins.counts["row"][4] == 1 and bins.counts["row"][5] == 1
+    assert bins.counts["dead letters"][1] == 1 and bins.counts["dead letters"][29] == 1
+    assert sum(bins.counts["row"]) == 4 and sum(bins.counts["dead letters"]) == 2
+
+
+def test_bin_times_handles_times_before_the_start_and_empty_input():
+    bins = bin_times({"row": [-3.5, 0.0, 2.0]}, target_bins=30)
+    assert bins.width_s == 1 and bins.starts[0] == -4 and sum(bins.counts["row"]) == 3
+    assert bin_times({"row": []}).starts == []
+    single = bin_times({"row": [42.0, 42.0]})
+    assert single.starts == [42] and single.counts["row"] == [2]
+
+
+# ---------------------------------------------------------------- token budget and run choice
+
+
+def outcome(kind: str, output_tokens: int | None = None, error: dict | None = None) -> Outcome:
+    return Outcome("d", kind, None, 100, output_tokens, json.dumps(error) if error else None)
+
+
+def test_token_budget_prefers_the_record_then_the_error_then_truncation():
+    too_long = outcome("input_too_long", error={"message": "x", "max_tokens": 256, "max_model_len": 2048})
+    assert token_budget({"max_tokens": 300}, [too_long]).max_tokens == 300
+    budget = token_budget({}, [too_long, outcome("truncated", 200)])
+    assert (budget.max_tokens, budget.max_model_len) == (256, 2048)
+    assert token_budget({}, [outcome(ROW, 90), outcome("truncated", 200)]).max_tokens == 200
+    observed = token_budget({}, [outcome(ROW, 90), outcome("semantic_invalid", 120)])
+    assert observed.max_tokens == 120 and "unknown" in observed.source
+    assert token_budget({}, []).max_tokens is None
+
+
+def test_pick_run_defaults_to_the_newest_run_that_did_work():
+    records = [{"run_id": "job-a", "started_at": "2026-11-01T00:00:00", "input_rows": 5},
+               {"run_id": "job-b", "started_at": "2026-11-02T00:00:00", "input_rows": 7},
+               {"run_id": "job-c", "started_at": "2026-11-03T00:00:00", "input_rows": 0,
+                "partitions": [{"status": "skipped"}]}]
+    chosen, note = pick_run(records, None, "/o")
+    assert chosen["run_id"] == "job-b" and "job-c processed no documents" in note
+    assert pick_run(records, "job-a", "/o")[0]["run_id"] == "job-a"
+    assert pick_run(records, "job-c", "/o")[0]["run_id"] == "job-c"
+    with pytest.raises(ReportError, match="ambiguous"):
+        pick_run(records, "job-", "/o")
+    with pytest.raises(ReportError, match="'nope' not found under /o/_runs"):
+        pick_run(records, "nope", "/o")
+    with pytest.raises(ReportError, match="no run records under /o/_runs"):
+        pick_run([], None, "/o")
+
+
+# ---------------------------------------------------------------- reading an output (real Parquet, no engine)
+
+
+def _write_partition(root: Path, label: str, run_id: str, rows: pa.Table, dead: pa.Table) -> None:
+    key = "" if label == "all" else f"dt={label}"
+    files = {}
+    for kind, table in (("rows", rows), ("dead_letters", dead)):
+        path = root / kind / key / "part-0.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, path)
+        files[kind] = str(path).replace(str(root), "/somewhere/else/out")  # the run wrote elsewhere
+    meta = root / "_partitions" / (key or "all")
+    meta.mkdir(parents=True)
+    (meta / "manifest.json").write_text(json.dumps({"partition": label, "run_id": run_id, "files": files}))
+    (meta / "_SUCCESS").write_text("")
+
+
+def write_output(tmp_path: Path) -> Path:
+    """Two days written by run r1; day 2 then rewritten by run r2. Rows in the old format (no token
+    columns), and manifests naming the folder the runs wrote to, not where the output is now."""
+    at = pa.array([datetime(2026, 11, 1, 3, 0, 5, tzinfo=timezone.utc)] * 2, pa.timestamp("us", tz="UTC"))
+    old_rows = pa.table({"ticket": ["a", "b"], "_run_id": ["r1", "r1"], "_extracted_at": at})  # no token columns
+    dead = pa.table({"ticket": ["c", "d"], "reason": ["truncated", "semantic_invalid"],
+                     "error": ['{"message": "output hit the token limit after 64 tokens"}', None],
+                     "prompt_tokens": [50, 60], "output_tokens": [64, 30], "run_id": ["r1", "r2"],
+                     "failed_at": at})
+    _write_partition(tmp_path, "2026-11-01", "r1", old_rows, dead.slice(0, 1))
+    _write_partition(tmp_path, "2026-11-02", "r2", old_rows.slice(0, 1), dead.slice(1, 1))  # rewritten by r2
+    runs = tmp_path / "_runs"
+    runs.mkdir()
+    for run_id, day in (("r1", 1), ("r2", 2)):
+        (runs / f"{run_id}.json").write_text(json.dumps({
+            "run_id": run_id, "started_at": f"2026-11-0{day}T03:00:00+00:00", "input_rows": 3,
+            "output_uri": "/somewhere/else/out", "rows": 2, "dead_letters_by_reason": {"truncated": 1},
+            "partitions": [{"partition": "2026-11-01", "status": "committed"},
+                           {"partition": "2026-11-02", "status": "committed"}] if run_id == "r1" else
+                          [{"partition": "2026-11-02", "status": "committed"}]}))
+    return tmp_path
+
+
+def check_r1(data) -> None:
+    got = sorted((o.doc_id, o.outcome) for o in data.outcomes)
+    # Day 1 is r1's commit: everything. Day 2 was rewritten by r2: only records still carrying r1's id.
+    assert got == [("a", ROW), ("a", ROW), ("b", ROW), ("c", "truncated")]
+    assert any("since rewritten by r2" in n for n in data.notes)
+    assert any("no token counts" in n for n in data.notes)
+    assert not data.rows_have_tokens
+
+
+def test_load_run_reads_old_rows_relocated_files_and_rewritten_partitions(tmp_path):
+    root = write_output(tmp_path)
+    check_r1(load_run(str(root), "r1"))
+    assert load_run(str(root)).run_id == "r2"  # the newest by default
+
+
+def test_load_run_reads_an_s3_output(tmp_path, s3_endpoint):
+    from pipeline.storage import S3Settings
+    from tests.conftest import s3_client
+
+    root = write_output(tmp_path)
+    client = s3_client(s3_endpoint)
+    client.create_bucket(Bucket="nightly")
+    for path in root.rglob("*"):
+        if path.is_file():
+            client.upload_file(str(path), "nightly", f"jobs/out/{path.relative_to(root)}")
+    check_r1(load_run("s3://nightly/jobs/out/", "r1", S3Settings(endpoint_url=s3_endpoint, region="us-east-1")))
+
+
+# ---------------------------------------------------------------- the whole path, real engine and browser
+
+# Sample invoices that give, with the bundled model, validator refusals (0000-0002), rows (0006, 0007) and
+# a run-away output (0031, cut off at any budget); plus the empty scan and the too-long contract.
+DOCS = ["inv-0000", "inv-0001", "inv-0002", "inv-0006", "inv-0007", "inv-0031", "inv-empty-scan",
+        "inv-master-agreement"]
+MAX_TOKENS = 192  # near the sample's output lengths, so the max_tokens line has work to do
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory, cli_env_module):
+    folder = tmp_path_factory.mktemp("report")
+    table = pq.read_table(SAMPLE)
+    picked = [r for r in table.to_pylist() if r["doc_id"] in DOCS]
+    write_docs(folder / "docs.parquet", [r["doc_id"] for r in picked], [r["text"] for r in picked])
+    config = write_config(folder, **{
+        "input.uri": str(folder / "docs.parquet"), "model.max_tokens": MAX_TOKENS, "workers.batch_size": 2,
+        "model.engine_kwargs": {"enforce_eager": True, "gpu_memory_utilization": 0.08},
+    })
+    done = run_cli(["run", str(config)], cli_env_module)
+    assert done.returncode == 0, done.stderr[-3000:]
+    output = folder / "out"
+    (record_path,) = (output / "_runs").glob("*.json")
+    record = json.loads(record_path.read_text())
+    # A nightly rerun of the committed partition: a no-op whose run record the report must not pick.
+    again = run_cli(["run", str(config)], cli_env_module)
+    assert again.returncode == 0, again.stderr[-3000:]
+    report_dir = folder / "report"
+    reported = run_cli(["report", str(output), "--out", str(report_dir)], cli_env_module)
+    assert reported.returncode == 0, reported.stderr[-3000:]
+    return {"folder": folder, "output": output, "record": record, "dir": report_dir, "stdout": reported.stdout}
+
+
+@pytest.fixture(scope="module")
+def cli_env_module():
+    import os
+
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)
+    env["COLUMNS"] = "160"
+    return env
+
+
+@pytest.mark.engine
+def test_report_writes_summary_html_and_charts(sample_run):
+    record, stdout = sample_run["record"], " ".join(sample_run["stdout"].split())  # rich wraps long lines
+    assert record["input_rows"] == len(DOCS)
+    assert f"run {record['run_id']}" in stdout  # the no-op rerun was skipped...
+    assert "processed no documents" in stdout  # ...and the summary says so
+    assert "empty_input" in stdout and "input_too_long" in stdout
+    assert f"max_tokens {MAX_TOKENS}" in stdout
+    for name in CHART_FILES:
+        path = sample_run["dir"] / name
+        assert path.stat().st_size > 5000, f"{name} is missing or empty"
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (sample_run["dir"] / "report.html").read_text()
+    assert page.count('src="data:image/png;base64,') == len(CHART_FILES)
+    # Self-contained: no attribute or CSS rule points anywhere but at inline data.
+    external = re.findall(r"""(?:src|href)\s*=\s*["'](?!data:)[^"']*["']|url\((?!\s*["']?data:)""", page)
+    assert external == []
+    assert "inv-empty-scan" in page and "inv-master-agreement" in page  # example ids in the error table
+
+
+@pytest.mark.engine
+def test_report_run_selection_and_default_folder(sample_run, cli_env_module):
+    run_id = sample_run["record"]["run_id"]
+    cwd = sample_run["folder"] / "elsewhere"
+    cwd.mkdir()
+    chosen = run_cli(["report", str(sample_run["output"]), "--run", run_id[:-2]], cli_env_module, cwd=cwd)
+    assert chosen.returncode == 0, chosen.stderr[-2000:]
+    assert (cwd / "out" / "report" / run_id / "report.html").is_file()
+    missing = run_cli(["report", str(sample_run["output"]), "--run", "no-such-run"], cli_env_module, cwd=cwd)
+    assert missing.returncode == 1
+    assert "error: run 'no-such-run' not found under" in missing.stderr
+
+
+def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `bash infra/install-chromium.sh` (as root) to install Debian's "
+                    "chromium for the report rendering check")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--hide-scrollbars", "--force-device-scale-factor=1", f"--user-data-dir={profile}"]
+    return subprocess.run([str(CHROMIUM), *flags, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.engine
+def test_report_renders_in_headless_chromium_with_every_chart(sample_run, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    url = (sample_run["dir"] / "report.html").resolve().as_uri()
+    dom = chromium(["--window-size=1280,2400", "--dump-dom", url], tmp_path / "profile")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    body = re.search(r"<body([^>]*)>", dom.stdout)
+    assert body, "no <body> in the rendered DOM"
+    attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', body.group(1)))
+    # The page's own script counts the images that decoded (naturalWidth > 0) once the page has loaded.
+    assert attrs.get("data-charts-loaded") == f"{len(CHART_FILES)}/{len(CHART_FILES)}", attrs
+    boxes = json.loads(attrs["data-chart-boxes"].replace("&quot;", '"'))
+    height = max(2400, int(attrs["data-page-height"]))
+
+    shot = tmp_path / "report.png"
+    taken = chromium([f"--window-size=1280,{height}", f"--screenshot={shot}", url], tmp_path / "profile")
+    assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
+    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert pixels.shape[:2] == (height, 1280)
+    for i, (left, top, width, h) in enumerate(boxes):
+        assert width > 600 and h > 150, f"chart {i} laid out at {width}x{h} px"
+        region = pixels[top: top + h, left: left + width]
+        assert region.std() > 20, f"chart {i} at {left},{top} is blank in the screenshot"
+        colours = len(np.unique(region.reshape(-1, 3) // 16, axis=0))
+        assert colours > 20, f"chart {i} has {colours} colours: not a chart"
+    # The outcomes chart (first) shows the largest outcome's bar in its colour.
+    counts = {ROW: sample_run["record"]["rows"], **sample_run["record"]["dead_letters_by_reason"]}
+    biggest = max(counts, key=counts.get)
+    left, top, width, h = boxes[0]
+    target = np.array([int(COLORS[biggest][k: k + 2], 16) for k in (1, 3, 5)])
+    region = pixels[top: top + h, left: left + width]
+    assert (np.abs(region - target).sum(axis=2) < 30).sum() > 500, f"no {biggest} bar in the outcomes chart"
+
