@@ -1,0 +1,165 @@
+"""`extract schemas check|lint SCHEMA...`: does a schema compile, what does the engine leave out, is it well designed.
+
+SCHEMA is a JSON Schema file, or `module:Model` (a Pydantic model, imported with the current folder
+first on sys.path, as `extract run` does with the config's folder). `check` compiles each schema
+against the model's tokenizer on each grammar backend (in a child process with a hard timeout),
+and says which backend a job would use, how long compilation took, which keywords that backend
+leaves unenforced and which check enforces them instead, plus the lint warnings. `lint` prints
+the design warnings only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from schemas.coverage import BACKENDS, SchemaCheck, SchemaCompiler
+from schemas.lint import LintWarning, lint
+
+
+class SchemaArgError(ValueError):
+    """A SCHEMA argument that is neither a readable JSON Schema file nor an importable model."""
+
+
+def load_schema(ref: str) -> tuple[str, dict[str, Any]]:
+    """(display name, JSON Schema) for a file path or a `module:Model` reference."""
+    path = Path(ref)
+    if path.suffix == ".json" or path.is_file():
+        try:
+            schema = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise SchemaArgError(f"{ref}: {exc}") from None
+        if not isinstance(schema, dict):
+            raise SchemaArgError(f"{ref}: a JSON Schema must be an object")
+        return ref, schema
+    if ":" in ref:
+        from schemas.contract import SchemaContract
+        from schemas.registry import SchemaNotFoundError
+
+        try:
+            contract = SchemaContract.from_model_ref(ref, Path.cwd())
+        except SchemaNotFoundError as exc:
+            raise SchemaArgError(str(exc)) from None
+        return ref, contract.json_schema
+    raise SchemaArgError(f"{ref}: no such file, and not a 'module:Model' reference")
+
+
+def check_contract_schemas(json_schemas: dict[str, dict[str, Any]], model_path: str,
+                           timeout_s: float = 30.0) -> list[SchemaCheck]:
+    """One `SchemaCheck` per named schema, with one compile worker for all of them.
+
+    For `extract validate` and job preflight: a job routes each schema to `check.backend`, and a
+    schema whose backend is None cannot run (unless its rows are dead-lettered `schema_unsupported`).
+    `model_path` may be `bundled`.
+    """
+    from workers.bundled_model import resolve_model_path
+
+    with SchemaCompiler(resolve_model_path(model_path), timeout_s=timeout_s, backends=BACKENDS) as compiler:
+        return [compiler.check(schema, name) for name, schema in json_schemas.items()]
+
+
+def render_check(check: SchemaCheck, warnings: list[LintWarning]) -> str:
+    lines = [f"{check.name}  (hash {check.schema_hash})"]
+    if check.limit_error:
+        lines.append(f"  rejected    {check.limit_error}")
+        return "\n".join(lines)
+    if check.schema_error:
+        lines.append(f"  invalid     {check.schema_error}")
+    for backend, result in check.results.items():
+        state = "compiled" if result.ok else "failed"
+        detail = "" if result.ok else f": {result.error}"
+        lines.append(f"  {backend:<10}  {state} in {result.seconds:.3f}s{detail}")
+    if check.backend is None:
+        lines.append("  backend     none: no backend compiles this schema; a job with it fails before it starts")
+        return "\n".join(lines)
+    lines.append(f"  backend     {check.backend}")
+    if check.unenforced:
+        lines.append(f"  unenforced  {len(check.unenforced)} keyword(s) the {check.backend} grammar does not enforce:")
+        lines += [f"                {keyword} at {where}" for keyword, where in check.unenforced]
+    else:
+        lines.append(f"  unenforced  none known for {check.backend}")
+    lines.append(f"  enforced by {check.enforced_by}")
+    lines += _render_lint(warnings)
+    return "\n".join(lines)
+
+
+def _render_lint(warnings: list[LintWarning]) -> list[str]:
+    return [f"  lint        {w.code} at {w.path}: {w.message}" for w in warnings]
+
+
+def _lint_dict(warnings: list[LintWarning]) -> list[dict[str, str]]:
+    return [{"code": w.code, "path": w.path, "message": w.message} for w in warnings]
+
+
+def _load_all(refs: list[str]) -> list[tuple[str, dict[str, Any]]] | None:
+    loaded = []
+    for ref in refs:
+        try:
+            loaded.append(load_schema(ref))
+        except SchemaArgError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return None
+    return loaded
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    loaded = _load_all(args.schemas)
+    if loaded is None:
+        return 2
+    from workers.bundled_model import resolve_model_path
+
+    outputs: list[dict[str, Any]] = []
+    ok = True
+    with SchemaCompiler(resolve_model_path(args.model), timeout_s=args.timeout) as compiler:
+        for name, schema in loaded:
+            check = compiler.check(schema, name)
+            warnings = lint(schema) if check.limit_error is None else []
+            ok = ok and check.backend is not None and check.schema_error is None
+            if args.json:
+                outputs.append({**check.as_dict(), "lint": _lint_dict(warnings)})
+            else:
+                print(render_check(check, warnings))
+    if args.json:
+        print(json.dumps(outputs, indent=2))
+    return 0 if ok else 2
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    loaded = _load_all(args.schemas)
+    if loaded is None:
+        return 2
+    outputs = []
+    for name, schema in loaded:
+        warnings = lint(schema)
+        if args.json:
+            outputs.append({"name": name, "lint": _lint_dict(warnings)})
+        else:
+            print(f"{name}: {len(warnings)} warning(s)")
+            print("\n".join(_render_lint(warnings)) if warnings else "  (none)")
+    if args.json:
+        print(json.dumps(outputs, indent=2))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add `schemas check` and `schemas lint` to the `extract` command line."""
+    schemas = sub.add_parser("schemas", help="check or lint JSON Schemas / Pydantic models")
+    actions = schemas.add_subparsers(dest="schemas_command", required=True)
+
+    check = actions.add_parser(
+        "check", help="compile each schema per grammar backend; report backend, compile time, unenforced keywords"
+    )
+    check.add_argument("schemas", nargs="+", metavar="SCHEMA", help="a JSON Schema file or module:Model")
+    check.add_argument("--model", default="bundled", help="model whose tokenizer to compile against (default: bundled)")
+    check.add_argument("--timeout", type=float, default=30.0, help="hard compile timeout per schema and backend, s")
+    check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    check.set_defaults(func=cmd_check)
+
+    lint_parser = actions.add_parser("lint", help="design warnings: no escape hatch, answer before reasoning, "
+                                     "unbounded lists and strings")
+    lint_parser.add_argument("schemas", nargs="+", metavar="SCHEMA", help="a JSON Schema file or module:Model")
+    lint_parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    lint_parser.set_defaults(func=cmd_lint)
