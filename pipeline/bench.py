@@ -273,6 +273,10 @@ def render_markdown(report: dict[str, Any]) -> str:
     if report.get("scaling_2_over_1_actors"):
         sc = report["scaling_2_over_1_actors"]
         lines += ["", f"2 actors vs 1 on {sc['cpus']} CPUs: speed-up {sc['speedup']}, efficiency {sc['efficiency']}."]
+    if report.get("driver_memory"):
+        mem = report["driver_memory"]
+        lines += ["", f"Driver peak RSS at {mem['scale']}x the documents: {mem['driver_rss_mb_scaled']} MB vs "
+                  f"{mem['driver_rss_mb']} MB, ratio {mem['ratio']} (goal <= 1.2)."]
     lines += ["", "| ratio | value | goal |", "|---|---|---|"]
     goals = {"pipeline_over_engine": ">= 0.95", "constrained_over_unconstrained_per_token": "<= 1.05",
              "pipeline_over_retry": ">= 1.5"}
@@ -290,7 +294,7 @@ def render_chart(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [n for n in report["arms"] if n != "pipeline_2_actors"]
+    names = [n for n in report["arms"] if n in ("engine", "unconstrained", "retry", "pipeline")]
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     for ax, (title, key) in zip(axes, [("documents / s", "docs_per_s"), ("ms per output token",
                                                                            "ms_per_output_token"),
@@ -306,7 +310,7 @@ def render_chart(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def run_bench(config: Path, docs: int, out: Path, scaling: bool = False) -> dict[str, Any]:
+def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_scale: int = 0) -> dict[str, Any]:
     out = out.resolve()  # the pipeline arm's --output would otherwise resolve against the config's folder
     out.mkdir(parents=True, exist_ok=True)
     ids, texts, golds = make_corpus(docs, SEED, prefix="bench")
@@ -328,9 +332,21 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False) -> dict
         one, both = arms["pipeline"]["docs_per_s"], arms["pipeline_2_actors"]["docs_per_s"]
         scaling_report = {"speedup": round(both / one, 3), "efficiency": round(both / (2 * one), 3),
                           "cpus": os.cpu_count()}
+    memory_report = None
+    if memory_scale > 1:
+        # The driver streams: its peak RSS must not grow with the corpus. Same settings, K× the documents.
+        big_ids, big_texts, big_golds = make_corpus(docs * memory_scale, SEED + 1, prefix="bench-mem")
+        big = out / f"corpus-x{memory_scale}.parquet"
+        pq.write_table(pa.table({"doc_id": big_ids, "text": pa.array(big_texts, pa.string())}), big)
+        big_extra = [a if not a.startswith("input.uri=") else f"input.uri={big}" for a in extra]
+        arms[f"pipeline_x{memory_scale}"] = pipeline_arm(Path(config), out / f"pipeline-x{memory_scale}-output",
+                                                         docs * memory_scale, big_golds, big_extra)
+        small, large = arms["pipeline"]["driver_peak_rss_mb"], arms[f"pipeline_x{memory_scale}"]["driver_peak_rss_mb"]
+        memory_report = {"scale": memory_scale, "driver_rss_mb": small, "driver_rss_mb_scaled": large,
+                         "ratio": round(large / small, 3) if small else None}
     report = {"docs": docs, "model": loaded.config.model.path, "max_tokens": loaded.config.model.max_tokens,
               "engine_kwargs": loaded.config.model.engine_kwargs, "arms": arms, "ratios": ratios(arms),
-              "scaling_2_over_1_actors": scaling_report}
+              "scaling_2_over_1_actors": scaling_report, "driver_memory": memory_report}
     (out / "bench.json").write_text(json.dumps(report, indent=2))
     (out / "bench.md").write_text(render_markdown(report))
     render_chart(report, out / "bench.png")
