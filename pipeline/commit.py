@@ -68,6 +68,14 @@ class PartitionCommitter:
     def _unit_file(self, p: Partition, unit_id: str) -> str:
         return join(self.layout.staging(p, self.output_hash), f"unit-{unit_id}.parquet")
 
+    def _named_files(self, p: Partition) -> set[str]:
+        """The data files the committed manifest names, deleted once a new commit supersedes them."""
+        path = self.layout.manifest(p)
+        if not self.storage.exists(path):
+            return set()
+        files = json.loads(self.storage.read_text(path)).get("files", {})
+        return {f for f in files.values() if isinstance(f, str)}
+
     def prepare(self, p: Partition, fresh: bool) -> set[str]:
         """Delete staging that cannot be reused; return the unit ids already staged for this output."""
         current = self.layout.staging(p, self.output_hash) + "/"
@@ -144,8 +152,11 @@ class PartitionCommitter:
             "output_hash": self.output_hash,
             **{k: v for k, v in result.__dict__.items() if k not in {"partition", "status", "error"}},
         }
+        previous = self._named_files(p)
         self.storage.write_text(self.layout.manifest(p), json.dumps(manifest, indent=2, default=str))
         self.storage.write_text(self.layout.success(p), self.run_id)
+        for old in previous - {rows_path, dead_path}:  # e.g. part-<run_id> files of an `extract retry`
+            self.storage.delete(old)
         self.discard_staging(p)
         log.info("partition.committed", partition=p.label, rows=rows, dead_letters=dead)
         return result
