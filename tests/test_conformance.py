@@ -1,0 +1,297 @@
+"""`extract conformance`: the aggregation logic on hand-made records, and one quick slice of the real
+harness (2 benchmark subsets x 3 schemas with generation on the bundled model, 3 test-suite categories)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from pipeline import conformance as c
+from tests.conftest import run_cli
+from workers.engine import Generation
+
+CORPORA = c.DEFAULT_CORPORA_ROOT
+needs_corpora = pytest.mark.skipif(not (CORPORA / c.BENCH).is_dir(), reason=f"no shared corpora at {CORPORA}")
+
+
+# -- pure logic ----------------------------------------------------------------------------------------
+
+def test_percentile_is_nearest_rank():
+    values = [float(v) for v in range(100, 0, -1)]
+    assert c.percentile(values, 0.5) == 50.0
+    assert c.percentile(values, 0.99) == 99.0
+    assert c.percentile([0.3], 0.99) == 0.3
+    assert c.percentile([], 0.5) is None
+
+
+def test_verdict_from_rejected_invalid_instances():
+    assert c.verdict(0, 0) == "n/a"
+    assert c.verdict(4, 4) == "enforced"
+    assert c.verdict(0, 4) == "not enforced"
+    assert c.verdict(1, 4) == "partly"
+
+
+def test_agreement_tally_counts_each_side_and_errors():
+    tally = c.agreement_tally([(True, True), (True, False), (False, False), (False, None), (False, True)])
+    assert tally == {"n": 5, "agree": 2, "valid_n": 2, "valid_agree": 1, "invalid_n": 3, "invalid_agree": 1,
+                     "errors": 1, "share": 0.4}
+
+
+def _item(subset: str, status: str, backend: str | None = "xgrammar", emitted: bool = False,
+          revalidated: bool | None = None, xgr_ok: bool = True, guid_ok: bool = True, seconds: float = 0.1):
+    generation = {"status": status, "emitted": emitted, "revalidated_valid": revalidated}
+    if status in c.GENERATED:
+        generation["backend"] = backend
+    return {"subset": subset, "id": f"o{status}", "limit_error": None, "schema_invalid": None,
+            "compile": {"xgrammar": {"ok": xgr_ok, "seconds": seconds, "error": None},
+                        "guidance": {"ok": guid_ok, "seconds": seconds / 10, "error": None}},
+            "backend": backend, "unenforced": [["not", "/not"]] if backend else [],
+            "instances": c.agreement_tally([(True, True), (False, status == "valid")]),
+            "instance_disagreements": [], "generation": generation}
+
+
+def test_summarize_bench_counts_add_up():
+    items = [
+        _item("A", "valid", emitted=True, revalidated=True, seconds=0.2),
+        _item("A", "schema_violation", seconds=0.4),
+        _item("A", "truncated", backend="guidance", xgr_ok=False),
+        _item("A", "not_compiled", backend=None, xgr_ok=False, guid_ok=False),
+    ]
+    s = c.summarize_bench(items)
+    assert s["schemas"] == 4
+    assert s["compiled"] == {"xgrammar": 2, "guidance": 3, "fallback": 3}
+    assert s["coverage"] == {"xgrammar": 0.5, "guidance": 0.75, "fallback": 0.75}
+    assert s["generated"] == 3 and sum(s["statuses"].values()) == 4
+    assert s["compliance"] == round(1 / 3, 4)
+    assert s["empirical_coverage"] == 0.25
+    assert s["compliance_by_backend"]["xgrammar"] == {"generated": 2, "valid": 1, "compliance": 0.5}
+    assert s["compliance_by_backend"]["guidance"] == {"generated": 1, "valid": 0, "compliance": 0.0}
+    assert s["emitted"] == 1 and s["emitted_valid_share"] == 1.0
+    assert s["compile_s"]["xgrammar"] == {"n": 2, "p50": 0.2, "p99": 0.4}
+    assert s["instances"]["n"] == 8 and s["instances"]["agree"] == 7  # the "valid" item accepts its invalid one
+
+
+def test_generation_sample_and_empirical_coverage_over_it():
+    items = [c.BenchSchema(subset, f"o{n}", {}) for subset in ("A", "B") for n in range(3)]
+    assert c.generation_sample(items, 2) == {"A/o0", "A/o1", "B/o0", "B/o1"}
+    assert len(c.generation_sample(items, None)) == 6
+    s = c.summarize_bench([_item("A", "valid", emitted=True, revalidated=True), _item("A", "truncated"),
+                           _item("A", "skipped")])
+    assert s["empirical_coverage"] == 0.5 and s["generated"] == 2
+
+
+def test_an_emitted_row_that_fails_revalidation_shows_below_one():
+    s = c.summarize_bench([_item("A", "valid", emitted=True, revalidated=True),
+                           _item("A", "valid", emitted=True, revalidated=False)])
+    assert s["emitted_valid_share"] == 0.5
+
+
+def test_summarize_category_engine_and_post_check_verdicts():
+    def case(compiled, tests):
+        return {"description": "", "compiled": compiled, "compile_error": None,
+                "tests": [{"description": "", "valid": v, "ours": o, "why": "", "grammar_accepts": g if compiled
+                           else None} for v, o, g in tests]}
+
+    partly = c.summarize_category("k", [case(True, [(True, True, True), (False, False, False),
+                                                    (False, False, True)])])
+    assert partly["engine"] == "partly" and partly["post_check"] == "enforced"
+    assert partly["engine_invalid_rejected"] == 1 and partly["engine_valid_accepted"] == 1
+    assert partly["agreement"]["share"] == 1.0
+    none = c.summarize_category("k", [case(False, [(False, True, None)])])
+    assert none["engine"] == "does not compile" and none["post_check"] == "not enforced"
+    assert none["agreement"]["agree"] == 0
+
+
+def test_build_report_merges_parts_of_two_runs():
+    run1 = {"id": "r1", "started": "2026-01-01T00:00:00", "seconds": 10.0, "corpora": [c.BENCH], "stages": {},
+            "options": {}}
+    run2 = {**run1, "id": "r2", "started": "2026-01-01T01:00:00", "seconds": 5.0}
+    parts = [{"corpus": c.BENCH, "subset": "A", "run": run1, "items": [_item("A", "valid", emitted=True,
+                                                                             revalidated=True)]},
+             {"corpus": c.BENCH, "subset": "B", "run": run2, "items": [_item("B", "truncated")]}]
+    report = c.build_report(parts)
+    assert report["wall_seconds"] == 15.0 and [r["id"] for r in report["runs"]] == ["r1", "r2"]
+    bench = report[c.BENCH]
+    assert set(bench["subsets"]) == {"A", "B"} and bench["all"]["schemas"] == 2
+    assert bench["unenforced_keywords"] == {"not": 2}
+    markdown = c.render_markdown(report)
+    assert "| **all** | 2 |" in markdown and c.SUITE not in report
+
+
+def _gen(text: str, finish: str = "stop") -> Generation:
+    return Generation(text=text, finish_reason=finish, prompt_tokens=10, output_tokens=5)
+
+
+@pytest.mark.parametrize(
+    ("text", "finish", "status", "emitted"),
+    [('{"name":"abcd"}', "stop", "valid", True),
+     ('{"name":"ab"}', "stop", "schema_violation", False),
+     ('{"name":"abcd"}', "length", "truncated", False),
+     ('{"name":', "stop", "invalid_json", False)],
+)
+def test_judge_compliance_then_post_check(text, finish, status, emitted):
+    schema = {"type": "object", "properties": {"name": {"type": "string", "minLength": 3}}, "required": ["name"]}
+    from schemas.validation import full_validator
+
+    item = c.BenchSchema("S", "o1", schema)
+    result = c.judge(item, full_validator(schema), {"generation": _gen(text, finish), "backend": "xgrammar"})
+    assert result["status"] == status and result["emitted"] is emitted
+    assert result["revalidated_valid"] is (True if emitted else None)
+    if status == "schema_violation":
+        assert result["violations"][0]["keyword"] == "minLength" and result["violations"][0]["loc"] == "/name"
+
+
+class _RefusingLLM:
+    """A stand-in for vLLM's `LLM.generate` bookkeeping only: it refuses any call that holds a request
+    whose schema is marked bad, as vLLM refuses a whole batch when one request fails validation."""
+
+    def __init__(self):
+        self.calls = []
+
+    def generate(self, prompts, params, use_tqdm=False):
+        self.calls.append(len(prompts))
+        if any(p.bad for p in params):
+            raise ValueError("The provided JSON schema contains features not supported by xgrammar.")
+        return [SimpleNamespace(outputs=[SimpleNamespace(text=f"{p.schema}", finish_reason="stop",
+                                                         token_ids=[1] * p.max_tokens)]) for p in params]
+
+
+def test_generate_batch_isolates_requests_vllm_refuses():
+    engine = SimpleNamespace(llm=_RefusingLLM())
+    engine._sampling = lambda schema, max_tokens, temperature: SimpleNamespace(
+        schema=schema["n"], bad=schema.get("bad", False), max_tokens=max_tokens)
+    jobs = [c.Job(f"k{i}", {"n": i, "bad": i == 1}, ["xgrammar"], prompt_ids=[i]) for i in range(3)]
+    results = c.generate_batch(engine, jobs, max_tokens=7)
+    assert isinstance(results[1], ValueError)
+    assert [r.text for r in (results[0], results[2])] == ["0", "2"]
+    assert results[0].output_tokens == 7
+    # the whole batch, one probe per request, then the accepted ones together
+    assert engine.llm.calls == [3, 1, 1, 1, 2]
+
+
+class _CharTokenizer:
+    def encode(self, text, add_special_tokens=False):
+        return [ord(ch) for ch in text]
+
+    def decode(self, ids):
+        return "".join(chr(i) for i in ids)
+
+
+def test_fit_prompt_cuts_a_long_schema_and_refuses_what_cannot_fit():
+    tok = _CharTokenizer()
+    engine = SimpleNamespace(tokenizer=tok, prompt_token_ids=lambda text: tok.encode(text))
+    small = {"type": "object"}
+    ids, capped = c.fit_prompt(engine, small, max_tokens=100, max_model_len=1000)
+    assert not capped and tok.decode(ids).endswith(c.compact_json(small))
+    large = {"type": "object", "description": "x" * 5000}
+    ids, capped = c.fit_prompt(engine, large, max_tokens=100, max_model_len=1000)
+    assert capped and len(ids) + 100 <= 1000 and tok.decode(ids).endswith(c.PROMPT_CAP_MARKER)
+    assert c.fit_prompt(engine, large, max_tokens=950, max_model_len=1000) == (None, True)
+
+
+def test_resolve_corpora():
+    assert c.resolve_corpora(["all"]) == list(c.CORPORA)
+    assert c.resolve_corpora([str(CORPORA / c.SUITE), c.SUITE]) == [c.SUITE]
+    with pytest.raises(c.ConformanceError, match="nope"):
+        c.resolve_corpora(["nope"])
+
+
+@needs_corpora
+def test_load_bench_takes_the_first_n_in_id_order_and_names_unknown_subsets():
+    items = c.load_bench(CORPORA, ["Github_easy"], 3)
+    expected = sorted(p.stem for p in (CORPORA / c.BENCH / "schemas" / "Github_easy").glob("*.json"))[:3]
+    assert [i.id for i in items] == expected
+    with pytest.raises(c.ConformanceError, match="Github_nope"):
+        c.check_selection([c.BENCH], c.Options(subsets=["Github_nope"]))
+
+
+# -- the quick slice, on the real engine ----------------------------------------------------------------
+
+SUBSETS = ("Github_trivial", "Glaiveai2K")
+CATEGORIES = ("minLength", "enum", "required")
+LIMIT = 3
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    import os
+
+    out = tmp_path_factory.mktemp("conformance")
+    args = ["conformance", c.BENCH, c.SUITE, "--limit", str(LIMIT), "--max-tokens", "128", "--out", str(out)]
+    for subset in SUBSETS:
+        args += ["--subset", subset]
+    for category in CATEGORIES:
+        args += ["--category", category]
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)
+    result = run_cli(args, env, timeout=600)
+    return out, result
+
+
+def _corpus_instances(subset: str) -> int:
+    ids = {i.id for i in c.load_bench(CORPORA, [subset], LIMIT)}
+    with open(CORPORA / c.BENCH / "instances.jsonl") as handle:
+        rows = [json.loads(line) for line in handle]
+    return sum(len(r["tests"]) for r in rows if r["subset"] == subset and r["id"] in ids)
+
+
+@needs_corpora
+@pytest.mark.engine
+def test_quick_slice_writes_a_consistent_report(quick_run):
+    out, result = quick_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "conformance.json").read_text())
+    bench = report[c.BENCH]
+    assert set(bench["subsets"]) == set(SUBSETS) and bench["all"]["schemas"] == LIMIT * len(SUBSETS)
+    for subset, s in bench["subsets"].items():
+        assert s["schemas"] == LIMIT and sum(s["statuses"].values()) == LIMIT
+        assert "skipped" not in s["statuses"]
+        assert s["generated"] == sum(s["statuses"].get(k, 0) for k in c.GENERATED)
+        mine = [i for i in bench["items"] if i["subset"] == subset]
+        assert s["compiled"]["fallback"] == sum(
+            (i["compile"]["xgrammar"]["ok"] or i["compile"]["guidance"]["ok"]) and i["limit_error"] is None
+            for i in mine)
+        assert s["instances"]["n"] == _corpus_instances(subset)
+        assert s["emitted"] <= s["statuses"].get("valid", 0)
+        for backend in c.BACKENDS:
+            assert 0 <= s["compiled"][backend] <= LIMIT
+    overall = bench["all"]
+    assert overall["emitted"] >= 1, "the quick slice should emit at least one row to re-validate"
+    assert overall["emitted_valid_share"] == 1.0
+    for i in bench["items"]:
+        status = i["generation"]["status"]
+        if i["backend"] is None:
+            assert status in ("not_compiled", "schema_invalid")
+        else:  # the fallback takes xgrammar whenever it compiles, and generates under the backend it took
+            assert i["compile"][i["backend"]]["ok"]
+            assert i["backend"] == ("xgrammar" if i["compile"]["xgrammar"]["ok"] else "guidance")
+            assert status in (*c.GENERATED, "not_attempted", "schema_invalid")
+        if i["generation"]["emitted"]:
+            assert i["generation"]["revalidated_valid"] is True and status == "valid"
+
+    suite = report[c.SUITE]
+    assert [cat["category"] for cat in suite["categories"]] == sorted(CATEGORIES)
+    folder = CORPORA / c.SUITE / "tests" / c.SUITE_DRAFT
+    for cat in suite["categories"]:
+        cases = json.loads((folder / f"{cat['category']}.json").read_text())
+        assert cat["cases"] == len(cases) and cat["instances"] == sum(len(x["tests"]) for x in cases)
+        assert cat["agreement"]["n"] == cat["instances"]
+        assert cat["engine"] in ("enforced", "partly", "not enforced", "does not compile", "n/a")
+        assert cat["post_check"] == "enforced", cat  # our validator refuses every invalid instance here
+
+    markdown = (out / "conformance.md").read_text()
+    for subset in SUBSETS:
+        assert f"| {subset} | {LIMIT} |" in markdown
+    assert "| minLength |" in markdown and "emitted valid" in markdown
+
+
+@needs_corpora
+def test_unknown_subset_fails_in_one_line_before_anything_starts(tmp_path, cli_env):
+    result = run_cli(["conformance", c.BENCH, "--subset", "Github_nope", "--out", str(tmp_path)], cli_env,
+                     timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: --subset 'Github_nope'")
+    assert not (tmp_path / "conformance.json").exists()
+
