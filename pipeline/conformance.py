@@ -332,17 +332,7 @@ def make_engine(backend: str, model_path: str, max_model_len: int) -> Any:
 
 def close_engine(engine: Any) -> None:
     """Stop the engine's core process now, rather than whenever the garbage collector gets to it."""
-    core = getattr(getattr(engine.llm, "llm_engine", None), "engine_core", None)
-    if core is not None and hasattr(core, "shutdown"):
-        core.shutdown()
-
-
-def _generation(output: Any, prompt_ids: list[int]) -> Any:
-    from workers.engine import Generation
-
-    completion = output.outputs[0]
-    return Generation(text=completion.text, finish_reason=completion.finish_reason,
-                      prompt_tokens=len(prompt_ids), output_tokens=len(completion.token_ids))
+    engine.close()
 
 
 def generate_batch(engine: Any, jobs: list[Job], max_tokens: int) -> list[Any]:
@@ -353,10 +343,7 @@ def generate_batch(engine: Any, jobs: list[Job], max_tokens: int) -> list[Any]:
     ones get their error, and the rest run as one batch; per-request calls are the last resort.
     """
     def run(batch: list[Job], tokens: int) -> list[Any]:
-        params = [engine._sampling(job.schema, tokens, 0.0) for job in batch]
-        outputs = engine.llm.generate([{"prompt_token_ids": job.prompt_ids} for job in batch], params,
-                                      use_tqdm=False)
-        return [_generation(out, job.prompt_ids) for out, job in zip(outputs, batch, strict=True)]
+        return engine.generate([job.prompt_ids for job in batch], [job.schema for job in batch], tokens, 0.0)
 
     if not jobs:
         return []

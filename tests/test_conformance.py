@@ -143,32 +143,30 @@ def test_judge_compliance_then_post_check(text, finish, status, emitted):
         assert result["violations"][0]["keyword"] == "minLength" and result["violations"][0]["loc"] == "/name"
 
 
-class _RefusingLLM:
-    """A stand-in for vLLM's `LLM.generate` bookkeeping only: it refuses any call that holds a request
-    whose schema is marked bad, as vLLM refuses a whole batch when one request fails validation."""
+class _RefusingEngine:
+    """An engine double: vLLM validates every request first, so one refused schema fails the whole call."""
 
     def __init__(self):
         self.calls = []
 
-    def generate(self, prompts, params, use_tqdm=False):
+    def generate(self, prompts, schemas, max_tokens, temperature):
+        from workers.engine import Generation
+
         self.calls.append(len(prompts))
-        if any(p.bad for p in params):
+        if any(s.get("bad") for s in schemas):
             raise ValueError("The provided JSON schema contains features not supported by xgrammar.")
-        return [SimpleNamespace(outputs=[SimpleNamespace(text=f"{p.schema}", finish_reason="stop",
-                                                         token_ids=[1] * p.max_tokens)]) for p in params]
+        return [Generation(str(s["n"]), "stop", len(p), max_tokens) for p, s in zip(prompts, schemas, strict=True)]
 
 
 def test_generate_batch_isolates_requests_vllm_refuses():
-    engine = SimpleNamespace(llm=_RefusingLLM())
-    engine._sampling = lambda schema, max_tokens, temperature: SimpleNamespace(
-        schema=schema["n"], bad=schema.get("bad", False), max_tokens=max_tokens)
+    engine = _RefusingEngine()
     jobs = [c.Job(f"k{i}", {"n": i, "bad": i == 1}, ["xgrammar"], prompt_ids=[i]) for i in range(3)]
     results = c.generate_batch(engine, jobs, max_tokens=7)
     assert isinstance(results[1], ValueError)
     assert [r.text for r in (results[0], results[2])] == ["0", "2"]
     assert results[0].output_tokens == 7
     # the whole batch, one probe per request, then the accepted ones together
-    assert engine.llm.calls == [3, 1, 1, 1, 2]
+    assert engine.calls == [3, 1, 1, 1, 2]
 
 
 class _CharTokenizer:

@@ -99,6 +99,12 @@ class VllmEngine:
             structured = StructuredOutputsParams(json=json.dumps(json_schema, sort_keys=True))
         return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured)
 
+    def close(self) -> None:
+        """Stop the engine core now (with V1 multiprocessing it is a child process holding its memory)."""
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+
     def reset_prefix_cache(self) -> None:
         """Forget cached prompt prefixes (benchmarks time each arm from a cold cache)."""
         self.llm.reset_prefix_cache()
