@@ -310,19 +310,23 @@ def render_chart(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_scale: int = 0) -> dict[str, Any]:
+def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_scale: int = 0,
+              max_tokens: int | None = None) -> dict[str, Any]:
     out = out.resolve()  # the pipeline arm's --output would otherwise resolve against the config's folder
     out.mkdir(parents=True, exist_ok=True)
     ids, texts, golds = make_corpus(docs, SEED, prefix="bench")
     corpus = out / "corpus.parquet"
     pq.write_table(pa.table({"doc_id": ids, "text": pa.array(texts, pa.string())}), corpus)
-    overrides = {"input.uri": str(corpus.resolve()), "input.limit": None}
+    overrides: dict[str, Any] = {"input.uri": str(corpus.resolve()), "input.limit": None}
+    if max_tokens:
+        overrides["model.max_tokens"] = max_tokens
     loaded = load_config(config, overrides)
     arms = in_process_arms(loaded, texts, golds)
     (out / "bench.partial.json").write_text(json.dumps(arms, indent=2))  # kept if a later arm fails
     # The engine arm uses every core and sees every document at once; so does the pipeline's one actor.
     extra = ["--set", f"input.uri={corpus.resolve()}", "--set", "input.limit=null",
-             "--set", f"workers.cpus_per_actor={os.cpu_count() or 1}", "--set", f"workers.batch_size={max(docs, 32)}"]
+             "--set", f"workers.cpus_per_actor={os.cpu_count() or 1}", "--set", f"workers.batch_size={max(docs, 32)}",
+             "--set", f"model.max_tokens={loaded.config.model.max_tokens}"]
     arms["pipeline"] = pipeline_arm(Path(config), out / "pipeline-output", docs, golds, extra)
     scaling_report = None
     if scaling:

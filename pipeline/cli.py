@@ -161,7 +161,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from pipeline.bench import run_bench
 
     docs = args.docs if args.docs is not None else (6 if args.quick else 1000)
-    report = run_bench(Path(args.config), docs, Path(args.out), scaling=args.scaling, memory_scale=args.memory_scale)
+    max_tokens = args.max_tokens or (96 if args.quick else None)  # a smoke run need not finish invoices
+    report = run_bench(Path(args.config), docs, Path(args.out), scaling=args.scaling, memory_scale=args.memory_scale,
+                       max_tokens=max_tokens)
     print((Path(args.out) / "bench.md").read_text())
     print(f"wrote {args.out}/bench.json, bench.md, bench.png")
     return 0 if report else 1
@@ -223,6 +225,8 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", default="out/bench", help="folder for bench.json, bench.md, bench.png")
     bench.add_argument("--quick", action="store_true", help="a few documents: a smoke run")
     bench.add_argument("--scaling", action="store_true", help="also run the pipeline with 2 actors")
+    bench.add_argument("--max-tokens", type=int, help="output budget of every arm (default: the config's; 96 with "
+                       "--quick)")
     bench.add_argument("--memory-scale", type=int, default=0, metavar="K",
                        help="also run the pipeline on K times the documents and report the driver's RSS ratio")
     bench.set_defaults(func=cmd_bench)

@@ -40,7 +40,9 @@ BENCH = "jsonschemabench-dev"
 SUITE = "json-schema-test-suite"
 CORPORA = (BENCH, SUITE)
 BACKENDS = ("xgrammar", "guidance")
-DEFAULT_CORPORA_ROOT = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+# The shared corpora sit beside the project (`../shared/corpora`); EXTRACT_CORPORA points elsewhere.
+DEFAULT_CORPORA_ROOT = Path(os.environ.get("EXTRACT_CORPORA")
+                            or Path(__file__).resolve().parents[2] / "shared" / "corpora")
 SUITE_DRAFT = "draft2020-12"
 SUITE_REMOTES_BASE = "http://localhost:1234/"  # where the suite's tests expect remotes/ to be served
 

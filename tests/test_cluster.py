@@ -21,7 +21,7 @@ from tests.conftest import ROOT, write_config, write_docs
 
 pytestmark = pytest.mark.engine
 
-N_DOCS = 24
+N_DOCS = 16
 
 
 def tickets(n: int) -> dict[str, str]:
@@ -44,7 +44,7 @@ def config_for(folder: Path, output: str) -> Path:
         folder, name="resume", schema="ticket_models:Ticket",
         prompt="Extract the support ticket from this message.\n{document}",
         **{"input.uri": "docs.parquet", "output.uri": output, "output.checkpoint_rows": 4,
-           "model.max_tokens": 160, "model.max_model_len": 1024, "model.engine_kwargs": {"enforce_eager": True},
+           "model.max_tokens": 128, "model.max_model_len": 1024, "model.engine_kwargs": {"enforce_eager": True},
            "workers.batch_size": 4},
     )
 
