@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -14,15 +13,9 @@ from pipeline.partition import day_range, is_templated, parse_day
 
 def retry_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Dotted config keys from `--set`, `--max-tokens`, `--model` and `--prompt-file` (the last three win)."""
-    overrides: dict[str, Any] = {}
-    for item in args.set or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
-        try:
-            overrides[key] = json.loads(value)
-        except json.JSONDecodeError:
-            overrides[key] = value
+    from pipeline.cli import _overrides
+
+    overrides = _overrides(args)
     if args.max_tokens is not None:
         overrides["model.max_tokens"] = args.max_tokens
     if args.model:
