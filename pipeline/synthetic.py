@@ -93,3 +93,12 @@ def make_corpus(n: int, seed: int, prefix: str = "inv") -> tuple[list[str], list
         texts.append(text)
         golds.append({"doc_id": doc_id, **gold})
     return ids, texts, golds
+
+
+def contract_record(gold: dict) -> dict:
+    """A synthetic gold record in the shape of the sample `Invoice` contract (what `extract eval` scores)."""
+    addresses = dict(VENDORS)
+    return {"doc_id": gold["doc_id"], "invoice_number": gold["invoice_number"],
+            "vendor": {"name": gold["vendor"], "address": addresses[gold["vendor"]]}, "customer": gold["customer"],
+            "issue_date": gold["issue_date"], "due_date": gold["due_date"], "currency": gold["currency"],
+            "items": [item["description"] for item in gold["line_items"]], "total": gold["total"]}

@@ -27,7 +27,6 @@ from pipeline.evaluate import (
     rows_to_records,
     score,
 )
-from pipeline.synthetic import VENDORS
 from tests.conftest import DELETE, ROOT, run_cli, write_config
 
 SAMPLE_GOLD = ROOT / "jobs" / "sample" / "invoices_gold.jsonl"
@@ -274,27 +273,12 @@ def test_per_row_schema_rows_hold_json_records(tmp_path):
 # -- one real run: the sample job on six documents, scored against the sample gold -----------------
 
 
-def invoice_gold(raw: dict) -> dict:
-    """The sample gold (a fuller synthetic record) in the shape of the `Invoice` contract."""
-    addresses = dict(VENDORS)
-    return {"doc_id": raw["doc_id"], "invoice_number": raw["invoice_number"],
-            "vendor": {"name": raw["vendor"], "address": addresses[raw["vendor"]]}, "customer": raw["customer"],
-            "issue_date": raw["issue_date"], "due_date": raw["due_date"], "currency": raw["currency"],
-            "items": [i["description"] for i in raw["line_items"]], "total": raw["total"]}
-
-
-def write_invoice_gold(path: Path) -> Path:
-    lines = [json.dumps(invoice_gold(json.loads(line))) for line in SAMPLE_GOLD.read_text().splitlines()]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 @pytest.fixture(scope="module")
 def sample_eval(tmp_path_factory, cli_env_module):
     folder = tmp_path_factory.mktemp("eval")
     cfg = write_config(folder, **{"model.engine_kwargs": {"enforce_eager": True, "gpu_memory_utilization": 0.08},
                                   "workers.batch_size": 6})
-    gold = write_invoice_gold(folder / "gold.jsonl")
+    gold = SAMPLE_GOLD  # jobs/sample/make_invoices.py writes it in the Invoice contract's shape
     result = run_cli(["eval", str(cfg), "--gold", str(gold), "--limit", "6", "--unordered", "items"], cli_env_module)
     return folder, cfg, gold, result
 

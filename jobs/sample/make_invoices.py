@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.synthetic import make_corpus
+from pipeline.synthetic import contract_record, make_corpus
 
 HERE = Path(__file__).resolve().parent
 SEED = 20261130
@@ -30,8 +30,8 @@ def main() -> None:
     table = pa.table({"doc_id": pa.array(ids, pa.string()), "text": pa.array(texts, pa.string())})
     pq.write_table(table, HERE / "invoices.parquet")
     with open(HERE / "invoices_gold.jsonl", "w") as out:
-        for gold in golds:
-            out.write(json.dumps(gold, ensure_ascii=False) + "\n")
+        for gold in golds:  # shaped like the Invoice contract, for `extract eval --gold`
+            out.write(json.dumps(contract_record(gold), ensure_ascii=False) + "\n")
     print(f"wrote {len(ids)} documents to {HERE / 'invoices.parquet'}")
 
 
