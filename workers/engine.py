@@ -89,7 +89,8 @@ class VllmEngine:
             return list(ids)
         return list(self.tokenizer.encode(text))
 
-    def _sampling(self, json_schema: dict[str, Any] | None, max_tokens: int, temperature: float) -> Any:
+    def _sampling(self, json_schema: dict[str, Any] | None, max_tokens: int, temperature: float,
+                  min_tokens: int = 0) -> Any:
         """Sampling parameters; the schema text is canonical so equal schemas share one compiled grammar."""
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
@@ -97,13 +98,23 @@ class VllmEngine:
         structured = None
         if json_schema is not None:
             structured = StructuredOutputsParams(json=json.dumps(json_schema, sort_keys=True))
-        return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured)
+        return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured,
+                              min_tokens=min_tokens)
 
     def close(self) -> None:
         """Stop the engine core now (with V1 multiprocessing it is a child process holding its memory)."""
         core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
         if core is not None and hasattr(core, "shutdown"):
             core.shutdown()
+
+    def generate_exact(self, prompts: list[list[int]], lengths: list[int], temperature: float) -> list[Generation]:
+        """Free text of exactly `lengths[i]` tokens per prompt (benchmarks: equal output lengths across arms)."""
+        from vllm.inputs import TokensPrompt
+
+        params = [self._sampling(None, max(n, 1), temperature, min_tokens=max(n, 1)) for n in lengths]
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in prompts], params, use_tqdm=False)
+        return [Generation(text=o.outputs[0].text, finish_reason=o.outputs[0].finish_reason, prompt_tokens=len(ids),
+                           output_tokens=len(o.outputs[0].token_ids)) for ids, o in zip(prompts, outputs, strict=True)]
 
     def reset_prefix_cache(self) -> None:
         """Forget cached prompt prefixes (benchmarks time each arm from a cold cache)."""
