@@ -32,6 +32,19 @@ def _node_id() -> str | None:
         return None
 
 
+def _cpu_settings() -> dict[str, Any]:
+    """What the forward pass gets on CPU: torch threads, usable cores and niceness (for the logs)."""
+    try:
+        import torch
+
+        threads = torch.get_num_threads()
+    except Exception:  # noqa: BLE001 - no torch: nothing to report
+        threads = None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"torch_threads": threads, "cores": cores, "nice": os.nice(0) if hasattr(os, "nice") else None,
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
+
+
 class ExtractionActor:
     def __init__(self, spec: ExtractionSpec, stats: Any = None) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -63,7 +76,7 @@ class ExtractionActor:
                 pass
         self.reported: set[str] = set()
         log.info("actor.warm", actor=self.name, schema=f"{contract.name}@{contract.version}",
-                 backend=spec.backend, schemas=len(self.extractor.compile_seconds),
+                 backend=spec.backend, schemas=len(self.extractor.compile_seconds), **_cpu_settings(),
                  engine_init_s=round(engine.init_seconds, 2),
                  compile_s=round(sum(self.extractor.compile_seconds.values()), 3))
         if stats is not None:
