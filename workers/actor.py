@@ -32,20 +32,6 @@ def _node_id() -> str | None:
         return None
 
 
-def _normal_priority() -> None:
-    """On CPU the forward pass is the job: undo Ray's worker niceness (15) where we may.
-
-    Ray lowers its workers' priority so the raylet stays responsive. For an actor whose OpenMP threads
-    run the model on every core, that lets any daemon preempt one thread and stall the others at the
-    next barrier. Needs CAP_SYS_NICE (root, or a container granted it); otherwise nothing changes."""
-    if os.environ.get("EXTRACT_KEEP_NICE"):
-        return
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _cpu_settings() -> dict[str, Any]:
     """What the forward pass gets on CPU: torch threads, usable cores and niceness (for the logs)."""
     try:
@@ -64,8 +50,6 @@ class ExtractionActor:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         logs.configure()
         accelerator = has_accelerator()
-        if not accelerator:
-            _normal_priority()
         self.stats = stats
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         contract = spec.contract
