@@ -91,13 +91,14 @@ class VllmEngine:
 
     def _sampling(self, json_schema: dict[str, Any] | None, max_tokens: int, temperature: float,
                   min_tokens: int = 0) -> Any:
-        """Sampling parameters; the schema text is canonical so equal schemas share one compiled grammar."""
+        """Sampling parameters. The schema keeps its key order: the grammar emits properties in that order,
+        so reasoning fields declared before answers are generated before them."""
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
         structured = None
         if json_schema is not None:
-            structured = StructuredOutputsParams(json=json.dumps(json_schema, sort_keys=True))
+            structured = StructuredOutputsParams(json=json.dumps(json_schema))
         return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured,
                               min_tokens=min_tokens)
 
@@ -149,7 +150,7 @@ class VllmEngine:
             by_text: dict[str, Any] = {}
             params: Any = []
             for schema in json_schema:
-                key = json.dumps(schema, sort_keys=True)
+                key = json.dumps(schema)
                 if key not in by_text:
                     by_text[key] = self._sampling(schema, max_tokens, temperature)
                 params.append(by_text[key])
