@@ -100,6 +100,8 @@ class BatchExtractor:
             self._contracts[key] = cached
         if isinstance(cached, SchemaUnusable):
             raise cached
+        if cached.hash in self.spec.unsupported:  # no backend compiles it (dead-letter policy)
+            raise SchemaUnusable("schema_unsupported", self.spec.unsupported[cached.hash], cached.hash)
         return cached
 
     def _resolve(self, key: str) -> SchemaContract:
@@ -122,9 +124,6 @@ class BatchExtractor:
                                                 source=source, limits=self.spec.schema_limits)
         except ValueError as exc:
             raise SchemaUnusable("schema_invalid", f"{source}: {exc}") from None
-        if contract.hash in self.spec.unsupported:
-            raise SchemaUnusable("schema_unsupported", self.spec.unsupported[contract.hash], contract.hash)
-        self._schema_text[contract.hash] = json.dumps(contract.json_schema, ensure_ascii=False)
         return contract
 
     def _schema_json(self, contract: SchemaContract) -> str:
@@ -146,9 +145,6 @@ class BatchExtractor:
             except SchemaUnusable as exc:
                 results[i] = dead_letter(exc.reason, str(exc))
                 results[i].extra["schema_hash"] = exc.schema_hash
-                continue
-            if not self.spec.contract.per_row and contract.hash in self.spec.unsupported:
-                results[i] = dead_letter("schema_unsupported", self.spec.unsupported[contract.hash])
                 continue
             early = check_input(text, None, self.spec.max_tokens, self.max_model_len)
             if early is None:
