@@ -54,6 +54,9 @@ class WorkersConfig(_Strict):
     gpus_per_actor: float = Field(default=0, ge=0)
     cpus_per_actor: float = Field(default=1, gt=0)
     batch_size: int = Field(default=32, gt=0)
+    # Batches each actor works on at once. Their requests share one running engine (continuous batching),
+    # so a new batch joins sequences still decoding instead of waiting for the engine to drain.
+    batches_in_flight: int = Field(default=4, gt=0)
 
     @field_validator("gpus_per_actor")
     @classmethod

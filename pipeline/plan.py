@@ -84,11 +84,14 @@ def build_dataset(
     routes = routes or SchemaRoutes(default=spec.backend)
     split = len(routes.backends) > 1
     ctx = ray.data.DataContext.get_current()
-    # Units come out in the order they went in: a partition completes before the next one starts,
-    # so the driver holds few unfinished units, and `limit` always means the same documents.
-    ctx.execution_options.preserve_order = True
+    # Outcomes flow to the driver as each batch finishes, not held back behind a slower earlier batch.
+    # Batches are still dispatched in input order, so partitions complete about in order and the driver
+    # holds outcomes only for units with a batch still out; it accounts for every unit whatever the order.
+    ctx.execution_options.preserve_order = False
     ctx.enable_progress_bars = False
-    tasks = read_tasks(units)
+    # One read task (so one block) per batch: Ray Data hands an actor whole blocks and runs the batches of
+    # one block one after another, so only separate blocks can be in flight in an actor at once.
+    tasks = read_tasks(units, cfg.workers.batch_size)
     documents = ray.data.from_items(tasks, override_num_blocks=len(tasks)).map_batches(
         read_units,
         batch_size=1,
@@ -106,7 +109,13 @@ def build_dataset(
             fn_constructor_kwargs={"spec": dataclasses.replace(spec, backend=backend), "stats": stats},
             batch_size=cfg.workers.batch_size,
             batch_format="pyarrow",
-            compute=ray.data.ActorPoolStrategy(size=cfg.workers.actors),
+            compute=ray.data.ActorPoolStrategy(
+                size=cfg.workers.actors,
+                # Up to this many batches run their (thread-safe) UDF at once in each actor; their requests
+                # meet in the actor's one engine thread (workers.engine.EngineThread).
+                max_tasks_in_flight_per_actor=cfg.workers.batches_in_flight,
+                max_concurrent_calls_per_actor=cfg.workers.batches_in_flight,
+                enable_true_multi_threading=True),
             num_cpus=resources["num_cpus"],
             num_gpus=resources["num_gpus"],
             runtime_env={"env_vars": actor_env(cfg.workers.gpus_per_actor)},

@@ -23,9 +23,16 @@ UNIT_COLUMN = "_unit"
 _last_group: dict[tuple[str, int, tuple[str, ...]], pa.Table] = {}
 
 
-def read_tasks(units: list[Unit]) -> list[dict[str, Any]]:
-    return [{"path": u.path, "row_group": u.row_group, "start": u.start, "stop": u.stop, "unit_id": u.id}
-            for u in units]
+def read_tasks(units: list[Unit], batch_size: int | None = None) -> list[dict[str, Any]]:
+    """One task per `batch_size` rows of each unit (per unit without it). A unit's slices keep its id, so the
+    driver still accounts and stages whole units; a worker reads a row group once for consecutive slices."""
+    tasks = []
+    for u in units:
+        step = max(batch_size or (u.stop - u.start), 1)
+        for start in range(u.start, max(u.stop, u.start + 1), step):
+            tasks.append({"path": u.path, "row_group": u.row_group, "start": start, "stop": min(start + step, u.stop),
+                          "unit_id": u.id})
+    return tasks
 
 
 def _row_group(storage: Storage, path: str, row_group: int, columns: list[str]) -> pa.Table:

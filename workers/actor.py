@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from typing import Any
 
@@ -16,7 +17,7 @@ import structlog
 
 from pipeline import logs
 from workers.bundled_model import resolve_model_path
-from workers.engine import VllmEngine, engine_arguments, has_accelerator
+from workers.engine import EngineThread, engine_arguments, has_accelerator
 from workers.extractor import BatchExtractor
 from workers.spec import ExtractionSpec
 
@@ -53,7 +54,7 @@ class ExtractionActor:
         self.stats = stats
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         contract = spec.contract
-        engine = VllmEngine(
+        engine = EngineThread(
             **engine_arguments(
                 resolve_model_path(spec.model_path),
                 spec.max_model_len,
@@ -76,6 +77,7 @@ class ExtractionActor:
             except Exception:  # noqa: BLE001 - an unusable listed schema dead-letters its own rows later
                 pass
         self.reported: set[str] = set()
+        self._lock = threading.Lock()
         log.info("actor.warm", actor=self.name, schema=f"{contract.name}@{contract.version}",
                  backend=spec.backend, schemas=len(self.extractor.compile_seconds), **_cpu_settings(),
                  engine_init_s=round(engine.init_seconds, 2),
@@ -88,12 +90,18 @@ class ExtractionActor:
                                        "ready_unix": time.time(), "node": _node_id()})
 
     def __call__(self, batch: pa.Table) -> pa.Table:
+        """Called on Ray Data's threads, up to `workers.batches_in_flight` at once; the engine thread serves them all."""
         table = self.extractor(batch)
+        span = self.extractor.last_generation
+        log.debug("actor.batch", actor=self.name, documents=batch.num_rows,
+                  generation_s=round(span[1] - span[0], 3) if span else None,
+                  started_unix=round(span[0], 3) if span else None)
         if self.stats is not None:
-            fresh = {h: s for h, s in self.extractor.compile_seconds.items() if h not in self.reported}
-            if fresh:
+            with self._lock:
+                fresh = {h: s for h, s in self.extractor.compile_seconds.items() if h not in self.reported}
                 self.reported.update(fresh)
+            if fresh:
                 self.stats.record_compiles.remote(self.name, fresh)
-            if self.extractor.last_generation_s:
-                self.stats.record_batch.remote(self.extractor.last_generation_s)
+            if self.extractor.last_generation is not None:
+                self.stats.record_batch.remote(self.name, *self.extractor.last_generation)
         return table

@@ -6,7 +6,10 @@ warm-up per schema, and batched constrained generation. vLLM is imported here an
 
 from __future__ import annotations
 
+import itertools
 import json
+import queue
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +26,12 @@ class Generation:
     finish_reason: str | None
     prompt_tokens: int
     output_tokens: int
+
+
+def generations(prompts: list[list[int]], outputs: list[Any]) -> list[Generation]:
+    """vLLM `RequestOutput`s (one completion each) as `Generation`s, in prompt order."""
+    return [Generation(text=o.outputs[0].text, finish_reason=o.outputs[0].finish_reason, prompt_tokens=len(ids),
+                       output_tokens=len(o.outputs[0].token_ids)) for ids, o in zip(prompts, outputs, strict=True)]
 
 
 def has_accelerator() -> bool:
@@ -102,6 +111,21 @@ class VllmEngine:
         return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured,
                               min_tokens=min_tokens)
 
+    def sampling_for(self, n: int, json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
+                     max_tokens: int, temperature: float) -> list[Any]:
+        """One `SamplingParams` per prompt; prompts with the same schema share one."""
+        schemas = list(json_schema) if isinstance(json_schema, list | tuple) else [json_schema] * n
+        if len(schemas) != n:
+            raise ValueError(f"{len(schemas)} schemas for {n} prompts")
+        by_text: dict[str, Any] = {}
+        params = []
+        for schema in schemas:
+            key = json.dumps(schema)
+            if key not in by_text:
+                by_text[key] = self._sampling(schema, max_tokens, temperature)
+            params.append(by_text[key])
+        return params
+
     def close(self) -> None:
         """Stop the engine core now (with V1 multiprocessing it is a child process holding its memory)."""
         core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
@@ -114,8 +138,7 @@ class VllmEngine:
 
         params = [self._sampling(None, max(n, 1), temperature, min_tokens=max(n, 1)) for n in lengths]
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in prompts], params, use_tqdm=False)
-        return [Generation(text=o.outputs[0].text, finish_reason=o.outputs[0].finish_reason, prompt_tokens=len(ids),
-                           output_tokens=len(o.outputs[0].token_ids)) for ids, o in zip(prompts, outputs, strict=True)]
+        return generations(prompts, outputs)
 
     def reset_prefix_cache(self) -> None:
         """Forget cached prompt prefixes (benchmarks time each arm from a cold cache)."""
@@ -144,30 +167,151 @@ class VllmEngine:
 
         if not prompts:
             return []
-        if isinstance(json_schema, list | tuple):
-            if len(json_schema) != len(prompts):
-                raise ValueError(f"{len(json_schema)} schemas for {len(prompts)} prompts")
-            by_text: dict[str, Any] = {}
-            params: Any = []
-            for schema in json_schema:
-                key = json.dumps(schema)
-                if key not in by_text:
-                    by_text[key] = self._sampling(schema, max_tokens, temperature)
-                params.append(by_text[key])
-        else:
-            params = self._sampling(json_schema, max_tokens, temperature)
+        params = self.sampling_for(len(prompts), json_schema, max_tokens, temperature)
         outputs = self.llm.generate(
             [TokensPrompt(prompt_token_ids=ids) for ids in prompts], params, use_tqdm=False
         )
-        results = []
-        for ids, out in zip(prompts, outputs, strict=True):
-            completion = out.outputs[0]
-            results.append(
-                Generation(
-                    text=completion.text,
-                    finish_reason=completion.finish_reason,
-                    prompt_tokens=len(ids),
-                    output_tokens=len(completion.token_ids),
-                )
-            )
-        return results
+        return generations(prompts, outputs)
+
+
+class _Job:
+    """One caller's prompts in the engine thread: filled in as its requests finish."""
+
+    def __init__(self, prompts: list[list[int]], params: list[Any]) -> None:
+        self.prompts = prompts
+        self.params = params
+        self.outputs: list[Any] = [None] * len(prompts)
+        self.left = len(prompts)
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self.done.set()
+
+
+class EngineThread:
+    """One vLLM engine driven by one thread of its own, shared by callers on other threads.
+
+    Each caller's `generate` adds its requests to the running engine and waits for its own outputs. The
+    thread keeps stepping while any request is unfinished, so a batch that arrives joins the sequences
+    already decoding (continuous batching across Ray Data batches) instead of waiting for the engine to
+    drain; with several batches in flight per actor the engine's queue never empties between them.
+
+    Everything that touches the engine, its construction included, runs on this one thread. vLLM's CPU
+    backend binds its OpenMP threads to cores from the thread that built the engine: Ray Data calls an
+    actor's UDF on a thread of its own, and there the same 30 documents took 21.9 s instead of 16.2 s.
+    """
+
+    def __init__(self, **llm_args: Any) -> None:
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._ready = threading.Event()
+        self._startup_error: BaseException | None = None
+        self._engine: VllmEngine | None = None
+        self._ids = itertools.count()
+        self._thread = threading.Thread(target=self._run, args=(llm_args,), name="vllm-engine", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._startup_error is not None:
+            raise self._startup_error
+        assert self._engine is not None
+        self.init_seconds = self._engine.init_seconds
+        self.max_model_len = self._engine.max_model_len
+        self.tokenizer = self._engine.tokenizer
+
+    # -- the caller's side ---------------------------------------------------------------------------
+
+    def prompt_token_ids(self, text: str) -> list[int]:
+        assert self._engine is not None
+        return self._engine.prompt_token_ids(text)
+
+    def warm(self, json_schema: dict[str, Any]) -> float:
+        """Compile `json_schema`'s grammar with a one-token request; returns the seconds it took."""
+        started = time.perf_counter()
+        self.generate([self.prompt_token_ids("{}")], json_schema, 1, 0.0)
+        return time.perf_counter() - started
+
+    def generate(self, prompts: list[list[int]], json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
+                 max_tokens: int, temperature: float) -> list[Generation]:
+        """As `VllmEngine.generate`; safe to call from several threads at once."""
+        if not prompts:
+            return []
+        assert self._engine is not None
+        if not self._thread.is_alive():
+            raise RuntimeError("the engine thread has stopped")
+        job = _Job(prompts, self._engine.sampling_for(len(prompts), json_schema, max_tokens, temperature))
+        self._jobs.put(job)
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return generations(prompts, job.outputs)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._jobs.put(None)
+            self._thread.join(timeout=60)
+
+    # -- the engine thread ---------------------------------------------------------------------------
+
+    def _run(self, llm_args: dict[str, Any]) -> None:
+        try:
+            self._engine = VllmEngine(**llm_args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the constructor's caller
+            self._startup_error = exc
+            return
+        finally:
+            self._ready.set()
+        engine = self._engine.llm.llm_engine
+        owner: dict[str, tuple[_Job, int]] = {}  # request id → its job and position
+        while True:
+            # Wait for work when idle; otherwise take whatever arrived since the last step, without waiting.
+            while True:
+                try:
+                    job = self._jobs.get(block=not owner)
+                except queue.Empty:
+                    break
+                if job is None:
+                    self._abort_all(owner, RuntimeError("the engine was closed"))
+                    self._engine.close()
+                    return
+                self._add(engine, job, owner)
+            if not owner:
+                continue
+            try:
+                finished = [o for o in engine.step() if o.finished]
+            except Exception as exc:  # noqa: BLE001 - every waiting caller gets the error (they dead-letter)
+                log.error("engine.step_failed", error=repr(exc), requests=len(owner))
+                self._abort_all(owner, exc)
+                continue
+            for output in finished:
+                entry = owner.pop(output.request_id, None)
+                if entry is None:
+                    continue
+                job, index = entry
+                job.outputs[index] = output
+                job.left -= 1
+                if job.left == 0:
+                    job.done.set()
+
+    def _add(self, engine: Any, job: _Job, owner: dict[str, tuple[_Job, int]]) -> None:
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        added: list[str] = []
+        try:
+            for index, (ids, params) in enumerate(zip(job.prompts, job.params, strict=True)):
+                params.output_kind = RequestOutputKind.FINAL_ONLY
+                request_id = f"x{next(self._ids)}"
+                added.append(engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params))
+                owner[request_id] = (job, index)
+        except Exception as exc:  # noqa: BLE001 - e.g. a grammar the backend refuses: this caller's batch only
+            if added:
+                engine.abort_request(added, internal=True)
+            for key in [k for k, (j, _) in owner.items() if j is job]:
+                del owner[key]
+            job.fail(exc)
+
+    def _abort_all(self, owner: dict[str, tuple[_Job, int]], error: BaseException) -> None:
+        for job in {id(j): j for j, _ in owner.values()}.values():
+            job.fail(error)
+        owner.clear()

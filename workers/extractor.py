@@ -12,6 +12,7 @@ appears, and its contract is cached by the column's value.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -67,7 +68,8 @@ class BatchExtractor:
         self.engine = engine
         self.spec = spec
         self.max_model_len = max_model_len
-        self.last_generation_s = 0.0
+        self._local = threading.local()  # per calling thread: batches may run concurrently (batches_in_flight)
+        self._lock = threading.Lock()  # guards the schema caches
         self.compile_seconds: dict[str, float] = {}  # schema hash → warm-up seconds, for each schema compiled here
         self._contracts: dict[str, SchemaContract | SchemaUnusable] = {}
         self._schema_text: dict[str, str] = {}
@@ -84,25 +86,36 @@ class BatchExtractor:
             return
         self.compile_seconds[contract.hash] = self.engine.warm(contract.json_schema)
 
+    @property
+    def last_generation(self) -> tuple[float, float] | None:
+        """This thread's last batch: when its generation started and ended (Unix seconds), or None."""
+        return getattr(self._local, "generation", None)
+
     def contract_for(self, value: Any) -> SchemaContract:
         """The contract of a row: the job's, or its own schema (JSON text, or a key into the schema table)."""
         key = "" if not self.spec.contract.per_row else ("" if value is None else str(value))
         cached = self._contracts.get(key)
         if cached is None:
-            try:
-                cached = self._resolve(key)
-                self.warm(cached)
-            except SchemaUnusable as exc:
-                cached = exc
-            except Exception as exc:  # noqa: BLE001 - the engine refused the grammar: this schema only
-                cached = SchemaUnusable("schema_unsupported", f"the {self.spec.backend} backend cannot compile "
-                                        f"this schema: {type(exc).__name__}: {exc}")
-            self._contracts[key] = cached
+            with self._lock:  # one thread resolves and compiles a new schema; the others wait for it
+                cached = self._contracts.get(key)
+                if cached is None:
+                    cached = self._contracts[key] = self._load(key)
         if isinstance(cached, SchemaUnusable):
             raise cached
         if cached.hash in self.spec.unsupported:  # no backend compiles it (dead-letter policy)
             raise SchemaUnusable("schema_unsupported", self.spec.unsupported[cached.hash], cached.hash)
         return cached
+
+    def _load(self, key: str) -> SchemaContract | SchemaUnusable:
+        try:
+            contract = self._resolve(key)
+            self.warm(contract)
+        except SchemaUnusable as exc:
+            return exc
+        except Exception as exc:  # noqa: BLE001 - the engine refused the grammar: this schema only
+            return SchemaUnusable("schema_unsupported", f"the {self.spec.backend} backend cannot compile "
+                                  f"this schema: {type(exc).__name__}: {exc}")
+        return contract
 
     def _resolve(self, key: str) -> SchemaContract:
         if not key.strip():
@@ -160,9 +173,9 @@ class BatchExtractor:
                 early.extra["schema_hash"] = contract.hash
                 results[i] = early
 
-        self.last_generation_s = 0.0
+        self._local.generation = None
         if prompts:
-            started = time.perf_counter()
+            started = time.time()
             grammars = [c.json_schema if self.spec.constrained else None for c in contracts]
             try:
                 generations = self.engine.generate(prompts, grammars, self.spec.max_tokens, self.spec.temperature)
@@ -179,7 +192,7 @@ class BatchExtractor:
                                        self.spec.constrained)
                     outcome.extra["schema_hash"] = contract.hash
                     results[i] = outcome
-            self.last_generation_s = time.perf_counter() - started
+            self._local.generation = (started, time.time())
 
         done = [o for o in results if o is not None]
         if len(done) != len(texts):

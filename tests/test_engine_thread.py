@@ -1,0 +1,87 @@
+"""`EngineThread` on a real vLLM engine: concurrent callers share one running engine and each gets its own outputs."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from workers.bundled_model import resolve_model_path
+from workers.engine import EngineThread, engine_arguments
+
+CONST = {"type": "object", "properties": {"who": {"type": "string", "enum": ["{name}"]},
+                                          "n": {"type": "integer", "minimum": 0, "maximum": 9}},
+         "required": ["who", "n"], "additionalProperties": False}
+# vLLM refuses multipleOf on a number for the XGrammar backend, at request time
+REFUSED = {"type": "object", "properties": {"x": {"type": "number", "multipleOf": 0.5}}, "required": ["x"]}
+
+
+def schema_for(name: str) -> dict:
+    return json.loads(json.dumps(CONST).replace("{name}", name))
+
+
+@pytest.fixture(scope="module")
+def engine(monkeypatch_module):
+    monkeypatch_module.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    monkeypatch_module.setenv("TOKENIZERS_PARALLELISM", "false")
+    shared = EngineThread(**engine_arguments(resolve_model_path("bundled"), 1024, 1,
+                                             {"enforce_eager": True, "gpu_memory_utilization": 0.08}, False))
+    yield shared
+    shared.close()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def test_concurrent_callers_each_get_their_own_outputs_in_order(engine):
+    callers = ["alpha", "beta", "gamma"]
+    results: dict[str, list] = {}
+    errors: list[BaseException] = []
+
+    def call(name: str) -> None:
+        try:
+            prompts = [engine.prompt_token_ids(f"Write {name} and the digit {i}.") for i in range(4)]
+            results[name] = engine.generate(prompts, schema_for(name), 32, 0.0)
+        except BaseException as exc:  # noqa: BLE001 - surfaced by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, args=(name,)) for name in callers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors
+    for name in callers:
+        outputs = results[name]
+        assert len(outputs) == 4
+        for g in outputs:
+            # each caller's grammar admits only its own name: a crossed wire would show here
+            assert json.loads(g.text)["who"] == name, g.text
+            assert g.finish_reason == "stop" and g.output_tokens > 0 and g.prompt_tokens > 0
+
+
+def test_a_refused_request_fails_its_caller_only(engine):
+    good: list = []
+
+    def call_good() -> None:
+        good.extend(engine.generate([engine.prompt_token_ids("Write delta and 3.")], schema_for("delta"), 32, 0.0))
+
+    t = threading.Thread(target=call_good)
+    t.start()
+    with pytest.raises(Exception, match="multipleOf|not supported|xgrammar"):
+        engine.generate([engine.prompt_token_ids("x")] * 2, [schema_for("delta"), REFUSED], 16, 0.0)
+    t.join(timeout=300)
+    assert [json.loads(g.text)["who"] for g in good] == ["delta"]
+    # the engine is still serving after the refusal
+    assert json.loads(engine.generate([engine.prompt_token_ids("again")], schema_for("eps"), 32, 0.0)[0].text)["who"] \
+        == "eps"
+
+
+def test_warm_compiles_and_free_text_needs_no_grammar(engine):
+    assert engine.warm(schema_for("zeta")) > 0
+    free = engine.generate([engine.prompt_token_ids("Say hi.")], None, 5, 0.0)[0]
+    assert free.output_tokens == 5 and free.finish_reason == "length"
