@@ -107,7 +107,9 @@ def build_dataset(
         return rows.map_batches(
             ExtractionActor,
             fn_constructor_kwargs={"spec": dataclasses.replace(spec, backend=backend), "stats": stats},
-            batch_size=cfg.workers.batch_size,
+            # Each block is one batch already (one read task per batch, above). A batch size here would make
+            # Ray Data bundle blocks up to it, e.g. a short last block with a full one, run as one task.
+            batch_size=None,
             batch_format="pyarrow",
             compute=ray.data.ActorPoolStrategy(
                 size=cfg.workers.actors,

@@ -20,9 +20,13 @@ class Progress:
         self.every = every_seconds
         self.started = time.perf_counter()
         self.first_output_s: float | None = None
+        self.marks: dict[str, float] = {}  # the first time each named event happened, seconds from the start
         self._last = 0.0
         self.done = 0
         self.dead = 0
+
+    def mark(self, name: str) -> None:
+        self.marks.setdefault(name, round(time.perf_counter() - self.started, 3))
 
     def update(self, done: int, dead: int) -> None:
         now = time.perf_counter()

@@ -122,7 +122,6 @@ class SchemaChecker:
 
     def _check(self, contract: SchemaContract) -> SchemaVerdict:
         from schemas.coverage import SchemaCompiler
-
         from workers.bundled_model import resolve_model_path
 
         policy = self.loaded.config.schema_policy

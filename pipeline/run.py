@@ -202,7 +202,6 @@ def _stream(
     counts: Counter[str] = Counter()
     done = dead = 0
     for batch in dataset.iter_batches(batch_format="pyarrow", batch_size=None):
-        log.debug("driver.batch", rows=batch.num_rows, unix=round(time.time(), 3))
         unit_column = batch.column(UNIT_COLUMN)
         for unit_id in pc.unique(unit_column).to_pylist():
             piece = batch.filter(pc.equal(unit_column, unit_id)).drop_columns([UNIT_COLUMN])
@@ -216,9 +215,11 @@ def _stream(
             buffers[unit_id].append(piece)
             if counts[unit_id] == unit.rows:
                 committer.stage(w.input.partition, unit_id, pa.concat_tables(buffers.pop(unit_id)))
+                progress.mark("first_staged_s")  # the first unit's outcomes are durable: a rerun keeps them
                 w.left -= 1
                 if w.left == 0:
                     commit(w)
+                    progress.mark("first_commit_s")  # the first partition's rows are visible to queries
         done += batch.num_rows
         dead += pc.sum(pc.not_equal(batch.column("_kind"), "row")).as_py() or 0
         progress.update(done, dead)
@@ -251,6 +252,7 @@ def _finish(manifest: RunManifest, results: dict[str, PartitionResult], days: li
         "schema_compile_s": round(max(compiles), 3) if compiles else None,
         "generation_s": round(generation_s, 3) if generation_s is not None else None,
         "first_output_s": round(progress.first_output_s, 3) if progress.first_output_s else None,
+        **progress.marks,
         "total_s": round(total, 3),
         "docs_per_s": round(progress.done / total, 3) if total and progress.done else None,
     }

@@ -90,7 +90,7 @@ class ExtractionActor:
                                        "ready_unix": time.time(), "node": _node_id()})
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        """Called on Ray Data's threads, up to `workers.batches_in_flight` at once; the engine thread serves them all."""
+        """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them."""
         table = self.extractor(batch)
         span = self.extractor.last_generation
         log.debug("actor.batch", actor=self.name, documents=batch.num_rows,
