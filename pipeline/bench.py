@@ -38,6 +38,7 @@ from workers.prompt import render_prompt
 
 SEED = 4242
 MAX_RETRIES = 2
+IN_FLIGHT = 4  # the pipeline arm's batches in flight per actor
 RETRY_SUFFIX = "\nAnswer with only a JSON object that matches this JSON Schema:\n{schema}"
 
 
@@ -395,9 +396,12 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
     loaded = load_config(config, overrides)
     arms = engine_arms(config, overrides, texts, golds)
     (out / "bench.partial.json").write_text(json.dumps(arms, indent=2))  # kept if a later arm fails
-    # The engine arm uses every core and sees every document at once; so does the pipeline's one actor.
+    # The engine arm uses every core and sees every document at once. So does the pipeline's one actor: its
+    # documents come in 4 batches, all in flight together in its one engine. (The larger memory run feeds the
+    # same batches continuously, 4 at a time.)
     extra = ["--set", f"input.uri={corpus.resolve()}", "--set", "input.limit=null",
-             "--set", f"workers.cpus_per_actor={os.cpu_count() or 1}", "--set", f"workers.batch_size={max(docs, 32)}",
+             "--set", f"workers.cpus_per_actor={os.cpu_count() or 1}",
+             "--set", f"workers.batch_size={max(1, -(-docs // IN_FLIGHT))}", "--set", f"workers.batches_in_flight={IN_FLIGHT}",
              "--set", f"model.max_tokens={loaded.config.model.max_tokens}"]
     arms["pipeline"] = pipeline_arm(Path(config), out / "pipeline-output", docs, golds, extra)
     scaling_report = None

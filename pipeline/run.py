@@ -202,6 +202,7 @@ def _stream(
     counts: Counter[str] = Counter()
     done = dead = 0
     for batch in dataset.iter_batches(batch_format="pyarrow", batch_size=None):
+        log.debug("driver.batch", rows=batch.num_rows, unix=round(time.time(), 3))
         unit_column = batch.column(UNIT_COLUMN)
         for unit_id in pc.unique(unit_column).to_pylist():
             piece = batch.filter(pc.equal(unit_column, unit_id)).drop_columns([UNIT_COLUMN])
