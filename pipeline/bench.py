@@ -401,7 +401,8 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
     # same batches continuously, 4 at a time.)
     extra = ["--set", f"input.uri={corpus.resolve()}", "--set", "input.limit=null",
              "--set", f"workers.cpus_per_actor={os.cpu_count() or 1}",
-             "--set", f"workers.batch_size={max(1, -(-docs // IN_FLIGHT))}", "--set", f"workers.batches_in_flight={IN_FLIGHT}",
+             "--set", f"workers.batch_size={max(1, -(-docs // IN_FLIGHT))}",
+             "--set", f"workers.batches_in_flight={IN_FLIGHT}",
              "--set", f"model.max_tokens={loaded.config.model.max_tokens}"]
     arms["pipeline"] = pipeline_arm(Path(config), out / "pipeline-output", docs, golds, extra)
     scaling_report = None
