@@ -85,3 +85,10 @@ def test_warm_compiles_and_free_text_needs_no_grammar(engine):
     assert engine.warm(schema_for("zeta")) > 0
     free = engine.generate([engine.prompt_token_ids("Say hi.")], None, 5, 0.0)[0]
     assert free.output_tokens == 5 and free.finish_reason == "length"
+
+
+def test_after_close_a_caller_is_told_rather_than_left_waiting(engine):
+    # runs last in this module: it closes the shared engine
+    engine.close()
+    with pytest.raises(RuntimeError, match="engine thread has stopped"):
+        engine.generate([engine.prompt_token_ids("late")], schema_for("eta"), 8, 0.0)

@@ -241,7 +241,9 @@ class EngineThread:
             raise RuntimeError("the engine thread has stopped")
         job = _Job(prompts, self._engine.sampling_for(len(prompts), json_schema, max_tokens, temperature))
         self._jobs.put(job)
-        job.done.wait()
+        while not job.done.wait(5.0):
+            if not self._thread.is_alive() and not job.done.is_set():  # closed or crashed after we looked
+                raise RuntimeError("the engine thread has stopped")
         if job.error is not None:
             raise job.error
         return generations(prompts, job.outputs)
@@ -261,8 +263,14 @@ class EngineThread:
             return
         finally:
             self._ready.set()
-        engine = self._engine.llm.llm_engine
-        owner: dict[str, tuple[_Job, int]] = {}  # request id → its job and position
+        owner: dict[str, tuple[_Job, int, str]] = {}  # request id → its job, its position, vLLM's internal id
+        try:
+            self._serve(self._engine.llm.llm_engine, owner)
+        except BaseException as exc:  # noqa: BLE001 - a bug here must not leave callers waiting forever
+            log.error("engine.thread_failed", error=repr(exc))
+            self._abort_all(owner, exc)
+
+    def _serve(self, engine: Any, owner: dict[str, tuple[_Job, int, str]]) -> None:
         while True:
             # Wait for work when idle; otherwise take whatever arrived since the last step, without waiting.
             while True:
@@ -281,19 +289,23 @@ class EngineThread:
                 finished = [o for o in engine.step() if o.finished]
             except Exception as exc:  # noqa: BLE001 - every waiting caller gets the error (they dead-letter)
                 log.error("engine.step_failed", error=repr(exc), requests=len(owner))
+                try:
+                    engine.abort_request([internal for _, _, internal in owner.values()], internal=True)
+                except Exception:  # noqa: BLE001 - the engine may be past aborting; the callers are told anyway
+                    pass
                 self._abort_all(owner, exc)
                 continue
             for output in finished:
                 entry = owner.pop(output.request_id, None)
                 if entry is None:
                     continue
-                job, index = entry
+                job, index, _ = entry
                 job.outputs[index] = output
                 job.left -= 1
                 if job.left == 0:
                     job.done.set()
 
-    def _add(self, engine: Any, job: _Job, owner: dict[str, tuple[_Job, int]]) -> None:
+    def _add(self, engine: Any, job: _Job, owner: dict[str, tuple[_Job, int, str]]) -> None:
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
@@ -303,15 +315,15 @@ class EngineThread:
                 params.output_kind = RequestOutputKind.FINAL_ONLY
                 request_id = f"x{next(self._ids)}"
                 added.append(engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params))
-                owner[request_id] = (job, index)
+                owner[request_id] = (job, index, added[-1])
         except Exception as exc:  # noqa: BLE001 - e.g. a grammar the backend refuses: this caller's batch only
             if added:
                 engine.abort_request(added, internal=True)
-            for key in [k for k, (j, _) in owner.items() if j is job]:
+            for key in [k for k, (j, _, _) in owner.items() if j is job]:
                 del owner[key]
             job.fail(exc)
 
-    def _abort_all(self, owner: dict[str, tuple[_Job, int]], error: BaseException) -> None:
-        for job in {id(j): j for j, _ in owner.values()}.values():
+    def _abort_all(self, owner: dict[str, tuple[_Job, int, str]], error: BaseException) -> None:
+        for job in {id(j): j for j, _, _ in owner.values()}.values():
             job.fail(error)
         owner.clear()
