@@ -200,7 +200,7 @@ class EngineThread:
 
     Everything that touches the engine, its construction included, runs on this one thread. vLLM's CPU
     backend binds its OpenMP threads to cores from the thread that built the engine: Ray Data calls an
-    actor's UDF on a thread of its own, and there the same 30 documents took 21.9 s instead of 16.2 s.
+    actor's UDF on a thread of its own, and there the same 30 documents took 21.9 s instead of 17.0 s.
     """
 
     def __init__(self, **llm_args: Any) -> None:
