@@ -28,8 +28,7 @@ class RunStats:
         self.batches += 1
 
     def snapshot(self) -> dict[str, Any]:
-        return {"actors": list(self.actors), "generation_s": busy_seconds(self.spans), "batches": self.batches,
-                "first_generation_end_unix": min((e for s in self.spans.values() for _, e in s), default=None)}
+        return {"actors": list(self.actors), "generation_s": busy_seconds(self.spans), "batches": self.batches}
 
 
 def busy_seconds(spans: dict[str, list[tuple[float, float]]]) -> float:

@@ -97,8 +97,8 @@ class ExtractionActor:
                   generation_s=round(span[1] - span[0], 3) if span else None,
                   started_unix=round(span[0], 3) if span else None)
         if self.stats is not None:
-            with self._lock:
-                fresh = {h: s for h, s in self.extractor.compile_seconds.items() if h not in self.reported}
+            with self._lock:  # a snapshot: another batch's thread may be adding a schema it just compiled
+                fresh = {h: s for h, s in list(self.extractor.compile_seconds.items()) if h not in self.reported}
                 self.reported.update(fresh)
             if fresh:
                 self.stats.record_compiles.remote(self.name, fresh)

@@ -217,7 +217,6 @@ class EngineThread:
         assert self._engine is not None
         self.init_seconds = self._engine.init_seconds
         self.max_model_len = self._engine.max_model_len
-        self.tokenizer = self._engine.tokenizer
 
     # -- the caller's side ---------------------------------------------------------------------------
 
