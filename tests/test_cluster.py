@@ -45,7 +45,9 @@ def config_for(folder: Path, output: str) -> Path:
         prompt="Extract the support ticket from this message.\n{document}",
         **{"input.uri": "docs.parquet", "output.uri": output, "output.checkpoint_rows": 4,
            "model.max_tokens": 128, "model.max_model_len": 1024, "model.engine_kwargs": {"enforce_eager": True},
-           "workers.batch_size": 4},
+           # one batch at a time, so units land one by one and there is a moment to kill in (with all four
+           # batches in flight they finish together, and the run can commit between two looks)
+           "workers.batch_size": 4, "workers.batches_in_flight": 1},
     )
 
 
