@@ -64,7 +64,7 @@ def test_concurrent_callers_each_get_their_own_outputs_in_order(engine):
             assert g.finish_reason == "stop" and g.output_tokens > 0 and g.prompt_tokens > 0
 
 
-def test_a_refused_request_fails_its_caller_only(engine):
+def test_a_refused_request_fails_alone(engine):
     good: list = []
 
     def call_good() -> None:
@@ -72,13 +72,34 @@ def test_a_refused_request_fails_its_caller_only(engine):
 
     t = threading.Thread(target=call_good)
     t.start()
-    with pytest.raises(Exception, match="multipleOf|not supported|xgrammar"):
-        engine.generate([engine.prompt_token_ids("x")] * 2, [schema_for("delta"), REFUSED], 16, 0.0)
+    mixed = engine.generate([engine.prompt_token_ids("x")] * 2, [REFUSED, schema_for("delta")], 32, 0.0)
     t.join(timeout=300)
+    # the refused request comes back as such, with vLLM's reason; the one beside it and the other caller's run
+    assert mixed[0].finish_reason == "refused" and mixed[0].output_tokens == 0
+    assert "multipleOf" in mixed[0].error or "not supported" in mixed[0].error, mixed[0].error
+    assert json.loads(mixed[1].text)["who"] == "delta" and mixed[1].error is None
     assert [json.loads(g.text)["who"] for g in good] == ["delta"]
-    # the engine is still serving after the refusal
+    # a call whose every request is refused returns rather than waiting
+    assert [g.finish_reason for g in engine.generate([engine.prompt_token_ids("y")], REFUSED, 8, 0.0)] == ["refused"]
+    # the engine is still serving after the refusals
     assert json.loads(engine.generate([engine.prompt_token_ids("again")], schema_for("eps"), 32, 0.0)[0].text)["who"] \
         == "eps"
+
+
+def test_compile_runs_beside_a_busy_engine_and_the_request_finds_it_ready(engine):
+    busy: list = []
+    t = threading.Thread(target=lambda: busy.extend(engine.generate(
+        [engine.prompt_token_ids(f"Write kappa and {i}.") for i in range(6)], schema_for("kappa"), 32, 0.0)))
+    t.start()
+    seconds = engine.compile(schema_for("lambda"))  # on this thread, while the engine thread decodes
+    assert seconds is not None and seconds > 0
+    again = engine.compile(schema_for("lambda"))  # the backend's cache holds it now
+    assert again is not None and again < seconds
+    out = engine.generate([engine.prompt_token_ids("Write lambda and 1.")], schema_for("lambda"), 32, 0.0)
+    t.join(timeout=300)
+    assert json.loads(out[0].text)["who"] == "lambda" and len(busy) == 6
+    with pytest.raises(Exception):  # noqa: B017 - XGrammar's own error type: a reference to nothing
+        engine.compile({"type": "object", "properties": {"x": {"$ref": "#/$defs/missing"}}})
 
 
 def test_warm_compiles_and_free_text_needs_no_grammar(engine):

@@ -128,6 +128,40 @@ def test_unsupported_schemas_dead_letter_without_generation():
     assert engine.calls == []
 
 
+class DirectEngine(ScriptedEngine):
+    """Compiles grammars without a request, as the real engine does while it decodes; refuses "refuse" titles."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.compiled: list[str] = []
+
+    def compile(self, json_schema) -> float:
+        self.compiled.append(json_schema.get("title"))
+        return 0.02
+
+    def generate(self, prompts, json_schemas, max_tokens, temperature):
+        out = super().generate(prompts, json_schemas, max_tokens, temperature)
+        return [Generation("", "refused", g.prompt_tokens, 0, "ValueError: multipleOf is not supported")
+                if (s or {}).get("title") == "refuse" else g for g, s in zip(out, json_schemas, strict=True)]
+
+
+def test_a_busy_engine_compiles_new_schemas_directly_and_a_refused_request_dead_letters_alone():
+    engine = DirectEngine(answers={"name": {"name": "Ann"}, "city": {"city": "Oslo"}})
+    extractor = BatchExtractor(engine, per_row_spec(), 1000)
+    extractor.prepare()  # before any batch: the backend is warmed by a request, on an idle engine
+    extractor.contract_for("city")
+    assert [s.get("title") for s in engine.warmed] == [None, "city"] and engine.compiled == []
+    refuse = {"title": "refuse", "type": "object", "properties": {"x": {"type": "number", "multipleOf": 0.5}}}
+    out = extractor(pa.table({"id": [1, 2, 3], "text": ["a", "b", "c"],
+                              "schema": [json.dumps(NAME), json.dumps(refuse), "city"]}))
+    # once batches run, a new schema is compiled beside the engine, never queued in it behind documents
+    assert engine.compiled == ["name", "refuse"] and len(engine.warmed) == 2
+    assert out.column("_reason").to_pylist() == [None, "schema_unsupported", None]
+    assert "multipleOf" in json.loads(out.column("_error")[1].as_py())["message"]
+    assert out.column("_finish_reason").to_pylist()[1] == "refused"
+    assert set(extractor.compile_seconds.values()) == {0.01, 0.02}
+
+
 def test_unconstrained_generation_sends_no_grammar_and_reads_json_out_of_prose():
     import dataclasses
 

@@ -67,8 +67,7 @@ class ExtractionActor:
         self.extractor = BatchExtractor(engine, spec, min(spec.max_model_len, engine.max_model_len))
         # Pre-warm every schema known up front: the job's, or each one listed in input.schema_table.
         # Schemas carried inline by rows are warmed as they first appear.
-        if not contract.per_row:
-            self.extractor.warm(contract)
+        self.extractor.prepare()
         for key in spec.schema_table:
             if spec.routes.get(key, spec.default_backend) != spec.backend:
                 continue  # that schema's rows go to the other backend's pool

@@ -97,6 +97,12 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         prompt_tokens=generation.prompt_tokens,
         output_tokens=generation.output_tokens,
     )
+    if generation.finish_reason in ("refused", "error"):
+        # The engine would not take the request, or ended it with an error. Under a grammar that is the
+        # grammar (a schema feature the backend refuses, or a failed compile): this schema, not this document.
+        outcome.reason = "schema_unsupported" if constrained else "engine_error"
+        outcome.error = {"message": generation.error or f"the engine ended the request: {generation.finish_reason}"}
+        return outcome
     if generation.finish_reason == "length":
         outcome.reason = "truncated"
         outcome.error = {"message": f"output hit the token limit after {generation.output_tokens} tokens"}

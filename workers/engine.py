@@ -23,15 +23,36 @@ log = structlog.get_logger(__name__)
 @dataclass(frozen=True)
 class Generation:
     text: str
-    finish_reason: str | None
+    finish_reason: str | None  # vLLM's ("stop", "length", "error"), or "refused": the engine would not take it
     prompt_tokens: int
     output_tokens: int
+    error: str | None = None  # why a request was refused or failed (finish_reason "refused" or "error")
+
+
+REFUSED = "refused"
+ERROR_MESSAGE = ("the engine ended this request with an error (vLLM finish_reason 'error'; under a grammar, "
+                 "the grammar failed to compile)")
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """A request the engine would not add (e.g. a JSON Schema feature its grammar backend refuses)."""
+
+    message: str
 
 
 def generations(prompts: list[list[int]], outputs: list[Any]) -> list[Generation]:
     """vLLM `RequestOutput`s (one completion each) as `Generation`s, in prompt order."""
-    return [Generation(text=o.outputs[0].text, finish_reason=o.outputs[0].finish_reason, prompt_tokens=len(ids),
-                       output_tokens=len(o.outputs[0].token_ids)) for ids, o in zip(prompts, outputs, strict=True)]
+    result = []
+    for ids, o in zip(prompts, outputs, strict=True):
+        if isinstance(o, _Refused):
+            result.append(Generation("", REFUSED, len(ids), 0, o.message))
+            continue
+        c = o.outputs[0]
+        result.append(Generation(text=c.text, finish_reason=c.finish_reason, prompt_tokens=len(ids),
+                                 output_tokens=len(c.token_ids),
+                                 error=ERROR_MESSAGE if c.finish_reason == "error" else None))
+    return result
 
 
 def has_accelerator() -> bool:
@@ -153,6 +174,24 @@ class VllmEngine:
         self.llm.generate([prompt], self._sampling(json_schema, 1, 0.0), use_tqdm=False)
         return time.perf_counter() - started
 
+    def compile(self, json_schema: dict[str, Any]) -> float | None:
+        """Compile `json_schema`'s grammar without a request, on the calling thread; returns the seconds it
+        took, or None where it cannot (no structured-output backend yet, or an engine core in another
+        process). Raises if the backend cannot compile it.
+
+        The compiled grammar lands in the backend's cache under the same key a request with this schema
+        uses, so that request finds it ready. Unlike `warm`, nothing queues behind the documents a busy
+        engine is decoding."""
+        from vllm.v1.structured_output.backend_types import StructuredOutputOptions
+
+        core = getattr(getattr(self.llm.llm_engine, "engine_core", None), "engine_core", None)
+        backend = getattr(getattr(core, "structured_output_manager", None), "backend", None)
+        if backend is None:
+            return None
+        started = time.perf_counter()
+        backend.compile_grammar(StructuredOutputOptions.JSON, json.dumps(json_schema))
+        return time.perf_counter() - started
+
     def generate(
         self,
         prompts: list[list[int]],
@@ -230,9 +269,15 @@ class EngineThread:
         self.generate([self.prompt_token_ids("{}")], json_schema, 1, 0.0)
         return time.perf_counter() - started
 
+    def compile(self, json_schema: dict[str, Any]) -> float | None:
+        """As `VllmEngine.compile`, on the calling thread: the engine thread keeps decoding meanwhile."""
+        assert self._engine is not None
+        return self._engine.compile(json_schema)
+
     def generate(self, prompts: list[list[int]], json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
                  max_tokens: int, temperature: float) -> list[Generation]:
-        """As `VllmEngine.generate`; safe to call from several threads at once."""
+        """As `VllmEngine.generate`; safe to call from several threads at once. A request the engine refuses
+        comes back as a `Generation` with finish_reason "refused"; the others in the call go on."""
         if not prompts:
             return []
         assert self._engine is not None
@@ -308,19 +353,17 @@ class EngineThread:
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
-        added: list[str] = []
-        try:
-            for index, (ids, params) in enumerate(zip(job.prompts, job.params, strict=True)):
-                params.output_kind = RequestOutputKind.FINAL_ONLY
-                request_id = f"x{next(self._ids)}"
-                added.append(engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params))
-                owner[request_id] = (job, index, added[-1])
-        except Exception as exc:  # noqa: BLE001 - e.g. a grammar the backend refuses: this caller's batch only
-            if added:
-                engine.abort_request(added, internal=True)
-            for key in [k for k, (j, _, _) in owner.items() if j is job]:
-                del owner[key]
-            job.fail(exc)
+        for index, (ids, params) in enumerate(zip(job.prompts, job.params, strict=True)):
+            params.output_kind = RequestOutputKind.FINAL_ONLY
+            request_id = f"x{next(self._ids)}"
+            try:
+                owner[request_id] = (job, index, engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids),
+                                                                    params))
+            except Exception as exc:  # noqa: BLE001 - e.g. a grammar the backend refuses: this request only
+                job.outputs[index] = _Refused(f"{type(exc).__name__}: {exc}")
+                job.left -= 1
+        if job.left == 0:  # every request was refused
+            job.done.set()
 
     def _abort_all(self, owner: dict[str, tuple[_Job, int, str]], error: BaseException) -> None:
         for job in {id(j): j for j, _, _ in owner.values()}.values():

@@ -70,6 +70,8 @@ class BatchExtractor:
         self.max_model_len = max_model_len
         self._local = threading.local()  # per calling thread: batches may run concurrently (batches_in_flight)
         self._lock = threading.Lock()  # guards the schema caches
+        self._serving = False  # set by the first batch: from then on the engine is busy
+        self._key_locks: dict[str, threading.Lock] = {}  # one per schema key: a slow compile holds only its own rows
         self.compile_seconds: dict[str, float] = {}  # schema hash → warm-up seconds, for each schema compiled here
         self._contracts: dict[str, SchemaContract | SchemaUnusable] = {}
         self._schema_text: dict[str, str] = {}
@@ -78,13 +80,32 @@ class BatchExtractor:
 
     # -- schemas -------------------------------------------------------------------------------------
 
+    def prepare(self) -> None:
+        """Before the first batch: warm the job's schema, or for per-row schemas the engine's grammar backend
+        (vLLM creates it with the first grammar it sees), so that later schemas can compile directly."""
+        if not self.spec.constrained:
+            return
+        if self.spec.contract.per_row:
+            self.engine.warm({"type": "object"})
+        else:
+            self.warm(self.spec.contract)
+
     def warm(self, contract: SchemaContract) -> None:
-        """Compile `contract`'s grammar now (once per actor); a schema the engine rejects is unusable."""
+        """Compile `contract`'s grammar now (once per actor); a schema the engine rejects is unusable.
+
+        Before the first batch the engine is idle and a one-token request warms it (`Engine.warm`). Once
+        batches run, that request would queue behind every document the engine is decoding (minutes, on a
+        full KV cache), so the grammar is compiled directly where the engine can (`Engine.compile`). Where it
+        cannot, the rows' own requests compile it: vLLM decodes the other requests meanwhile."""
         if contract.hash in self.compile_seconds or not self.spec.constrained:
             return
         if contract.hash in self.spec.unsupported:
             return
-        self.compile_seconds[contract.hash] = self.engine.warm(contract.json_schema)
+        compile_directly = getattr(self.engine, "compile", None) if self._serving else None
+        seconds = compile_directly(contract.json_schema) if compile_directly else self.engine.warm(contract.json_schema)
+        if seconds is not None:
+            with self._lock:
+                self.compile_seconds[contract.hash] = seconds
 
     @property
     def last_generation(self) -> tuple[float, float] | None:
@@ -96,10 +117,14 @@ class BatchExtractor:
         key = "" if not self.spec.contract.per_row else ("" if value is None else str(value))
         cached = self._contracts.get(key)
         if cached is None:
-            with self._lock:  # one thread resolves and compiles a new schema; the others wait for it
+            with self._lock:
+                key_lock = self._key_locks.setdefault(key, threading.Lock())
+            with key_lock:  # one thread resolves and compiles a new schema; others wanting it wait for it
                 cached = self._contracts.get(key)
                 if cached is None:
-                    cached = self._contracts[key] = self._load(key)
+                    cached = self._load(key)
+                    with self._lock:
+                        self._contracts[key] = cached
         if isinstance(cached, SchemaUnusable):
             raise cached
         if cached.hash in self.spec.unsupported:  # no backend compiles it (dead-letter policy)
@@ -148,6 +173,7 @@ class BatchExtractor:
 
     def outcomes(self, ids: Sequence[Any], texts: Sequence[str | None],
                  schemas: Sequence[Any] | None = None) -> list[Outcome]:
+        self._serving = True
         results: list[Outcome | None] = [None] * len(texts)
         pending: list[int] = []
         prompts: list[list[int]] = []
