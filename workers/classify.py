@@ -2,6 +2,8 @@
 
 Before generation:   empty or null text → `empty_input`; prompt + output budget past the context → `input_too_long`.
 After generation, in this order:
+  0. the engine refused the request or ended it with an error → `schema_unsupported` under a grammar (it is
+     the grammar: a feature the backend refuses, a failed compile), else `engine_error`;
   1. `finish_reason == "length"` → `truncated` (the grammar was cut off, whatever the text looks like);
   2. not parseable → `invalid_json`;
   3. fails the contract → `semantic_invalid` (Pydantic, validators included) or `schema_violation` (JSON Schema);
