@@ -201,7 +201,9 @@ def _stream(
     buffers: dict[str, list[pa.Table]] = defaultdict(list)
     counts: Counter[str] = Counter()
     done = dead = 0
-    for batch in dataset.iter_batches(batch_format="pyarrow", batch_size=None):
+    # prefetch_batches=0: with Ray Data's default of 1, each finished batch reached this loop only when the
+    # next one finished (seconds to minutes later), so staging and progress lagged a batch behind.
+    for batch in dataset.iter_batches(batch_format="pyarrow", batch_size=None, prefetch_batches=0):
         log.debug("driver.batch", rows=batch.num_rows, unix=round(time.time(), 3))
         unit_column = batch.column(UNIT_COLUMN)
         for unit_id in pc.unique(unit_column).to_pylist():
