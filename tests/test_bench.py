@@ -27,7 +27,7 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     assert report["arms"]["retry"]["retries"] >= 0
     assert report["arms"]["pipeline"]["driver_peak_rss_mb"] > 0
     assert set(report["ratios"]) == {"pipeline_over_engine", "constrained_over_unconstrained_per_token",
-                                     "pipeline_over_retry"}
+                                     "pipeline_over_retry", "pipeline_over_engine_tokens"}
     assert all(v is None or v > 0 for v in report["ratios"].values())
     markdown = (out / "bench.md").read_text()
     assert all(f"| {name} |" in markdown for name in ARMS)
