@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.contract import RecordRejected, SchemaContract
-from workers.engine import Generation
+from workers.engine import REFUSED, Generation
 
 DEAD_LETTER_REASONS = (
     "empty_input",
@@ -99,7 +99,7 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         prompt_tokens=generation.prompt_tokens,
         output_tokens=generation.output_tokens,
     )
-    if generation.finish_reason in ("refused", "error"):
+    if generation.finish_reason in (REFUSED, "error"):
         # The engine would not take the request, or ended it with an error. Under a grammar that is the
         # grammar (a schema feature the backend refuses, or a failed compile): this schema, not this document.
         outcome.reason = "schema_unsupported" if constrained else "engine_error"
