@@ -66,7 +66,7 @@ class ExtractionActor:
         )
         self.extractor = BatchExtractor(engine, spec, min(spec.max_model_len, engine.max_model_len))
         # Pre-warm every schema known up front: the job's, or each one listed in input.schema_table.
-        # Schemas carried inline by rows are warmed as they first appear.
+        # Schemas carried inline by rows are compiled as they first appear (BatchExtractor.warm).
         self.extractor.prepare()
         for key in spec.schema_table:
             if spec.routes.get(key, spec.default_backend) != spec.backend:

@@ -55,6 +55,12 @@ def generations(prompts: list[list[int]], outputs: list[Any]) -> list[Generation
     return result
 
 
+def grammar_spec(json_schema: dict[str, Any]) -> str:
+    """The schema text a request carries. vLLM caches compiled grammars under it, so `VllmEngine.compile`
+    must produce the very same text for a request to find its grammar ready."""
+    return json.dumps(json_schema)
+
+
 def has_accelerator() -> bool:
     try:
         import torch
@@ -128,7 +134,7 @@ class VllmEngine:
 
         structured = None
         if json_schema is not None:
-            structured = StructuredOutputsParams(json=json.dumps(json_schema))
+            structured = StructuredOutputsParams(json=grammar_spec(json_schema))
         return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured,
                               min_tokens=min_tokens)
 
@@ -189,7 +195,7 @@ class VllmEngine:
         if backend is None:
             return None
         started = time.perf_counter()
-        backend.compile_grammar(StructuredOutputOptions.JSON, json.dumps(json_schema))
+        backend.compile_grammar(StructuredOutputOptions.JSON, grammar_spec(json_schema))
         return time.perf_counter() - started
 
     def generate(
