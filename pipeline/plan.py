@@ -24,7 +24,7 @@ from workers.spec import ExtractionSpec
 READ_TASK_CPUS = 0.0
 FORWARDED_ENV = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE",
                  "VLLM_ENABLE_V1_MULTIPROCESSING", "HF_HUB_OFFLINE", "EXTRACT_CACHE_DIR", "EXTRACT_LOG_FORMAT",
-                 "EXTRACT_LOG_LEVEL")
+                 "EXTRACT_LOG_LEVEL", "EXTRACT_MASK_KERNEL")
 
 
 def actor_env(gpus_per_actor: float) -> dict[str, str]:

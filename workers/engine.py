@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import queue
 import threading
 import time
@@ -108,12 +109,17 @@ class VllmEngine:
     def __init__(self, **llm_args: Any) -> None:
         from vllm import LLM
 
+        from workers import bitmask
+
+        # The logits mask on CPU: our kernel unless EXTRACT_MASK_KERNEL=xgrammar (see workers/bitmask.py).
+        self.mask_kernel = bitmask.use(os.environ.get("EXTRACT_MASK_KERNEL", "fast"))
         started = time.perf_counter()
         self.llm = LLM(**llm_args)
         self.init_seconds = time.perf_counter() - started
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
-        log.info("engine.ready", model=llm_args.get("model"), seconds=round(self.init_seconds, 2))
+        log.info("engine.ready", model=llm_args.get("model"), seconds=round(self.init_seconds, 2),
+                 mask_kernel=self.mask_kernel)
 
     def prompt_token_ids(self, text: str) -> list[int]:
         """The chat-formatted prompt for one user message, as token ids."""
