@@ -108,6 +108,23 @@ def test_warm_compiles_and_free_text_needs_no_grammar(engine):
     assert free.output_tokens == 5 and free.finish_reason == "length"
 
 
+def test_the_engine_masks_logits_with_the_fast_kernel(engine, monkeypatch):
+    from workers import bitmask
+
+    assert engine._engine.mask_kernel == "fast"
+    calls = []
+    kernel = bitmask.apply_token_bitmask_inplace_cpu
+
+    def counting(*args, **kwargs):
+        calls.append(args[0].shape)
+        return kernel(*args, **kwargs)
+
+    monkeypatch.setattr(bitmask, "apply_token_bitmask_inplace_cpu", counting)
+    out = engine.generate([engine.prompt_token_ids("Name?")], schema_for("mu"), 24, 0.0)[0]
+    assert json.loads(out.text)["who"] == "mu"
+    assert len(calls) >= out.output_tokens - 1  # one masking a decode step; the grammar may end the last
+
+
 def test_after_close_a_caller_is_told_rather_than_left_waiting(engine):
     # runs last in this module: it closes the shared engine
     engine.close()
