@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -26,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import structlog
 
 from pipeline.config import LoadedConfig, load_config
 from pipeline.plan import actor_env
@@ -35,6 +37,8 @@ from workers.bundled_model import resolve_model_path
 from workers.classify import classify, json_candidate
 from workers.engine import Generation, VllmEngine, engine_arguments, has_accelerator
 from workers.prompt import render_prompt
+
+log = structlog.get_logger(__name__)
 
 SEED = 4242
 MAX_RETRIES = 2
@@ -108,11 +112,13 @@ def _arm(name: str, generations: list[Generation], seconds: float, prefill_secon
     }
 
 
-def _arms_child(config: str, overrides: dict[str, Any], texts: list[str], golds: list[dict]) -> dict[str, Any]:
-    return in_process_arms(load_config(config, overrides), texts, golds)
+def _arms_child(config: str, overrides: dict[str, Any], texts: list[str], golds: list[dict],
+                price_rounds: int) -> dict[str, Any]:
+    return in_process_arms(load_config(config, overrides), texts, golds, price_rounds)
 
 
-def engine_arms(config: Path, overrides: dict[str, Any], texts: list[str], golds: list[dict]) -> dict[str, Any]:
+def engine_arms(config: Path, overrides: dict[str, Any], texts: list[str], golds: list[dict],
+                price_rounds: int = 1) -> dict[str, Any]:
     """The engine, unconstrained and retry arms, in a child process that exits before the pipeline arm.
 
     Measured: a deleted in-process vLLM engine keeps its memory and a thread that used most of a core,
@@ -121,10 +127,11 @@ def engine_arms(config: Path, overrides: dict[str, Any], texts: list[str], golds
     import multiprocessing
 
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(_arms_child, str(config), overrides, texts, golds).result()
+        return pool.submit(_arms_child, str(config), overrides, texts, golds, price_rounds).result()
 
 
-def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict]) -> dict[str, dict[str, Any]]:
+def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict],
+                    price_rounds: int = 1) -> dict[str, dict[str, Any]]:
     cfg = loaded.config
     contract = loaded.contract
     schema = contract.json_schema
@@ -153,16 +160,35 @@ def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict]) -
                           **common)
 
     # The price of the constraint, per decode step at equal work: free text forced to exactly the length
-    # each constrained output had, so both runs have the same sequences alive at every step.
+    # each constrained output had, so both runs have the same sequences alive at every step. On 2 cores one
+    # run of either side varies by about 5%, which can swing a one-run price by 10%: so each side runs
+    # `price_rounds` times, alternating, and their medians are compared (the engine arm is the first
+    # constrained round).
     lengths = [g.output_tokens for g in gens]
-    engine.reset_prefix_cache()
-    started = time.perf_counter()
-    equal = engine.generate_exact(prompts, lengths, temperature)
-    equal_seconds = time.perf_counter() - started
+    constrained_s, free_s = [seconds - render_s], []
+    for round_ in range(price_rounds):
+        if round_:
+            again, again_s = _timed(engine, prompts, schema, max_tokens, temperature)
+            if [g.output_tokens for g in again] != lengths:
+                log.warning("bench.constrained_rerun_differs", tokens=sum(g.output_tokens for g in again),
+                            first=sum(lengths))
+            constrained_s.append(again_s)
+        engine.reset_prefix_cache()
+        started = time.perf_counter()
+        equal = engine.generate_exact(prompts, lengths, temperature)
+        free_s.append(time.perf_counter() - started)
+        if [g.output_tokens for g in equal] != lengths:
+            log.warning("bench.equal_lengths_missed", tokens=sum(g.output_tokens for g in equal), wanted=sum(lengths))
     _, prefill_free = _timed(engine, prompts, None, 1, temperature)
-    equal_arm = _arm("unconstrained_equal_length", equal, equal_seconds, prefill_free, n, [None] * n, golds,
-                     **common)
-    arms["engine"]["equal_length_unconstrained_decode_ms_per_token"] = equal_arm["decode_ms_per_token"]
+    steps = max(sum(lengths) - n, 1)
+    arms["engine"].update({
+        "price_rounds": price_rounds,
+        "constrained_s": [round(x, 3) for x in constrained_s],
+        "equal_length_unconstrained_s": [round(x, 3) for x in free_s],
+        "price_decode_ms_per_token": round(1000 * (statistics.median(constrained_s) - (prefill - render_s)) / steps, 3),
+        "equal_length_unconstrained_decode_ms_per_token": round(
+            1000 * (statistics.median(free_s) - prefill_free) / steps, 3),
+    })
 
     _, prefill = _timed(engine, prompts, None, 1, temperature)
     gens, seconds = _timed(engine, prompts, None, max_tokens, temperature)
@@ -307,10 +333,10 @@ def ratios(arms: dict[str, dict[str, Any]]) -> dict[str, float | None]:
 
     return {
         "pipeline_over_engine": div(arms["pipeline"]["docs_per_s"], arms["engine"]["docs_per_s"]),
-        # decode only, at equal output lengths (see in_process_arms); the free-running arm's figure is skewed
-        # by its longer outputs keeping more sequences alive per step
+        # decode only, at equal output lengths, medians of alternating rounds (see in_process_arms); the
+        # free-running arm's figure is skewed by its longer outputs keeping more sequences alive per step
         "constrained_over_unconstrained_per_token": div(
-            arms["engine"]["decode_ms_per_token"],
+            arms["engine"].get("price_decode_ms_per_token") or arms["engine"]["decode_ms_per_token"],
             arms["engine"].get("equal_length_unconstrained_decode_ms_per_token")
             or arms["unconstrained"]["decode_ms_per_token"]),
         "pipeline_over_retry": div(arms["pipeline"]["docs_per_s"], arms["retry"]["docs_per_s"]),
@@ -351,9 +377,13 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {key} | {value} | {goals[key]} |")
     engine = report["arms"]["engine"]
     if engine.get("equal_length_unconstrained_decode_ms_per_token"):
-        lines += ["", f"Constraint price (decode only): {engine['decode_ms_per_token']} ms/token under the grammar vs "
-                  f"{engine['equal_length_unconstrained_decode_ms_per_token']} ms/token for free text forced to the "
-                  "same per-document lengths."]
+        constrained = engine.get("price_decode_ms_per_token") or engine["decode_ms_per_token"]
+        rounds = engine.get("price_rounds", 1)
+        lines += ["", f"Constraint price (decode only, median of {rounds} alternating round(s) each): {constrained} "
+                  f"ms/token under the grammar vs {engine['equal_length_unconstrained_decode_ms_per_token']} ms/token "
+                  "for free text forced to the same per-document lengths. Generation seconds per round: "
+                  f"{engine.get('constrained_s')} under the grammar, {engine.get('equal_length_unconstrained_s')} "
+                  "free."]
     for name, arm in report["arms"].items():
         if name.startswith("pipeline") and arm.get("time_to_first_commit_s") is not None:
             init = arm.get("engine_init_s") or 0.0
@@ -391,7 +421,7 @@ def render_chart(report: dict[str, Any], path: Path) -> None:
 
 
 def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_scale: int = 0,
-              max_tokens: int | None = None) -> dict[str, Any]:
+              max_tokens: int | None = None, price_rounds: int = 3) -> dict[str, Any]:
     out = out.resolve()  # the pipeline arm's --output would otherwise resolve against the config's folder
     out.mkdir(parents=True, exist_ok=True)
     ids, texts, golds = make_corpus(docs, SEED, prefix="bench")
@@ -401,7 +431,7 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
     if max_tokens:
         overrides["model.max_tokens"] = max_tokens
     loaded = load_config(config, overrides)
-    arms = engine_arms(config, overrides, texts, golds)
+    arms = engine_arms(config, overrides, texts, golds, price_rounds)
     (out / "bench.partial.json").write_text(json.dumps(arms, indent=2))  # kept if a later arm fails
     # The engine arm uses every core and sees every document at once. So does the pipeline's one actor: its
     # documents come in 4 batches, all in flight together in its one engine. (The larger memory run feeds the

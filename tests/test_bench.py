@@ -16,7 +16,7 @@ ARMS = ("engine", "unconstrained", "retry", "pipeline")
 
 def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     out = tmp_path / "bench"
-    result = run_cli(["bench", "--quick", "--docs", "2", "--out", str(out)], cli_env, timeout=900)
+    result = run_cli(["bench", "--quick", "--docs", "2", "--price-rounds", "2", "--out", str(out)], cli_env, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "bench.json").read_text())
     assert report["docs"] == 2 and set(report["arms"]) == set(ARMS)
@@ -29,6 +29,9 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     assert set(report["ratios"]) == {"pipeline_over_engine", "constrained_over_unconstrained_per_token",
                                      "pipeline_over_retry", "pipeline_over_engine_tokens"}
     assert all(v is None or v > 0 for v in report["ratios"].values())
+    engine = report["arms"]["engine"]  # the constraint price: both sides timed twice, alternating
+    assert engine["price_rounds"] == 2
+    assert len(engine["constrained_s"]) == len(engine["equal_length_unconstrained_s"]) == 2
     markdown = (out / "bench.md").read_text()
     assert all(f"| {name} |" in markdown for name in ARMS)
     assert all(title in markdown for title, _ in COLUMNS)
