@@ -393,8 +393,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     wall = report["arms"]["pipeline"].get("wall_docs_per_s")
     lines += ["", "Pipeline docs/s is measured from the last actor being ready to the commit (steady state); "
               f"its wall-clock docs/s including Ray and engine start-up is {wall}.",
-              "Each arm runs once: on a 2-core machine the same arm varies by about 5% from run to run, so "
-              "a ratio within that of its goal is not settled by one run.", ""]
+              "Each arm runs once (the constraint price's two sides excepted, above): on a 2-core machine the "
+              "same arm varies by about 5% from run to run, so a ratio within that of its goal is not settled "
+              "by one run.", ""]
     return "\n".join(lines)
 
 

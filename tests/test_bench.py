@@ -16,7 +16,8 @@ ARMS = ("engine", "unconstrained", "retry", "pipeline")
 
 def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     out = tmp_path / "bench"
-    result = run_cli(["bench", "--quick", "--docs", "2", "--price-rounds", "2", "--out", str(out)], cli_env, timeout=900)
+    result = run_cli(["bench", "--quick", "--docs", "2", "--price-rounds", "2", "--out", str(out)], cli_env,
+                     timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "bench.json").read_text())
     assert report["docs"] == 2 and set(report["arms"]) == set(ARMS)

@@ -63,6 +63,14 @@ def test_vocab_size_and_padding():
     assert torch.equal(ours, theirs) and torch.isfinite(ours[:, 250:]).all()
 
 
+def test_a_batch_mismatch_is_refused_as_xgrammar_refuses_it():
+    bitmask = grammar_like_bitmask(8, 4, seed=6)
+    with pytest.raises(ValueError, match="batch size must equal the bitmask's, got 5 vs 8"):
+        fast.apply_token_bitmask_inplace_cpu(torch.randn(5, 128), bitmask)
+    with pytest.raises(RuntimeError, match="batch size"):
+        xgrammar_cpu(torch.randn(5, 128), bitmask)
+
+
 def test_one_dimensional():
     bitmask = grammar_like_bitmask(2, 8, seed=4)[1]
     ours, theirs = both(torch.randn(8 * 32), bitmask)

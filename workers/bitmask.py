@@ -34,7 +34,11 @@ def apply_token_bitmask_inplace_cpu(logits: Any, bitmask: Any, vocab_size: int |
     words = bitmask.unsqueeze(0) if bitmask.dim() == 1 else bitmask
     vocab = min(logits2.shape[-1], words.shape[-1] * 32) if vocab_size is None else vocab_size
     words_np = words.numpy()
-    if indices is not None:
+    if indices is None:
+        if words_np.shape[0] != logits2.shape[0]:  # as XGrammar's kernel checks
+            raise ValueError(f"without indices the logits' batch size must equal the bitmask's, got "
+                             f"{logits2.shape[0]} vs {words_np.shape[0]}")
+    else:
         rows = list(indices.tolist() if isinstance(indices, torch.Tensor) else indices)
         if not rows:
             return
