@@ -336,9 +336,8 @@ def ratios(arms: dict[str, dict[str, Any]]) -> dict[str, float | None]:
         # decode only, at equal output lengths, medians of alternating rounds (see in_process_arms); the
         # free-running arm's figure is skewed by its longer outputs keeping more sequences alive per step
         "constrained_over_unconstrained_per_token": div(
-            arms["engine"].get("price_decode_ms_per_token") or arms["engine"]["decode_ms_per_token"],
-            arms["engine"].get("equal_length_unconstrained_decode_ms_per_token")
-            or arms["unconstrained"]["decode_ms_per_token"]),
+            arms["engine"]["price_decode_ms_per_token"],
+            arms["engine"]["equal_length_unconstrained_decode_ms_per_token"]),
         "pipeline_over_retry": div(arms["pipeline"]["docs_per_s"], arms["retry"]["docs_per_s"]),
         # The same comparison per output token. Greedy decoding on CPU is not batch-invariant: the pipeline's
         # batches can write a few percent more or fewer tokens than the engine's one call, which moves docs/s
@@ -376,14 +375,11 @@ def render_markdown(report: dict[str, Any]) -> str:
     for key, value in report["ratios"].items():
         lines.append(f"| {key} | {value} | {goals[key]} |")
     engine = report["arms"]["engine"]
-    if engine.get("equal_length_unconstrained_decode_ms_per_token"):
-        constrained = engine.get("price_decode_ms_per_token") or engine["decode_ms_per_token"]
-        rounds = engine.get("price_rounds", 1)
-        lines += ["", f"Constraint price (decode only, median of {rounds} alternating round(s) each): {constrained} "
-                  f"ms/token under the grammar vs {engine['equal_length_unconstrained_decode_ms_per_token']} ms/token "
-                  "for free text forced to the same per-document lengths. Generation seconds per round: "
-                  f"{engine.get('constrained_s')} under the grammar, {engine.get('equal_length_unconstrained_s')} "
-                  "free."]
+    lines += ["", f"Constraint price (decode only, median of {engine['price_rounds']} alternating round(s) each): "
+              f"{engine['price_decode_ms_per_token']} ms/token under the grammar vs "
+              f"{engine['equal_length_unconstrained_decode_ms_per_token']} ms/token for free text forced to the same "
+              f"per-document lengths. Generation seconds per round: {engine['constrained_s']} under the grammar, "
+              f"{engine['equal_length_unconstrained_s']} free."]
     for name, arm in report["arms"].items():
         if name.startswith("pipeline") and arm.get("time_to_first_commit_s") is not None:
             init = arm.get("engine_init_s") or 0.0
