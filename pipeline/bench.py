@@ -112,6 +112,12 @@ def _arm(name: str, generations: list[Generation], seconds: float, prefill_secon
     }
 
 
+def _warn_if_lengths_differ(event: str, generations: list[Generation], lengths: list[int]) -> None:
+    """The price compares runs of the same per-document lengths; say so when a run did not keep them."""
+    if [g.output_tokens for g in generations] != lengths:
+        log.warning(event, tokens=sum(g.output_tokens for g in generations), wanted=sum(lengths))
+
+
 def _arms_child(config: str, overrides: dict[str, Any], texts: list[str], golds: list[dict],
                 price_rounds: int) -> dict[str, Any]:
     return in_process_arms(load_config(config, overrides), texts, golds, price_rounds)
@@ -150,12 +156,11 @@ def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict],
     common = {"engine_init_s": round(engine.init_seconds, 3), "schema_compile_s": round(compile_s, 3)}
     arms: dict[str, dict[str, Any]] = {}
 
-    _, prefill = _timed(engine, prompts, schema, 1, temperature)
-    gens, seconds = _timed(engine, prompts, schema, max_tokens, temperature)
-    seconds += render_s
-    prefill += render_s
+    _, prefill_gen = _timed(engine, prompts, schema, 1, temperature)
+    gens, gen_seconds = _timed(engine, prompts, schema, max_tokens, temperature)
     outcomes = [classify(g, contract, {"document": t}) for g, t in zip(gens, texts, strict=True)]
-    arms["engine"] = _arm("engine", gens, seconds, prefill, n, [o.record for o in outcomes], golds,
+    arms["engine"] = _arm("engine", gens, gen_seconds + render_s, prefill_gen + render_s, n,
+                          [o.record for o in outcomes], golds,
                           truncated=sum(o.reason == "truncated" for o in outcomes), render_s=round(render_s, 3),
                           **common)
 
@@ -165,27 +170,24 @@ def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict],
     # `price_rounds` times, alternating, and their medians are compared (the engine arm is the first
     # constrained round).
     lengths = [g.output_tokens for g in gens]
-    constrained_s, free_s = [seconds - render_s], []
+    constrained_s, free_s = [gen_seconds], []
     for round_ in range(price_rounds):
         if round_:
             again, again_s = _timed(engine, prompts, schema, max_tokens, temperature)
-            if [g.output_tokens for g in again] != lengths:
-                log.warning("bench.constrained_rerun_differs", tokens=sum(g.output_tokens for g in again),
-                            first=sum(lengths))
+            _warn_if_lengths_differ("bench.constrained_rerun_differs", again, lengths)
             constrained_s.append(again_s)
         engine.reset_prefix_cache()
         started = time.perf_counter()
         equal = engine.generate_exact(prompts, lengths, temperature)
         free_s.append(time.perf_counter() - started)
-        if [g.output_tokens for g in equal] != lengths:
-            log.warning("bench.equal_lengths_missed", tokens=sum(g.output_tokens for g in equal), wanted=sum(lengths))
+        _warn_if_lengths_differ("bench.equal_lengths_missed", equal, lengths)
     _, prefill_free = _timed(engine, prompts, None, 1, temperature)
     steps = max(sum(lengths) - n, 1)
     arms["engine"].update({
         "price_rounds": price_rounds,
         "constrained_s": [round(x, 3) for x in constrained_s],
         "equal_length_unconstrained_s": [round(x, 3) for x in free_s],
-        "price_decode_ms_per_token": round(1000 * (statistics.median(constrained_s) - (prefill - render_s)) / steps, 3),
+        "price_decode_ms_per_token": round(1000 * (statistics.median(constrained_s) - prefill_gen) / steps, 3),
         "equal_length_unconstrained_decode_ms_per_token": round(
             1000 * (statistics.median(free_s) - prefill_free) / steps, 3),
     })
