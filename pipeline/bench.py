@@ -2,8 +2,10 @@
 
 Arms, one after another, on the same model, engine settings and documents:
   engine         vLLM `generate` over every document in one call, under the grammar (the ceiling)
-  unconstrained  the same call without a grammar; and free text forced to the constrained outputs' exact
-                 lengths, which prices the constraint per decode step at equal work
+  unconstrained  the same call without a grammar; and, without speculation, free text forced to the
+                 constrained outputs' exact lengths, which prices the constraint per decode step at equal
+                 work (`constraint_price`; when the job speculates, that engine also gives the arm
+                 `engine_no_speculation`)
   retry          unconstrained, then parse + validate, re-asking failures with the error, twice at most
   pipeline       the real `extract run` (Ray, actors, Parquet in and out, staging, manifest), as a subprocess
 
@@ -35,7 +37,7 @@ from pipeline.synthetic import make_corpus
 from schemas.contract import RecordRejected, SchemaContract
 from workers.bundled_model import resolve_model_path
 from workers.classify import classify, json_candidate
-from workers.engine import Generation, VllmEngine, engine_arguments, has_accelerator
+from workers.engine import Generation, VllmEngine, engine_arguments, has_accelerator, speculates
 from workers.prompt import render_prompt
 
 log = structlog.get_logger(__name__)
@@ -119,33 +121,61 @@ def _warn_if_lengths_differ(event: str, generations: list[Generation], lengths: 
 
 
 def _arms_child(config: str, overrides: dict[str, Any], texts: list[str], golds: list[dict],
-                price_rounds: int) -> dict[str, Any]:
-    return in_process_arms(load_config(config, overrides), texts, golds, price_rounds)
+                price_rounds: int, part: str) -> dict[str, Any]:
+    return in_process_arms(load_config(config, overrides), texts, golds, price_rounds, part)
 
 
-def engine_arms(config: Path, overrides: dict[str, Any], texts: list[str], golds: list[dict],
-                price_rounds: int = 1) -> dict[str, Any]:
-    """The engine, unconstrained and retry arms, in a child process that exits before the pipeline arm.
-
-    Measured: a deleted in-process vLLM engine keeps its memory and a thread that used most of a core,
-    which the pipeline arm's actor then had to share (this skewed earlier pipeline/engine ratios)."""
+def _in_child(*args: Any) -> dict[str, Any]:
     import concurrent.futures
     import multiprocessing
 
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(_arms_child, str(config), overrides, texts, golds, price_rounds).result()
+        return pool.submit(_arms_child, *args).result()
+
+
+def job_speculates(loaded: LoadedConfig) -> bool:
+    cfg = loaded.config
+    return speculates(engine_arguments("m", cfg.model.max_model_len, 1, dict(cfg.model.engine_kwargs),
+                                       has_accelerator()))
+
+
+def engine_arms(config: Path, overrides: dict[str, Any], texts: list[str], golds: list[dict],
+                price_rounds: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The engine, unconstrained and retry arms, and the constraint price, each engine in a child process
+    that exits before the next engine starts.
+
+    Measured: a deleted in-process vLLM engine keeps its memory and a thread that used most of a core,
+    which the pipeline arm's actor then had to share (this skewed earlier pipeline/engine ratios).
+
+    The price of the grammar is a cost per decode step, so it is measured without speculation, where a
+    step is one token. When the job speculates, a second engine without it also gives the arm
+    `engine_no_speculation`: what speculation buys."""
+    args = (str(config), overrides, texts, golds, price_rounds)
+    if not job_speculates(load_config(config, overrides)):
+        arms = _in_child(*args, "all")
+        return arms, arms.pop("_price")
+    arms = _in_child(*args, "main")
+    plain = _in_child(*args, "price")
+    arms["engine_no_speculation"] = plain["engine_no_speculation"]
+    return arms, plain["_price"]
 
 
 def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict],
-                    price_rounds: int = 1) -> dict[str, dict[str, Any]]:
+                    price_rounds: int = 1, part: str = "all") -> dict[str, Any]:
+    """`part`: "all" (every engine arm and the price), "main" (engine, unconstrained, retry) or "price"
+    (the engine arm without speculation, as `engine_no_speculation`, and the price). The price is returned
+    under `_price`."""
     cfg = loaded.config
     contract = loaded.contract
     schema = contract.json_schema
     schema_json = json.dumps(schema, ensure_ascii=False)
     for key, value in actor_env(cfg.workers.gpus_per_actor).items():  # the same engine set-up as an actor's
         os.environ.setdefault(key, value)
+    kwargs = dict(cfg.model.engine_kwargs)
+    if part == "price":
+        kwargs["speculative_config"] = None
     engine = VllmEngine(**engine_arguments(resolve_model_path(loaded.model_path), cfg.model.max_model_len, 1,
-                                           dict(cfg.model.engine_kwargs), has_accelerator()))
+                                           kwargs, has_accelerator()))
     compile_s = engine.warm(schema)
     max_tokens, temperature, n = cfg.model.max_tokens, cfg.model.temperature, len(texts)
     # `LLM.chat` over every document: chat templating and tokenizing are part of the call, so they are timed
@@ -154,24 +184,37 @@ def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict],
     prompts = [engine.prompt_token_ids(render_prompt(cfg.prompt, t, schema_json)) for t in texts]
     render_s = time.perf_counter() - started
     common = {"engine_init_s": round(engine.init_seconds, 3), "schema_compile_s": round(compile_s, 3)}
-    arms: dict[str, dict[str, Any]] = {}
+    arms: dict[str, Any] = {}
 
     _, prefill_gen = _timed(engine, prompts, schema, 1, temperature)
     gens, gen_seconds = _timed(engine, prompts, schema, max_tokens, temperature)
     outcomes = [classify(g, contract, {"document": t}) for g, t in zip(gens, texts, strict=True)]
-    arms["engine"] = _arm("engine", gens, gen_seconds + render_s, prefill_gen + render_s, n,
-                          [o.record for o in outcomes], golds,
-                          truncated=sum(o.reason == "truncated" for o in outcomes), render_s=round(render_s, 3),
-                          **common)
+    name = "engine_no_speculation" if part == "price" else "engine"
+    arms[name] = _arm(name, gens, gen_seconds + render_s, prefill_gen + render_s, n,
+                      [o.record for o in outcomes], golds,
+                      truncated=sum(o.reason == "truncated" for o in outcomes), render_s=round(render_s, 3),
+                      **common)
+    if part in ("all", "price"):
+        arms["_price"] = _constraint_price(engine, prompts, schema, gens, gen_seconds, prefill_gen,
+                                           price_rounds, max_tokens, temperature)
+    if part in ("all", "main"):
+        arms.update(_free_arms(engine, loaded, prompts, texts, golds, common))
+    del engine
+    gc.collect()
+    return arms
 
-    # The price of the constraint, per decode step at equal work: free text forced to exactly the length
-    # each constrained output had, so both runs have the same sequences alive at every step. On 2 cores one
-    # run of either side varies by about 5%, which can swing a one-run price by 10%: so each side runs
-    # `price_rounds` times, alternating, and their medians are compared (the engine arm is the first
-    # constrained round).
+
+def _constraint_price(engine: VllmEngine, prompts: list[list[int]], schema: dict, gens: list[Generation],
+                      gen_seconds: float, prefill_gen: float, rounds: int, max_tokens: int,
+                      temperature: float) -> dict[str, Any]:
+    """The price of the constraint, per decode step at equal work: free text forced to exactly the length
+    each constrained output had, so both runs have the same sequences alive at every step. On 2 cores one
+    run of either side varies by about 5%, which can swing a one-run price by 10%: so each side runs
+    `rounds` times, alternating, and their medians are compared (`gens` is the first constrained round)."""
+    n = len(prompts)
     lengths = [g.output_tokens for g in gens]
     constrained_s, free_s = [gen_seconds], []
-    for round_ in range(price_rounds):
+    for round_ in range(rounds):
         if round_:
             again, again_s = _timed(engine, prompts, schema, max_tokens, temperature)
             _warn_if_lengths_differ("bench.constrained_rerun_differs", again, lengths)
@@ -183,15 +226,23 @@ def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict],
         _warn_if_lengths_differ("bench.equal_lengths_missed", equal, lengths)
     _, prefill_free = _timed(engine, prompts, None, 1, temperature)
     steps = max(sum(lengths) - n, 1)
-    arms["engine"].update({
-        "price_rounds": price_rounds,
+    return {
+        "rounds": rounds,
         "constrained_s": [round(x, 3) for x in constrained_s],
         "equal_length_unconstrained_s": [round(x, 3) for x in free_s],
-        "price_decode_ms_per_token": round(1000 * (statistics.median(constrained_s) - prefill_gen) / steps, 3),
+        "constrained_decode_ms_per_token": round(1000 * (statistics.median(constrained_s) - prefill_gen) / steps, 3),
         "equal_length_unconstrained_decode_ms_per_token": round(
             1000 * (statistics.median(free_s) - prefill_free) / steps, 3),
-    })
+    }
 
+
+def _free_arms(engine: VllmEngine, loaded: LoadedConfig, prompts: list[list[int]], texts: list[str],
+               golds: list[dict], common: dict[str, Any]) -> dict[str, Any]:
+    """The unconstrained arm and the retry baseline."""
+    cfg, contract = loaded.config, loaded.contract
+    schema_json = json.dumps(contract.json_schema, ensure_ascii=False)
+    max_tokens, temperature, n = cfg.model.max_tokens, cfg.model.temperature, len(texts)
+    arms: dict[str, Any] = {}
     _, prefill = _timed(engine, prompts, None, 1, temperature)
     gens, seconds = _timed(engine, prompts, None, max_tokens, temperature)
     records = [parse_free_text(g.text, contract, t)[0] for g, t in zip(gens, texts, strict=True)]
@@ -226,8 +277,6 @@ def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict],
     arms["retry"] = _arm("retry", all_gens, seconds, 0.0, n, results, golds, retries=retries,
                          attempts=n + retries, **common)
     arms["retry"]["decode_ms_per_token"] = None  # mixed prompts and attempts: no clean decode-only figure
-    del engine
-    gc.collect()
     return arms
 
 
@@ -329,7 +378,7 @@ def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], ext
 
 # -- report ---------------------------------------------------------------------------------------------
 
-def ratios(arms: dict[str, dict[str, Any]]) -> dict[str, float | None]:
+def ratios(arms: dict[str, dict[str, Any]], price: dict[str, Any]) -> dict[str, float | None]:
     def div(a: float | None, b: float | None) -> float | None:
         return round(a / b, 3) if a and b else None
 
@@ -338,14 +387,16 @@ def ratios(arms: dict[str, dict[str, Any]]) -> dict[str, float | None]:
         # decode only, at equal output lengths, medians of alternating rounds (see in_process_arms); the
         # free-running arm's figure is skewed by its longer outputs keeping more sequences alive per step
         "constrained_over_unconstrained_per_token": div(
-            arms["engine"]["price_decode_ms_per_token"],
-            arms["engine"]["equal_length_unconstrained_decode_ms_per_token"]),
+            price["constrained_decode_ms_per_token"], price["equal_length_unconstrained_decode_ms_per_token"]),
         "pipeline_over_retry": div(arms["pipeline"]["docs_per_s"], arms["retry"]["docs_per_s"]),
         # The same comparison per output token. Greedy decoding on CPU is not batch-invariant: the pipeline's
         # batches can write a few percent more or fewer tokens than the engine's one call, which moves docs/s
         # but not this.
         "pipeline_over_engine_tokens": div(arms["pipeline"]["output_tokens_per_s"],
                                            arms["engine"]["output_tokens_per_s"]),
+        # What the job's speculative decoding buys the bare engine (None when the job does not speculate).
+        "engine_speculation_speedup": div(arms["engine"]["docs_per_s"],
+                                          arms.get("engine_no_speculation", {}).get("docs_per_s")),
     }
 
 
@@ -373,15 +424,16 @@ def render_markdown(report: dict[str, Any]) -> str:
                   f"{mem['driver_rss_mb']} MB, ratio {mem['ratio']} (goal <= 1.2)."]
     lines += ["", "| ratio | value | goal |", "|---|---|---|"]
     goals = {"pipeline_over_engine": ">= 0.95", "constrained_over_unconstrained_per_token": "<= 1.05",
-             "pipeline_over_retry": ">= 1.5", "pipeline_over_engine_tokens": ">= 0.95 (output tokens/s)"}
+             "pipeline_over_retry": ">= 1.5", "pipeline_over_engine_tokens": ">= 0.95 (output tokens/s)",
+             "engine_speculation_speedup": "(no goal: engine docs/s with the job's speculation over without)"}
     for key, value in report["ratios"].items():
         lines.append(f"| {key} | {value} | {goals[key]} |")
-    engine = report["arms"]["engine"]
-    lines += ["", f"Constraint price (decode only, median of {engine['price_rounds']} alternating round(s) each): "
-              f"{engine['price_decode_ms_per_token']} ms/token under the grammar vs "
-              f"{engine['equal_length_unconstrained_decode_ms_per_token']} ms/token for free text forced to the same "
-              f"per-document lengths. Generation seconds per round: {engine['constrained_s']} under the grammar, "
-              f"{engine['equal_length_unconstrained_s']} free."]
+    price = report["constraint_price"]
+    lines += ["", f"Constraint price (decode only, without speculation, median of {price['rounds']} alternating "
+              f"round(s) each): {price['constrained_decode_ms_per_token']} ms/token under the grammar vs "
+              f"{price['equal_length_unconstrained_decode_ms_per_token']} ms/token for free text forced to the same "
+              f"per-document lengths. Generation seconds per round: {price['constrained_s']} under the grammar, "
+              f"{price['equal_length_unconstrained_s']} free."]
     for name, arm in report["arms"].items():
         if name.startswith("pipeline") and arm.get("time_to_first_commit_s") is not None:
             init = arm.get("engine_init_s") or 0.0
@@ -430,8 +482,8 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
     if max_tokens:
         overrides["model.max_tokens"] = max_tokens
     loaded = load_config(config, overrides)
-    arms = engine_arms(config, overrides, texts, golds, price_rounds)
-    (out / "bench.partial.json").write_text(json.dumps(arms, indent=2))  # kept if a later arm fails
+    arms, price = engine_arms(config, overrides, texts, golds, price_rounds)
+    (out / "bench.partial.json").write_text(json.dumps({"arms": arms, "constraint_price": price}, indent=2))
     # The engine arm uses every core and sees every document at once. So does the pipeline's one actor: its
     # documents come in 4 batches, all in flight together in its one engine. (The larger memory run feeds the
     # same batches continuously, 4 at a time.)
@@ -462,7 +514,8 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
         memory_report = {"scale": memory_scale, "driver_rss_mb": small, "driver_rss_mb_scaled": large,
                          "ratio": round(large / small, 3) if small else None}
     report = {"docs": docs, "model": loaded.config.model.path, "max_tokens": loaded.config.model.max_tokens,
-              "engine_kwargs": loaded.config.model.engine_kwargs, "arms": arms, "ratios": ratios(arms),
+              "engine_kwargs": loaded.config.model.engine_kwargs, "arms": arms, "constraint_price": price,
+              "ratios": ratios(arms, price),
               "scaling_2_over_1_actors": scaling_report, "driver_memory": memory_report}
     (out / "bench.json").write_text(json.dumps(report, indent=2))
     (out / "bench.md").write_text(render_markdown(report))

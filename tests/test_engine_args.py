@@ -28,3 +28,13 @@ def test_user_engine_kwargs_override_and_merge():
 def test_cpu_actors_run_the_engine_in_process_and_gpu_actors_do_not():
     assert actor_env(0)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in actor_env(1)
+
+
+def test_cpu_engines_speculate_from_the_prompt_unless_the_job_says_null():
+    from workers.engine import PROMPT_LOOKUP, speculates
+
+    cpu = engine_arguments("m", 2048, 1, {}, accelerator=False)
+    assert cpu["speculative_config"] == PROMPT_LOOKUP and speculates(cpu)
+    assert cpu["speculative_config"] is not PROMPT_LOOKUP  # a copy: a caller's edit cannot leak into the next
+    assert not speculates(engine_arguments("m", 2048, 1, {"speculative_config": None}, accelerator=False))
+    assert not speculates(engine_arguments("m", 2048, 1, {}, accelerator=True))

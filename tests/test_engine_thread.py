@@ -122,7 +122,31 @@ def test_the_engine_masks_logits_with_the_fast_kernel(engine, monkeypatch):
     monkeypatch.setattr(bitmask, "apply_token_bitmask_inplace_cpu", counting)
     out = engine.generate([engine.prompt_token_ids("Name?")], schema_for("mu"), 24, 0.0)[0]
     assert json.loads(out.text)["who"] == "mu"
-    assert len(calls) >= out.output_tokens - 1  # one masking a decode step; the grammar may end the last
+    # Every sampled position is masked: one row a decode step, or several when the step verifies a draft.
+    assert sum(shape[0] for shape in calls) >= out.output_tokens - 1  # the grammar may end the last
+
+
+def test_drafts_from_the_prompt_are_verified_under_the_grammar(engine, monkeypatch):
+    """On CPU the engine speculates from the prompt (`PROMPT_LOOKUP`): a step whose sequence has a
+    draft masks the draft's positions too, so a lone sequence copying a code shows steps of several rows."""
+    from workers import bitmask
+
+    rows = []
+    kernel = bitmask.apply_token_bitmask_inplace_cpu
+
+    def counting(*args, **kwargs):
+        rows.append(args[0].shape[0])
+        return kernel(*args, **kwargs)
+
+    monkeypatch.setattr(bitmask, "apply_token_bitmask_inplace_cpu", counting)
+    code = "QX7-ALPHA-2291-BRAVO-8834-CHARLIE-5510-DELTA-7702-ECHO"
+    schema = {"type": "object", "properties": {"code": {"type": "string", "maxLength": 80}}, "required": ["code"],
+              "additionalProperties": False}
+    prompt = f"The code is {code}. The code is {code}. Copy the code exactly into JSON."
+    out = engine.generate([engine.prompt_token_ids(prompt)], schema, 60, 0.0)[0]
+    assert set(json.loads(out.text)) == {"code"}
+    assert max(rows) > 1, rows  # some step verified a draft
+    assert len(rows) < out.output_tokens, (len(rows), out.output_tokens)  # fewer steps than tokens
 
 
 def test_after_close_a_caller_is_told_rather_than_left_waiting(engine):
