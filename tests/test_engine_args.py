@@ -38,3 +38,18 @@ def test_cpu_engines_speculate_from_the_prompt_unless_the_job_says_null():
     assert cpu["speculative_config"] is not PROMPT_LOOKUP  # a copy: a caller's edit cannot leak into the next
     assert not speculates(engine_arguments("m", 2048, 1, {"speculative_config": None}, accelerator=False))
     assert not speculates(engine_arguments("m", 2048, 1, {}, accelerator=True))
+
+
+def test_the_kernel_scan_guard_gives_llvmlite_an_empty_namespace():
+    """vLLM's CPU start-up reads `vars(value).get("kernel")` on every module global; once numba (vLLM's
+    ngram drafter) has loaded llvmlite, its `ffi.lib` answered that with a C-function wrapper and the
+    second engine of a process failed to start."""
+    import numba
+    from llvmlite.binding import ffi
+
+    from workers.engine import _guard_kernel_scan
+
+    _guard_kernel_scan()
+    _guard_kernel_scan()  # idempotent
+    assert vars(ffi.lib) == {}
+    assert numba.njit(lambda x: x + 1)(1) == 2  # llvmlite still works behind it
