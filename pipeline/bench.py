@@ -384,7 +384,7 @@ def ratios(arms: dict[str, dict[str, Any]], price: dict[str, Any]) -> dict[str, 
 
     return {
         "pipeline_over_engine": div(arms["pipeline"]["docs_per_s"], arms["engine"]["docs_per_s"]),
-        # decode only, at equal output lengths, medians of alternating rounds (see in_process_arms); the
+        # decode only, at equal output lengths, medians of alternating rounds (see _constraint_price); the
         # free-running arm's figure is skewed by its longer outputs keeping more sequences alive per step
         "constrained_over_unconstrained_per_token": div(
             price["constrained_decode_ms_per_token"], price["equal_length_unconstrained_decode_ms_per_token"]),
