@@ -53,3 +53,23 @@ def test_the_kernel_scan_guard_gives_llvmlite_an_empty_namespace():
     _guard_kernel_scan()  # idempotent
     assert vars(ffi.lib) == {}
     assert numba.njit(lambda x: x + 1)(1) == 2  # llvmlite still works behind it
+
+
+def test_the_prompt_lookup_drafter_kernel_is_cached_on_disk_only_when_the_engine_drafts(monkeypatch):
+    from numba.core.caching import NullCache
+    from vllm.v1.spec_decode import ngram_proposer
+
+    from workers.engine import _cache_drafter_kernel
+
+    kernel = ngram_proposer.batch_propose_numba
+    enable = kernel.enable_caching
+    calls = []
+    monkeypatch.setattr(kernel, "enable_caching", lambda: calls.append("enabled"))
+    _cache_drafter_kernel(engine_arguments("m", 2048, 1, {"speculative_config": None}, accelerator=False))
+    assert calls == []  # no speculation: vLLM's kernel is left as it ships
+    _cache_drafter_kernel(engine_arguments("m", 2048, 1, {}, accelerator=False))
+    assert calls == ["enabled"]
+    monkeypatch.undo()
+    assert kernel.enable_caching == enable
+    _cache_drafter_kernel(engine_arguments("m", 2048, 1, {}, accelerator=False))
+    assert not isinstance(kernel._cache, NullCache)  # numba keeps the compiled kernel on disk
