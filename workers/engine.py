@@ -67,10 +67,10 @@ def grammar_spec(json_schema: dict[str, Any]) -> str:
 # of the document, and a small model's runaway repeats copy themselves: both are drafts the prompt and the
 # output already hold. Each draft token must pass the grammar before the model verifies it, and the model
 # keeps only the tokens it would have chosen itself, so the output is the model's (at temperature 0, its
-# greedy choice; CPU numerics aside). Measured on the bench's 100 invoices, 2 cores: 25-27 s per constrained
-# generation against 33 s without. Not a GPU default, as it is unmeasured there: verifying drafts the model
-# rejects spends compute a large batch may not have spare. `engine_kwargs: {speculative_config: null}` turns
-# it off.
+# greedy choice; CPU numerics aside). Measured on 100 synthetic invoices, 2 cores: 25-27 s per constrained
+# generation against 32-34 s without (README, "Speculation from the document"). Not a GPU default, as it is
+# unmeasured there: verifying drafts the model rejects spends compute a large batch may not have spare.
+# `engine_kwargs: {speculative_config: null}` turns it off.
 PROMPT_LOOKUP: dict[str, Any] = {"method": "ngram", "num_speculative_tokens": 8, "prompt_lookup_min": 3,
                                  "prompt_lookup_max": 5}
 
