@@ -79,6 +79,10 @@ def speculates(llm_args: dict[str, Any]) -> bool:
     return bool(llm_args.get("speculative_config"))
 
 
+def speculation_method(llm_args: dict[str, Any]) -> str | None:
+    return (llm_args.get("speculative_config") or {}).get("method")
+
+
 def has_accelerator() -> bool:
     try:
         import torch
@@ -148,7 +152,7 @@ def _cache_drafter_kernel(llm_args: dict[str, Any]) -> None:
     every new process: 1.2 s here, paid by each actor, bench arm and test engine, inside the schema warm-up.
     With numba's own on-disk cache the next process loads it in 0.1 s. A vLLM without that kernel keeps
     its own behaviour."""
-    if (llm_args.get("speculative_config") or {}).get("method") != "ngram":
+    if speculation_method(llm_args) != "ngram":
         return
     try:
         from vllm.v1.spec_decode import ngram_proposer
@@ -176,7 +180,7 @@ class VllmEngine:
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
         log.info("engine.ready", model=llm_args.get("model"), seconds=round(self.init_seconds, 2),
-                 mask_kernel=self.mask_kernel, speculation=(llm_args.get("speculative_config") or {}).get("method"))
+                 mask_kernel=self.mask_kernel, speculation=speculation_method(llm_args))
 
     def prompt_token_ids(self, text: str) -> list[int]:
         """The chat-formatted prompt for one user message, as token ids."""
