@@ -140,7 +140,7 @@ def job_speculates(loaded: LoadedConfig) -> bool:
 
 
 def engine_arms(config: Path, overrides: dict[str, Any], texts: list[str], golds: list[dict],
-                price_rounds: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+                price_rounds: int, speculate: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """The engine, unconstrained and retry arms, and the constraint price, each engine in a child process
     that exits before the next engine starts.
 
@@ -148,10 +148,10 @@ def engine_arms(config: Path, overrides: dict[str, Any], texts: list[str], golds
     which the pipeline arm's actor then had to share (this skewed earlier pipeline/engine ratios).
 
     The price of the grammar is a cost per decode step, so it is measured without speculation, where a
-    step is one token. When the job speculates, a second engine without it also gives the arm
+    step is one token. When the job speculates (`speculate`), a second engine without it also gives the arm
     `engine_no_speculation`: what speculation buys."""
     args = (str(config), overrides, texts, golds, price_rounds)
-    if not job_speculates(load_config(config, overrides)):
+    if not speculate:
         arms = _in_child(*args, "all")
         return arms, arms.pop("_price")
     arms = _in_child(*args, "main")
@@ -482,7 +482,7 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
     if max_tokens:
         overrides["model.max_tokens"] = max_tokens
     loaded = load_config(config, overrides)
-    arms, price = engine_arms(config, overrides, texts, golds, price_rounds)
+    arms, price = engine_arms(config, overrides, texts, golds, price_rounds, job_speculates(loaded))
     (out / "bench.partial.json").write_text(json.dumps({"arms": arms, "constraint_price": price}, indent=2))
     # The engine arm uses every core and sees every document at once. So does the pipeline's one actor: its
     # documents come in 4 batches, all in flight together in its one engine. (The larger memory run feeds the
