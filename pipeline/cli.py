@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 
-from pipeline import logs
+from pipeline import exit_codes, logs
 from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.manifest import AccountingError
 from pipeline.partition import DateError, day_range, is_templated, parse_day
@@ -254,10 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 4
+        return exit_codes.STORAGE
     except AccountingError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 3
+        return exit_codes.ACCOUNTING
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

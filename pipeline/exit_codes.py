@@ -1,0 +1,15 @@
+"""The exit codes of `extract`, one place for all of them (the README lists them too).
+
+A scheduler or `ray job submit` reads these: anything but 0 is a failure, and the number says which."""
+
+from __future__ import annotations
+
+OK = 0
+FAILED = 1  # the run ended, and some partition failed (see the run manifest and the summary)
+USAGE = 2  # bad config, bad arguments, bad input found before Ray started
+ENGINE_START = 3  # an engine could not start (memory, model, engine arguments); nothing was generated
+QUALITY_ALERT = 4  # the run committed, but missed the output's quality bar (dead-letter/truncated rate, min rows)
+OUTPUT_LEASED = 5  # another writer holds the output's lease
+STORAGE = 6  # the input or output store refused or failed
+ACCOUNTING = 7  # outcomes did not add up to the input (a lost or duplicated document): nothing was committed
+INTERRUPTED = 130
