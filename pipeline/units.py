@@ -4,11 +4,16 @@ A partition's input is cut into units of at most `checkpoint_rows` rows, from Pa
 The driver stages each unit's outcomes as one file as soon as the unit is complete; a rerun after a
 crash skips the units already staged, so the work redone is at most the units in flight, and the
 driver's memory holds unit ids, not document ids.
+
+Every unit id carries its file's version (size and mtime locally, ETag on S3), so staging made from
+another version of a file never matches a unit of this one: a rerun after the input was re-delivered
+redoes those units instead of committing outcomes of documents that are no longer there.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -16,7 +21,7 @@ import pyarrow.parquet as pq
 
 from pipeline.config import ConfigError
 from pipeline.partition import Partition
-from pipeline.storage import Storage, has_glob
+from pipeline.storage import S3Storage, Storage, StorageError, has_glob, split_s3
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,7 @@ class Unit:
     row_group: int
     start: int
     stop: int
+    version: str = ""  # the file's version (`file_version`): another version of the file, another id
 
     @property
     def rows(self) -> int:
@@ -33,7 +39,7 @@ class Unit:
 
     @property
     def id(self) -> str:
-        raw = f"{self.path}|{self.row_group}|{self.start}|{self.stop}"
+        raw = f"{self.path}|{self.version}|{self.row_group}|{self.start}|{self.stop}"
         return hashlib.sha256(raw.encode()).hexdigest()[:20]
 
 
@@ -45,10 +51,31 @@ class PartitionInput:
     schema: pa.Schema
     total_rows: int
     units: list[Unit] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)  # file → `file_version`
 
     @property
     def rows_to_read(self) -> int:
         return sum(u.rows for u in self.units)
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 hex of every input file's path and version, in file order: equal iff the partition reads
+        the same files at the same versions (an empty file list or empty files included)."""
+        raw = "\n".join(f"{f}|{self.versions.get(f, '')}" for f in self.files)
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def file_version(storage: Storage, uri: str) -> str:
+    """One file's version, from metadata: its ETag and size on S3, its size and mtime (ns) locally."""
+    if isinstance(storage, S3Storage):
+        bucket, key = split_s3(uri)
+        head = storage._call("head", uri, storage.client.head_object, Bucket=bucket, Key=key)
+        return f"etag={head.get('ETag', '').strip(chr(34))};size={head.get('ContentLength', '')}"
+    try:
+        st = os.stat(uri)
+    except OSError as exc:
+        raise StorageError(f"input {uri}: {exc.strerror}") from None
+    return f"size={st.st_size};mtime_ns={st.st_mtime_ns}"
 
 
 def resolve_files(storage: Storage, uri: str) -> list[str]:
@@ -81,7 +108,9 @@ def plan_partition(
     total = 0
     units: list[Unit] = []
     remaining = limit if limit else None
+    versions: dict[str, str] = {}
     for uri in files:
+        versions[uri] = version = file_version(storage, uri)
         try:
             meta = pq.ParquetFile(storage.arrow_path(uri), filesystem=fs)
         except (pa.ArrowInvalid, OSError) as exc:
@@ -112,6 +141,6 @@ def plan_partition(
                 if remaining is not None:
                     stop = min(stop, start + remaining)
                     remaining -= stop - start
-                units.append(Unit(partition.key, uri, rg, start, stop))
+                units.append(Unit(partition.key, uri, rg, start, stop, version))
     assert schema is not None
-    return PartitionInput(partition, id_column, files, schema, total, units)
+    return PartitionInput(partition, id_column, files, schema, total, units, versions)

@@ -79,3 +79,27 @@ def test_bench_scoring_matches_gold_field_by_field():
     assert all(field_scores(perfect, gold))
     assert field_scores(None, gold) == [False] * 8
     assert sum(field_scores({**perfect, "total": gold["total"] + 1}, gold)) == 7
+
+
+def test_unit_ids_and_fingerprint_follow_the_file_version(two_files):
+    """Another version of an input file (re-delivered with other documents) gets other unit ids, so
+    staging made from the old version never matches; the same file unchanged keeps them."""
+    first = plan_partition(LocalStorage(), partition_for(str(two_files), None), "doc_id", "text", None, 3)
+    again = plan_partition(LocalStorage(), partition_for(str(two_files), None), "doc_id", "text", None, 3)
+    assert [u.id for u in again.units] == [u.id for u in first.units]
+    assert again.fingerprint == first.fingerprint and len(first.fingerprint) == 64
+    pq.write_table(pa.table({"doc_id": ["x0", "x1", "x2"], "text": ["u", "v", "w"]}), two_files / "b.parquet")
+    changed = plan_partition(LocalStorage(), partition_for(str(two_files), None), "doc_id", "text", None, 3)
+    assert changed.fingerprint != first.fingerprint
+    assert [u.id for u in changed.units][:5] == [u.id for u in first.units][:5]  # a.parquet did not change
+    assert changed.units[5].id != first.units[5].id
+
+
+def test_an_empty_file_has_a_fingerprint(tmp_path):
+    pq.write_table(pa.table({"doc_id": pa.array([], pa.string()), "text": pa.array([], pa.string())}),
+                   tmp_path / "e.parquet")
+    plan = plan_partition(LocalStorage(), partition_for(str(tmp_path / "e.parquet"), None), "doc_id", "text", None, 3)
+    assert plan.units == [] and plan.fingerprint
+    pq.write_table(pa.table({"doc_id": ["a"], "text": ["b"]}), tmp_path / "e.parquet")
+    assert plan_partition(LocalStorage(), partition_for(str(tmp_path / "e.parquet"), None), "doc_id", "text", None,
+                          3).fingerprint != plan.fingerprint
