@@ -175,7 +175,7 @@ def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict],
     if part == "price":
         kwargs["speculative_config"] = None
     engine = VllmEngine(**engine_arguments(resolve_model_path(loaded.model_path), cfg.model.max_model_len, 1,
-                                           kwargs, has_accelerator()))
+                                           kwargs, has_accelerator(), sequences=len(texts)))
     compile_s = engine.warm(schema)
     max_tokens, temperature, n = cfg.model.max_tokens, cfg.model.temperature, len(texts)
     # `LLM.chat` over every document: chat templating and tokenizing are part of the call, so they are timed

@@ -261,6 +261,31 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        reason = engine_failure(exc)
+        if reason is None:
+            raise
+        print(f"error: {reason}", file=sys.stderr)
+        return exit_codes.ENGINE
+
+
+def engine_failure(exc: BaseException) -> str | None:
+    """One line for a run that failed because its engines did: one could not start, or actors kept dying past
+    `workers.max_restarts`. None for any other failure (a bug: its traceback is worth seeing)."""
+    from workers.engine import start_failure_in
+
+    reason = start_failure_in(exc)
+    if reason is not None:
+        return f"the engine could not start: {reason}"
+    chain, error = [], exc
+    while error is not None and len(chain) < 10:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    if any(type(e).__name__ in ("ActorDiedError", "RayActorError", "ActorUnavailableError") for e in chain):
+        return ("an extraction actor died and Ray's restarts (workers.max_restarts) are used up, so the run "
+                "stopped; staged units are kept and a rerun resumes from them (the actor's log says why its "
+                "engine died: actor.engine_dead)")
+    return None
 
 
 if __name__ == "__main__":

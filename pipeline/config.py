@@ -57,6 +57,10 @@ class WorkersConfig(_Strict):
     # Batches each actor works on at once. Their requests share one running engine (continuous batching),
     # so a new batch joins sequences still decoding instead of waiting for the engine to drain.
     batches_in_flight: int = Field(default=4, gt=0)
+    # How often Ray restarts an actor whose engine died (its batches are redone on the fresh engine); past
+    # that the run fails, keeping what it staged. Bounded, so a batch that kills its engine every time
+    # cannot retry forever.
+    max_restarts: int = Field(default=3, ge=0)
 
     @field_validator("gpus_per_actor")
     @classmethod
@@ -208,13 +212,16 @@ class LoadedConfig:
         return S3Settings.resolve(self.config.storage.endpoint_url, self.config.storage.region)
 
     @property
-    def output_hash(self) -> str:
-        """Everything that decides what a document's outcome is; staged work is reused only under the same hash."""
+    def decisive(self) -> dict[str, Any]:
+        """Everything that decides what a document's outcome is (the output hash's inputs)."""
         cfg = self.config
-        decisive = {"schema": self.contract.hash, "model": cfg.model.model_dump(), "prompt": cfg.prompt,
-                    "id": cfg.input.id_column, "text": cfg.input.text_column,
-                    "policy": cfg.schema_policy.model_dump()}
-        return hashlib.sha256(json.dumps(decisive, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return {"schema": self.contract.hash, "model": cfg.model.model_dump(), "prompt": cfg.prompt,
+                "id": cfg.input.id_column, "text": cfg.input.text_column, "policy": cfg.schema_policy.model_dump()}
+
+    @property
+    def output_hash(self) -> str:
+        """Staged and committed work is reused only under the same hash."""
+        return hashlib.sha256(json.dumps(self.decisive, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     @property
     def model_path(self) -> str:

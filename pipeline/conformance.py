@@ -313,13 +313,14 @@ def fit_prompt(engine: Any, schema: Any, max_tokens: int, max_model_len: int) ->
     return (ids, True) if len(ids) + max_tokens <= max_model_len else (None, True)
 
 
+TEST_KV_CACHE_BYTES = 256 << 20  # a fixed KV budget: one conformance prompt at a time, whatever the machine
+
+
 def make_engine(backend: str, model_path: str, max_model_len: int) -> Any:
     """A vLLM engine (no Ray) holding one structured-output backend.
 
-    Its engine core runs in vLLM's own child process (V1 multiprocessing), not in this one: on CPU, vLLM
-    sizes the KV cache as `gpu_memory_utilization` x RAM minus the RSS of the process that holds the
-    model, and a deleted in-process engine does not give its memory back, so a second in-process
-    engine would find no room. A core process exits on `close_engine` and returns all of it.
+    Its engine core runs in vLLM's own child process (V1 multiprocessing), not in this one: a deleted
+    in-process engine does not give its memory back, so a second in-process engine would find less room. A core process exits on `close_engine` and returns all of it.
     """
     from workers.engine import VllmEngine, engine_arguments, has_accelerator
 
@@ -327,7 +328,7 @@ def make_engine(backend: str, model_path: str, max_model_len: int) -> Any:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout carries the report
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    kwargs = {"gpu_memory_utilization": 0.08, "enforce_eager": True,
+    kwargs = {"kv_cache_memory_bytes": TEST_KV_CACHE_BYTES, "enforce_eager": True,
               "structured_outputs_config": {"backend": backend}}
     return VllmEngine(**engine_arguments(model_path, max_model_len, 1, kwargs, has_accelerator()))
 

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import ray
 import ray.data
 
+from pipeline import logs
 from pipeline.config import LoadedConfig
 from pipeline.reader import read_tasks, read_units
 from pipeline.routing import SchemaRoutes
@@ -24,7 +25,7 @@ from workers.spec import ExtractionSpec
 READ_TASK_CPUS = 0.0
 FORWARDED_ENV = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE",
                  "VLLM_ENABLE_V1_MULTIPROCESSING", "HF_HUB_OFFLINE", "EXTRACT_CACHE_DIR", "EXTRACT_LOG_FORMAT",
-                 "EXTRACT_LOG_LEVEL", "EXTRACT_MASK_KERNEL")
+                 "EXTRACT_LOG_LEVEL", "EXTRACT_MASK_KERNEL", "EXTRACT_VERBOSE")
 
 
 def actor_env(gpus_per_actor: float) -> dict[str, str]:
@@ -33,7 +34,8 @@ def actor_env(gpus_per_actor: float) -> dict[str, str]:
     for key in FORWARDED_ENV:
         if key in os.environ:
             env[key] = os.environ[key]
-    env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    for key, value in logs.actor_quiet_env().items():  # vLLM at ERROR, no torch/Python warnings, unless verbose
+        env.setdefault(key, value)
     env.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout is for the run's summary
     if gpus_per_actor == 0:
         env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -55,6 +57,7 @@ def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = 
         temperature=cfg.model.temperature,
         max_model_len=cfg.model.max_model_len,
         tensor_parallel_size=cfg.workers.tensor_parallel_size,
+        sequences_in_flight=cfg.workers.batch_size * cfg.workers.batches_in_flight,
         engine_kwargs=dict(cfg.model.engine_kwargs),
         constrained=cfg.model.constrained,
         backend=routes.default,
@@ -120,6 +123,10 @@ def build_dataset(
                 enable_true_multi_threading=True),
             num_cpus=resources["num_cpus"],
             num_gpus=resources["num_gpus"],
+            # An actor whose engine died exits (workers/actor.py); Ray restarts it this many times and retries
+            # the batches it held. Ray Data's default is to restart forever.
+            max_restarts=cfg.workers.max_restarts,
+            max_task_retries=-1 if cfg.workers.max_restarts else 0,
             runtime_env={"env_vars": actor_env(cfg.workers.gpus_per_actor)},
         )
 

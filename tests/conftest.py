@@ -11,6 +11,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "jobs" / "sample" / "invoices.parquet"
+TEST_KV_CACHE_BYTES = 256 << 20
 
 
 def write_config(folder: Path, **overrides) -> Path:
@@ -27,8 +28,10 @@ def write_config(folder: Path, **overrides) -> Path:
             node.pop(leaf, None)
         else:
             node[leaf] = value
-    # A small KV cache (on CPU, a share of RAM): engines start faster and several fit side by side.
-    config.setdefault("model", {}).setdefault("engine_kwargs", {}).setdefault("gpu_memory_utilization", 0.08)
+    # A small fixed KV cache, never a share of the machine: engines start the same way on any machine and
+    # several fit side by side.
+    config.setdefault("model", {}).setdefault("engine_kwargs", {}).setdefault("kv_cache_memory_bytes",
+                                                                              TEST_KV_CACHE_BYTES)
     path = folder / "extract.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path

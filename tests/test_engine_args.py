@@ -5,16 +5,17 @@ from workers.engine import engine_arguments
 
 
 def test_defaults_constrain_whitespace_and_cache_prefixes():
-    args = engine_arguments("m", 2048, 1, {}, accelerator=False)
+    args = engine_arguments("m", 2048, 1, {}, accelerator=False, free_memory=8 << 30)
     assert args["structured_outputs_config"] == {"backend": "xgrammar", "disable_any_whitespace": True}
     assert args["enable_prefix_caching"] is True
     assert args["max_model_len"] == 2048
-    assert args["gpu_memory_utilization"] <= 0.3  # on CPU this is a share of RAM
+    # On CPU an explicit KV budget, never a share of the machine (vLLM's share is of NUMA node 0's total)
+    assert "gpu_memory_utilization" not in args and args["kv_cache_memory_bytes"] > 0
 
 
 def test_gpu_arguments_keep_vllm_memory_default_and_set_tensor_parallelism():
     args = engine_arguments("m", 2048, 4, {}, accelerator=True)
-    assert "gpu_memory_utilization" not in args
+    assert "gpu_memory_utilization" not in args and "kv_cache_memory_bytes" not in args
     assert args["tensor_parallel_size"] == 4
 
 

@@ -26,7 +26,7 @@ def engine(monkeypatch_module):
     monkeypatch_module.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     monkeypatch_module.setenv("TOKENIZERS_PARALLELISM", "false")
     shared = EngineThread(**engine_arguments(resolve_model_path("bundled"), 1024, 1,
-                                             {"enforce_eager": True, "gpu_memory_utilization": 0.08}, False))
+                                             {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20}, False))
     yield shared
     shared.close()
 

@@ -276,7 +276,7 @@ def test_per_row_schema_rows_hold_json_records(tmp_path):
 @pytest.fixture(scope="module")
 def sample_eval(tmp_path_factory, cli_env_module):
     folder = tmp_path_factory.mktemp("eval")
-    cfg = write_config(folder, **{"model.engine_kwargs": {"enforce_eager": True, "gpu_memory_utilization": 0.08},
+    cfg = write_config(folder, **{"model.engine_kwargs": {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20},
                                   "workers.batch_size": 6})
     gold = SAMPLE_GOLD  # jobs/sample/make_invoices.py writes it in the Invoice contract's shape
     result = run_cli(["eval", str(cfg), "--gold", str(gold), "--limit", "6", "--unordered", "items"], cli_env_module)

@@ -36,7 +36,7 @@ def test_one_actor_per_node_and_every_id_once(two_nodes, tmp_path):
         prompt="Extract the support ticket from this message.\n{document}",
         **{"input.uri": "docs.parquet", "output.uri": str(output), "output.checkpoint_rows": 4,
            "model.max_tokens": 160, "model.max_model_len": 1024,
-           "model.engine_kwargs": {"enforce_eager": True, "gpu_memory_utilization": 0.15},
+           "model.engine_kwargs": {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20},
            "workers.actors": 2, "workers.cpus_per_actor": 0.75, "workers.batch_size": 4},
     )
     env = dict(os.environ, RAY_ADDRESS=two_nodes["address"], RAY_AUTH_MODE="token")

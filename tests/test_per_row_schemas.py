@@ -58,7 +58,7 @@ def per_row_job(tmp_path_factory):
         prompt="Extract a JSON record following this JSON Schema: {schema}\nText: {document}",
         **{"input.uri": "docs.parquet", "input.schema_column": "schema", "input.schema_table": "schemas.json",
            "model.max_tokens": 64, "model.max_model_len": 1024,
-           "model.engine_kwargs": {"enforce_eager": True, "gpu_memory_utilization": 0.08},
+           "model.engine_kwargs": {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20},
            "workers.batch_size": 4, "workers.cpus_per_actor": 1},  # two pools, one CPU each
     )
     return config
@@ -96,7 +96,7 @@ def test_a_schema_no_backend_compiles_fails_before_start_or_dead_letters_by_poli
     # With XGrammar as the only backend allowed, the order schema (multipleOf) compiles nowhere.
     common = {"input.uri": "docs.parquet", "model.max_tokens": 16, "model.max_model_len": 512,
               "schema_policy.backends": ["xgrammar"],
-              "model.engine_kwargs": {"enforce_eager": True, "gpu_memory_utilization": 0.08}}
+              "model.engine_kwargs": {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20}}
     config = write_config(tmp_path, name="order", schema=DELETE, schema_file="order.json", **common)
     with pytest.raises(ConfigError, match="compiles on no backend"):
         run_job(load_config(config))

@@ -31,7 +31,7 @@ from pipeline.storage import storage_for
 from pipeline.units import plan_partition
 from tests.conftest import SAMPLE, run_cli, s3_client, write_config, write_docs
 
-ENGINE = {"enforce_eager": True, "gpu_memory_utilization": 0.08}
+ENGINE = {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20}
 # Sample invoices, some of which the bundled model gets right with a full budget (3 of these 11 in the
 # runs of this test so far), so a retry has something to recover and something that stays dead; plus
 # a blank one, dead-lettered as empty_input and never retried.

@@ -6,6 +6,7 @@ each batch to a `BatchExtractor`, which returns one outcome line per input line,
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -17,7 +18,14 @@ import structlog
 
 from pipeline import logs
 from workers.bundled_model import resolve_model_path
-from workers.engine import EngineThread, engine_arguments, has_accelerator
+from workers.engine import (
+    EngineStartError,
+    EngineThread,
+    engine_arguments,
+    explain_start_failure,
+    has_accelerator,
+    is_fatal,
+)
 from workers.extractor import BatchExtractor
 from workers.spec import ExtractionSpec
 
@@ -46,6 +54,31 @@ def _cpu_settings() -> dict[str, Any]:
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
 
 
+def _start_engine(spec: ExtractionSpec, accelerator: bool) -> EngineThread:
+    """The actor's engine, or `EngineStartError` with one line the driver shows as it is."""
+    try:
+        return EngineThread(**engine_arguments(
+            resolve_model_path(spec.model_path), spec.max_model_len, spec.tensor_parallel_size, spec.engine_kwargs,
+            accelerator, spec.backend, sequences=spec.sequences_in_flight))
+    except EngineStartError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the budget, the model's files: one line, whatever the cause
+        raise EngineStartError(explain_start_failure(exc)) from exc
+
+
+def _exit_for_restart(actor: str, exc: BaseException) -> None:
+    """The engine is gone: end this process, so that Ray restarts the actor (up to `workers.max_restarts`) and
+    redoes every batch it held on a fresh engine. Raising instead would fail the dataset, and dead-lettering
+    would turn the rest of the corpus into `engine_error`s."""
+    log.error("actor.engine_dead", actor=actor, error=f"{type(exc).__name__}: {exc}",
+              action="exiting so that Ray restarts the actor and redoes its batches")
+    logging.shutdown()
+    os._exit(EXIT_ENGINE_DEAD)
+
+
+EXIT_ENGINE_DEAD = 75
+
+
 class ExtractionActor:
     def __init__(self, spec: ExtractionSpec, stats: Any = None) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -54,16 +87,7 @@ class ExtractionActor:
         self.stats = stats
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         contract = spec.contract
-        engine = EngineThread(
-            **engine_arguments(
-                resolve_model_path(spec.model_path),
-                spec.max_model_len,
-                spec.tensor_parallel_size,
-                spec.engine_kwargs,
-                accelerator,
-                spec.backend,
-            )
-        )
+        engine = _start_engine(spec, accelerator)
         self.extractor = BatchExtractor(engine, spec, min(spec.max_model_len, engine.max_model_len))
         # Pre-warm every schema known up front: the job's, or each one listed in input.schema_table.
         # Schemas carried inline by rows are compiled as they first appear (BatchExtractor.warm).
@@ -90,7 +114,12 @@ class ExtractionActor:
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them."""
-        table = self.extractor(batch)
+        try:
+            table = self.extractor(batch)
+        except BaseException as exc:
+            if is_fatal(exc):
+                _exit_for_restart(self.name, exc)
+            raise
         span = self.extractor.last_generation
         log.debug("actor.batch", actor=self.name, documents=batch.num_rows,
                   generation_s=round(span[1] - span[0], 3) if span else None,

@@ -19,6 +19,8 @@ from typing import Any
 
 import structlog
 
+from workers.memory import cpu_kv_arguments
+
 log = structlog.get_logger(__name__)
 
 
@@ -34,6 +36,66 @@ class Generation:
 REFUSED = "refused"
 ERROR_MESSAGE = ("the engine ended this request with an error (vLLM finish_reason 'error'; under a grammar, "
                  "the grammar failed to compile)")
+
+
+class EngineStartError(RuntimeError):
+    """The engine could not start. The message is one line: the cause and the key to change."""
+
+
+class EngineFatal(RuntimeError):
+    """The engine itself failed (its core or thread died, out of memory, a device error): no request in it can
+    finish. Callers must not dead-letter their documents for it; the actor exits so that Ray restarts it and
+    redoes its batches on a fresh engine."""
+
+
+_FATAL_NAMES = ("EngineDeadError", "OutOfMemoryError", "AcceleratorError")
+_FATAL_TEXT = ("CUDA error", "out of memory", "CUBLAS_STATUS", "device-side assert")
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """Whether `exc` means the engine is gone, as opposed to one request or one batch being refused."""
+    if isinstance(exc, EngineFatal | MemoryError):
+        return True
+    if any(type(e).__name__ in _FATAL_NAMES for e in (exc, exc.__cause__, exc.__context__) if e is not None):
+        return True
+    return any(text in str(exc) for text in _FATAL_TEXT)
+
+
+def explain_start_failure(exc: BaseException) -> str:
+    """One line for an engine that failed to start: the cause, and the key to change."""
+    from workers.memory import KvBudgetError
+
+    if isinstance(exc, EngineStartError | KvBudgetError):
+        return str(exc)
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if "memory" in text and ("kv cache" in text.lower() or "KV cache" in text):
+        return (f"vLLM could not reserve the KV cache: {first} — set model.engine_kwargs.kv_cache_memory_bytes "
+                "lower, or lower model.max_model_len")
+    if isinstance(exc, TypeError) and "unexpected keyword argument" in text:
+        return f"model.engine_kwargs: vLLM does not accept it: {first}"
+    if is_fatal(exc):
+        return f"the engine ran out of memory or lost its device while starting: {first}"
+    return (f"{type(exc).__name__}: {first} (check model.path and model.engine_kwargs; run with -v for the "
+            "engine's own log)")
+
+
+def start_failure_in(exc: BaseException) -> str | None:
+    """The one-line reason of an `EngineStartError` raised in an actor, found in what Ray hands the driver
+    (an `ActorDiedError` or task error whose text holds the actor's traceback), or None."""
+    marker = f"{EngineStartError.__name__}: "
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        text = str(error)
+        if isinstance(error, EngineStartError):
+            return text
+        at = text.rfind(marker)
+        if at >= 0:
+            return text[at + len(marker):].splitlines()[0].strip()
+        error = error.__cause__ or error.__context__
+    return None
 
 
 @dataclass(frozen=True)
@@ -99,11 +161,17 @@ def engine_arguments(
     engine_kwargs: dict[str, Any],
     accelerator: bool,
     backend: str = "xgrammar",
+    sequences: int = 1,
+    free_memory: int | None = None,
 ) -> dict[str, Any]:
     """vLLM `LLM(...)` keyword arguments: our defaults, overridden by the user's `engine_kwargs`.
 
     An engine holds one structured-output backend (vLLM V1), so `backend` is per engine: a job whose
-    schemas XGrammar cannot compile runs them on an actor pool whose engines use `guidance`."""
+    schemas XGrammar cannot compile runs them on an actor pool whose engines use `guidance`.
+
+    On CPU the KV cache gets an explicit budget for `sequences` in flight (`workers.memory`), never a share
+    of the machine; `free_memory` (bytes) is measured when not given. Raises `KvBudgetError` when the
+    job's KV cache cannot fit."""
     args: dict[str, Any] = {
         "model": model_path,
         "max_model_len": max_model_len,
@@ -114,8 +182,10 @@ def engine_arguments(
         "structured_outputs_config": {"backend": backend, "disable_any_whitespace": True},
     }
     if not accelerator:
-        # On CPU this is the share of RAM reserved for weights and KV cache.
-        args["gpu_memory_utilization"] = 0.25
+        kv_args, budget = cpu_kv_arguments(model_path, max_model_len, sequences, engine_kwargs, free_memory)
+        args.update(kv_args)
+        if budget is not None:
+            log.info("engine.kv_budget", sequences=sequences, max_model_len=max_model_len, **budget.describe())
         args["speculative_config"] = dict(PROMPT_LOOKUP)
     user = dict(engine_kwargs)
     so_user = user.pop("structured_outputs_config", None)
@@ -179,18 +249,32 @@ class VllmEngine:
         self.init_seconds = time.perf_counter() - started
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        kv_bytes = llm_args.get("kv_cache_memory_bytes")
         log.info("engine.ready", model=llm_args.get("model"), seconds=round(self.init_seconds, 2),
+                 kv_cache_gib=round(kv_bytes / (1 << 30), 3) if kv_bytes else None,
                  mask_kernel=self.mask_kernel, speculation=speculation_method(llm_args))
 
-    def prompt_token_ids(self, text: str) -> list[int]:
-        """The chat-formatted prompt for one user message, as token ids."""
-        messages = [{"role": "user", "content": text}]
-        if getattr(self.tokenizer, "chat_template", None):
-            ids = self.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+    def prompt_token_ids(self, prompt: Any) -> list[int]:
+        """The chat-formatted prompt as token ids: one user message (text), or a `Chat` (system, few-shot
+        turns, document) under its own chat template, else the tokenizer's, else as a plain transcript."""
+        from workers.prompt import plain_transcript
+
+        if isinstance(prompt, str):
+            messages, template = [{"role": "user", "content": prompt}], None
+        else:
+            messages, template = list(prompt.messages), prompt.chat_template
+        template = template or getattr(self.tokenizer, "chat_template", None)
+        if template:
+            ids = self.tokenizer.apply_chat_template(messages, chat_template=template, tokenize=True,
+                                                     add_generation_prompt=True)
             if isinstance(ids, dict) or hasattr(ids, "input_ids"):
                 ids = ids["input_ids"]
             return list(ids)
-        return list(self.tokenizer.encode(text))
+        return list(self.tokenizer.encode(plain_transcript(messages)))
+
+    def use_sampling(self, options: dict[str, Any]) -> None:
+        """Extra `SamplingParams` (model.sampling: repetition_penalty, top_p, seed, stop, ...) for every request."""
+        self.sampling_options = dict(options)
 
     def _sampling(self, json_schema: dict[str, Any] | None, max_tokens: int, temperature: float,
                   min_tokens: int = 0) -> Any:
@@ -202,8 +286,9 @@ class VllmEngine:
         structured = None
         if json_schema is not None:
             structured = StructuredOutputsParams(json=grammar_spec(json_schema))
+        extra = getattr(self, "sampling_options", {})
         return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured,
-                              min_tokens=min_tokens)
+                              min_tokens=min_tokens, **extra)
 
     def sampling_for(self, n: int, json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
                      max_tokens: int, temperature: float) -> list[Any]:
@@ -319,22 +404,27 @@ class EngineThread:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
+        self._failure: str | None = None  # why the engine thread stopped, once it has
         self._engine: VllmEngine | None = None
         self._ids = itertools.count()
         self._thread = threading.Thread(target=self._run, args=(llm_args,), name="vllm-engine", daemon=True)
         self._thread.start()
         self._ready.wait()
         if self._startup_error is not None:
-            raise self._startup_error
+            raise EngineStartError(explain_start_failure(self._startup_error)) from self._startup_error
         assert self._engine is not None
         self.init_seconds = self._engine.init_seconds
         self.max_model_len = self._engine.max_model_len
 
     # -- the caller's side ---------------------------------------------------------------------------
 
-    def prompt_token_ids(self, text: str) -> list[int]:
+    def prompt_token_ids(self, prompt: Any) -> list[int]:
         assert self._engine is not None
-        return self._engine.prompt_token_ids(text)
+        return self._engine.prompt_token_ids(prompt)
+
+    def use_sampling(self, options: dict[str, Any]) -> None:
+        assert self._engine is not None
+        self._engine.use_sampling(options)
 
     def warm(self, json_schema: dict[str, Any]) -> float:
         """Compile `json_schema`'s grammar with a one-token request; returns the seconds it took."""
@@ -355,12 +445,12 @@ class EngineThread:
             return []
         assert self._engine is not None
         if not self._thread.is_alive():
-            raise RuntimeError("the engine thread has stopped")
+            raise EngineFatal(f"the engine thread has stopped: {self._failure or 'closed'}")
         job = _Job(prompts, self._engine.sampling_for(len(prompts), json_schema, max_tokens, temperature))
         self._jobs.put(job)
         while not job.done.wait(5.0):
             if not self._thread.is_alive() and not job.done.is_set():  # closed or crashed after we looked
-                raise RuntimeError("the engine thread has stopped")
+                raise EngineFatal(f"the engine thread has stopped: {self._failure or 'closed'}")
         if job.error is not None:
             raise job.error
         return generations(prompts, job.outputs)
@@ -384,8 +474,10 @@ class EngineThread:
         try:
             self._serve(self._engine.llm.llm_engine, owner)
         except BaseException as exc:  # noqa: BLE001 - a bug here must not leave callers waiting forever
-            log.error("engine.thread_failed", error=repr(exc))
-            self._abort_all(owner, exc)
+            self._failure = f"{type(exc).__name__}: {exc}"
+            log.error("engine.thread_failed", error=repr(exc), requests=len(owner))
+            fatal = exc if isinstance(exc, EngineFatal) else EngineFatal(self._failure)
+            self._abort_all(owner, fatal)
 
     def _serve(self, engine: Any, owner: dict[str, tuple[_Job, int, str]]) -> None:
         while True:
@@ -399,19 +491,20 @@ class EngineThread:
                     self._abort_all(owner, RuntimeError("the engine was closed"))
                     self._engine.close()
                     return
-                self._add(engine, job, owner)
+                try:
+                    self._add(engine, job, owner)
+                except EngineFatal as exc:
+                    job.fail(exc)
+                    raise
             if not owner:
                 continue
             try:
                 finished = [o for o in engine.step() if o.finished]
-            except Exception as exc:  # noqa: BLE001 - every waiting caller gets the error (they dead-letter)
-                log.error("engine.step_failed", error=repr(exc), requests=len(owner))
-                try:
-                    engine.abort_request([internal for _, _, internal in owner.values()], internal=True)
-                except Exception:  # noqa: BLE001 - the engine may be past aborting; the callers are told anyway
-                    pass
-                self._abort_all(owner, exc)
-                continue
+            except Exception as exc:  # noqa: BLE001 - a failed step leaves the engine in no known state
+                # Per-request failures come back as finish_reason "error"; a step that raises means the engine
+                # itself broke (its core died, memory ran out). Every caller is told it is fatal and the thread
+                # ends: the actor exits, and Ray redoes the batches on a fresh engine.
+                raise EngineFatal(f"the engine failed a step: {type(exc).__name__}: {exc}") from exc
             for output in finished:
                 entry = owner.pop(output.request_id, None)
                 if entry is None:
@@ -433,6 +526,8 @@ class EngineThread:
                 owner[request_id] = (job, index, engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids),
                                                                     params))
             except Exception as exc:  # noqa: BLE001 - e.g. a grammar the backend refuses: this request only
+                if is_fatal(exc):
+                    raise EngineFatal(f"the engine failed to take a request: {type(exc).__name__}: {exc}") from exc
                 job.outputs[index] = _Refused(f"{type(exc).__name__}: {exc}")
                 job.left -= 1
         if job.left == 0:  # every request was refused

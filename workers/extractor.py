@@ -23,7 +23,7 @@ import structlog
 
 from schemas.contract import SchemaContract
 from workers.classify import Outcome, check_input, classify, dead_letter, error_json
-from workers.engine import Generation
+from workers.engine import Generation, is_fatal
 from workers.prompt import render_prompt
 from workers.spec import ExtractionSpec
 
@@ -208,6 +208,8 @@ class BatchExtractor:
                 if len(generations) != len(prompts):
                     raise RuntimeError(f"engine returned {len(generations)} outputs for {len(prompts)} prompts")
             except Exception as exc:  # noqa: BLE001 - dead-letter the batch, keep the job alive
+                if is_fatal(exc):  # the engine is gone: the batch is redone on a fresh one, not dead-lettered
+                    raise
                 log.error("extract.engine_error", error=repr(exc), documents=len(prompts))
                 for i, contract in zip(pending, contracts, strict=True):
                     results[i] = dead_letter("engine_error", f"{type(exc).__name__}: {exc}")

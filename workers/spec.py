@@ -21,6 +21,7 @@ class ExtractionSpec:
     temperature: float
     max_model_len: int
     tensor_parallel_size: int = 1
+    sequences_in_flight: int = 1  # batch_size × batches_in_flight: what the KV cache is sized for on CPU
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
     constrained: bool = True  # false: free generation (a baseline); outputs are checked all the same
     backend: str = "xgrammar"  # the structured-output backend of this actor pool's engines
