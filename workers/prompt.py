@@ -1,12 +1,177 @@
-"""Prompt templates: `{document}` and `{schema}` are replaced literally, in one pass; other braces stay."""
+"""Prompts: the job's template, the schema presented to the model, few-shot examples, as chat messages.
+
+`{document}` and `{schema}` in a template are replaced literally, in one pass; other braces stay.
+
+When the template has no `{schema}`, the schema is presented by the tool (`prompt_schema`): as the JSON
+Schema (`json`), as a compact field list (`fields`), or not at all (`none`). It goes in the system
+message with the optional `system` prompt, then come the few-shot examples as earlier user/assistant
+turns, then the document. Everything before the document is the same for every document of a schema,
+so vLLM's prefix cache holds it once.
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
+from typing import Any
 
 PLACEHOLDER = re.compile(r"\{(document|schema)\}")
+PROMPT_SCHEMA_MODES = ("auto", "json", "fields", "none")
+AUTO_MODE = "fields"  # what `auto` resolves to: measured best on the sample gold set (docs/quality.md)
+JSON_INTRO = "Answer with one JSON object that follows this JSON Schema:"
+FIELDS_INTRO = "Answer with one JSON object with these fields, in this order:"
 
 
 def render_prompt(template: str, document: str, schema_json: str) -> str:
     values = {"document": document, "schema": schema_json}
     return PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
+
+
+@dataclass(frozen=True)
+class Chat:
+    """A prompt as chat messages, and the chat template to render them with (None: the tokenizer's)."""
+
+    messages: tuple[dict[str, str], ...]
+    chat_template: str | None = None
+
+
+def resolve_mode(mode: str) -> str:
+    if mode not in PROMPT_SCHEMA_MODES:
+        raise ValueError(f"prompt_schema: {mode!r} is not one of {', '.join(PROMPT_SCHEMA_MODES)}")
+    return AUTO_MODE if mode == "auto" else mode
+
+
+def presented_schema(json_schema: dict[str, Any], mode: str) -> str | None:
+    """The schema as the model is shown it, or None for `none`."""
+    mode = resolve_mode(mode)
+    if mode == "none":
+        return None
+    if mode == "json":
+        shown = {k: v for k, v in json_schema.items() if k != "examples"}  # few-shot pairs are shown as turns
+        return f"{JSON_INTRO}\n{json.dumps(shown, ensure_ascii=False, separators=(',', ':'))}"
+    return f"{FIELDS_INTRO}\n" + "\n".join(_FieldLister(json_schema).lines(json_schema, 0))
+
+
+def system_message(template: str, json_schema: dict[str, Any], mode: str, system: str | None) -> str | None:
+    """The system message: the `system` prompt, then the schema unless the template places it itself."""
+    parts = [system.strip()] if system and system.strip() else []
+    if "{schema}" not in template:
+        shown = presented_schema(json_schema, mode)
+        if shown:
+            parts.append(shown)
+    return "\n\n".join(parts) or None
+
+
+def build_chat(template: str, document: str, json_schema: dict[str, Any], schema_json: str, *, mode: str = "none",
+               system: str | None = None, examples: tuple[tuple[str, str], ...] = (),
+               chat_template: str | None = None) -> str | Chat:
+    """The prompt for one document. A lone user message with no template is returned as plain text."""
+    head = system_message(template, json_schema, mode, system)
+    if head is None and not examples and chat_template is None:
+        return render_prompt(template, document, schema_json)
+    messages: list[dict[str, str]] = [{"role": "system", "content": head}] if head else []
+    for example_document, output in examples:
+        messages.append({"role": "user", "content": render_prompt(template, example_document, schema_json)})
+        messages.append({"role": "assistant", "content": output})
+    messages.append({"role": "user", "content": render_prompt(template, document, schema_json)})
+    return Chat(tuple(messages), chat_template)
+
+
+def plain_transcript(messages: list[dict[str, str]]) -> str:
+    """Messages as plain text, for a tokenizer with no chat template. One user message is its own text."""
+    if len(messages) == 1 and messages[0]["role"] == "user":
+        return messages[0]["content"]
+    turns = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
+    return "\n\n".join(turns) + "\n\nAssistant: "
+
+
+# -- the field list ----------------------------------------------------------------------------------
+
+
+class _FieldLister:
+    """A JSON Schema as an indented list: each field's type, whether it may be null, bounds, enum,
+    format and description. Local `$ref`s are followed (once per path: recursion is cut)."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+
+    def resolve(self, node: Any, seen: frozenset[str] = frozenset()) -> tuple[Any, frozenset[str]]:
+        while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
+            ref = node["$ref"]
+            if ref in seen:
+                return {"description": "(recursive)"}, seen
+            seen = seen | {ref}
+            target: Any = self.root
+            for part in [p for p in ref[1:].split("/") if p]:
+                target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
+            node = {**target, **{k: v for k, v in node.items() if k != "$ref"}} if isinstance(target, dict) else {}
+        return node, seen
+
+    def lines(self, node: Any, depth: int, seen: frozenset[str] = frozenset()) -> list[str]:
+        node, seen = self.resolve(node, seen)
+        properties = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(properties, dict):
+            return []
+        required = set(node.get("required") or [])
+        out = []
+        for name, sub in properties.items():
+            resolved, sub_seen = self.resolve(sub, seen)
+            kind, inner = self.describe(resolved, sub_seen)
+            need = "required" if name in required else "optional"
+            text = f"{'  ' * depth}- {name}: {kind}, {need}"
+            description = resolved.get("description") if isinstance(resolved, dict) else None
+            if description:
+                text += f". {description}"
+            out.append(text)
+            if inner is not None:
+                out += self.lines(inner, depth + 1, sub_seen)
+        return out
+
+    def describe(self, node: Any, seen: frozenset[str]) -> tuple[str, Any]:
+        """(a short type description, the object schema whose fields go below it, or None)."""
+        if not isinstance(node, dict):
+            return "any value", None
+        alternatives = node.get("anyOf") or node.get("oneOf")
+        if isinstance(alternatives, list):
+            kinds, inner = [], None
+            for alternative in alternatives:
+                resolved, _ = self.resolve(alternative, seen)
+                kind, nested = self.describe(resolved, seen)
+                kinds.append(kind)
+                inner = inner or nested
+            return " or ".join(dict.fromkeys(kinds)), inner
+        if "const" in node:
+            return f"always {json.dumps(node['const'], ensure_ascii=False)}", None
+        if isinstance(node.get("enum"), list):
+            return "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in node["enum"]), None
+        types = node.get("type")
+        types = [types] if isinstance(types, str) else list(types or [])
+        if "array" in types:
+            item, item_seen = self.resolve(node.get("items") or {}, seen)
+            kind, inner = self.describe(item, item_seen)
+            return f"list of ({kind}){_bounds(node, 'minItems', 'maxItems', 'items')}", inner
+        if "object" in types or "properties" in node:
+            return "object", node
+        shown = " or ".join(types) if types else "any value"
+        if node.get("format"):
+            shown += f" ({node['format']}{', YYYY-MM-DD' if node['format'] == 'date' else ''})"
+        if node.get("pattern"):
+            shown += f" matching {node['pattern']}"
+        return shown + _bounds(node, "minLength", "maxLength", "characters") + _number_bounds(node), None
+
+
+def _bounds(node: dict[str, Any], low: str, high: str, unit: str) -> str:
+    lo, hi = node.get(low), node.get(high)
+    if lo is not None and hi is not None:
+        return f", {lo}-{hi} {unit}"
+    if hi is not None:
+        return f", at most {hi} {unit}"
+    if lo:
+        return f", at least {lo} {unit}"
+    return ""
+
+
+def _number_bounds(node: dict[str, Any]) -> str:
+    marks = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+    return "".join(f", {sign} {node[key]}" for key, sign in marks.items() if isinstance(node.get(key), int | float))
