@@ -32,7 +32,9 @@ import pyarrow.parquet as pq
 import structlog
 
 from pipeline.config import LoadedConfig, load_config
+from pipeline.manifest import committed, run_manifests
 from pipeline.plan import actor_env
+from pipeline.storage import storage_for
 from pipeline.synthetic import make_corpus
 from schemas.contract import RecordRejected, SchemaContract
 from workers.bundled_model import resolve_model_path
@@ -333,12 +335,12 @@ def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], ext
     sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"pipeline arm failed ({proc.returncode}): {err[-2000:]}")
-    manifest = max((json.loads(p.read_text()) for p in (output / "_runs").glob("*.json")),
-                   key=lambda m: m["started_at"])
+    storage = storage_for(str(output))
+    manifest = run_manifests(storage, str(output))[-1].to_dict()
     finished = datetime.fromisoformat(manifest["finished_at"]).timestamp()
     ready = max(a["ready_unix"] for a in manifest["actors"])
     steady = finished - ready
-    rows = pq.read_table(output / "rows" / "part-0.parquet").to_pylist()
+    rows = pq.read_table(committed(storage, str(output))[0].uri("rows", str(output))).to_pylist()
     by_id = {r["doc_id"]: r for r in rows}
     records = []
     for gold in golds:

@@ -59,6 +59,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.config import LoadedConfig
+from pipeline.manifest import committed
 from pipeline.partition import OutputLayout
 from pipeline.storage import Storage, join, storage_for
 
@@ -567,12 +568,9 @@ class RunOutput:
 
 
 def committed_manifests(loaded: LoadedConfig, storage: Storage) -> list[dict[str, Any]]:
-    layout = OutputLayout(loaded.output_uri)
-    manifests = []
-    for marker in sorted(storage.list_files(layout.partitions_root())):
-        if marker.endswith("/_SUCCESS"):
-            manifests.append(json.loads(storage.read_text(marker[: -len("_SUCCESS")] + "manifest.json")))
-    return manifests
+    """The committed partitions' manifests (`pipeline.manifest.committed`), files resolved to full paths."""
+    root = loaded.output_uri
+    return [{**asdict(m), "files": {k: m.uri(k, root) for k in m.files}} for m in committed(storage, root)]
 
 
 def _read_parquet(storage: Storage, uri: str, columns: list[str] | None = None) -> pa.Table:

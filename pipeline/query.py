@@ -1,22 +1,21 @@
 """`extract query`: DuckDB with views `rows` and `dead_letters` over every committed partition.
 
-Only partitions with a `_SUCCESS` marker are read, and only the files their manifests name, so a
-partition being written or replaced is never half-read. Local output is read by DuckDB directly; S3
-output goes through pyarrow datasets, so no DuckDB extension needs downloading.
+Only the files the partition manifests name are read (`pipeline.manifest.committed`), so a partition being
+written, replaced or swept is never half-read, and its two tables are always of the same commit. Paths are
+resolved against the output root the config names now, so a moved or copied output reads from its new
+place. Local output is read by DuckDB directly; S3 output goes through pyarrow datasets, so no DuckDB
+extension needs downloading.
 """
 
 from __future__ import annotations
-
-import json
 
 import duckdb
 import pyarrow.dataset as pads
 
 from pipeline.config import LoadedConfig
-from pipeline.partition import OutputLayout
+from pipeline.manifest import committed
+from pipeline.partition import KINDS
 from pipeline.storage import Storage, is_s3, join, storage_for
-
-KINDS = ("rows", "dead_letters")
 
 
 class NothingCommittedError(LookupError):
@@ -24,17 +23,10 @@ class NothingCommittedError(LookupError):
 
 
 def committed_files(loaded: LoadedConfig, storage: Storage) -> dict[str, list[str]]:
-    layout = OutputLayout(loaded.output_uri)
-    files: dict[str, list[str]] = {kind: [] for kind in KINDS}
-    for marker in storage.list_files(layout.partitions_root()):
-        if not marker.endswith("/_SUCCESS"):
-            continue
-        manifest = json.loads(storage.read_text(marker[: -len("_SUCCESS")] + "manifest.json"))
-        for kind in KINDS:
-            files[kind].append(manifest["files"][kind])
-    if not files["rows"]:
+    manifests = committed(storage, loaded.output_uri)
+    if not manifests:
         raise NothingCommittedError(f"no committed partition under {loaded.output_uri}")
-    return files
+    return {kind: [m.uri(kind, loaded.output_uri) for m in manifests] for kind in KINDS}
 
 
 def connect(loaded: LoadedConfig) -> duckdb.DuckDBPyConnection:

@@ -27,7 +27,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.manifest import committed
 from pipeline.storage import S3Settings, Storage, join, storage_for
 
 ROW = "row"
@@ -125,13 +126,9 @@ def _partition_states(record: dict[str, Any]) -> str:
 
 
 def committed_manifests(storage: Storage, output_uri: str) -> dict[str, dict[str, Any]]:
-    """Partition label → manifest, for partitions with a `_SUCCESS` marker."""
-    manifests = {}
-    for marker in storage.list_files(join(output_uri, "_partitions")):
-        if marker.endswith("/_SUCCESS"):
-            manifest = json.loads(storage.read_text(marker[: -len("_SUCCESS")] + "manifest.json"))
-            manifests[str(manifest.get("partition"))] = manifest
-    return manifests
+    """Partition label → manifest (`pipeline.manifest.committed`), its files resolved under `output_uri`."""
+    return {m.partition: {**asdict(m), "files": {k: m.uri(k, output_uri) for k in m.files}}
+            for m in committed(storage, output_uri)}
 
 
 def _relocate(path: str, recorded_root: str, output_uri: str) -> str:

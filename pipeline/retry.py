@@ -12,17 +12,19 @@ How it works, per run:
    committed state and the settings, so a retry that crashed is resumed from its staged units.
 4. Merge per partition: the old rows plus the recovered rows (cast to the partition's row schema), and
    the old dead letters minus the recovered ones, with the still-dead ones replaced by their new
-   outcome and `attempts` raised, are written whole under fresh names (`part-<run_id>.parquet`). Then
-   `manifest.json` names them (this write is the commit point: readers go through the manifest), then
-   `_SUCCESS`, then the superseded files are deleted.
+   outcome and `attempts` raised, are written whole under fresh names (`part-<commit_id>.parquet`). Then
+   `commit.publish` writes `manifest.json` naming them (the commit point: readers go through the manifest)
+   and deletes the superseded files.
 
-A crash at any step leaves the old manifest naming the old files, or the new manifest naming the new
-ones; files named by neither are deleted by the next retry. Accounting is checked before and after:
+The retry holds the output's lease throughout. A crash at any step leaves the old manifest naming the old
+files, or the new manifest naming the new ones; files named by neither are deleted by the next commit.
+Accounting is checked before and after:
 rows + dead letters == input rows, and no id twice.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -37,8 +39,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import structlog
 
+from pipeline.commit import new_commit_id, publish, sweep
 from pipeline.config import ConfigError, LoadedConfig, load_config
-from pipeline.manifest import AccountingError, RunManifest
+from pipeline.lease import Lease
+from pipeline.manifest import AccountingError, PartitionManifest, RunManifest, committed, read_manifest, relative
 from pipeline.partition import WHOLE, OutputLayout, Partition, is_templated, partition_for
 from pipeline.reader import UNIT_COLUMN, read_tasks, read_units
 from pipeline.storage import Storage, StorageError, join, storage_for
@@ -99,7 +103,7 @@ class _State:
     """A committed partition as its manifest names it, with the candidates of this retry."""
 
     partition: Partition
-    manifest: dict[str, Any]
+    manifest: PartitionManifest
     rows_file: str
     dead_file: str
     candidates: list[Any]  # ids, in dead-letter order
@@ -140,10 +144,10 @@ def check_partition(label: str, input_rows: int, row_ids: pa.Array | pa.ChunkedA
         raise AccountingError(f"partition {label}: document {dup!r} appears more than once in rows + dead_letters")
 
 
-def _tried_runs(manifest: dict[str, Any], output_hash: str) -> set[str]:
+def _tried_runs(manifest: PartitionManifest, output_hash: str) -> set[str]:
     """Run ids of earlier retries with the same settings: their failures would repeat."""
     runs: set[str] = set()
-    for entry in manifest.get("retries", []):
+    for entry in manifest.retries:
         if entry.get("output_hash") == output_hash:
             runs.update(r for r in (entry.get("run_id"), entry.get("extracted_by")) if r)
     return runs
@@ -152,11 +156,13 @@ def _tried_runs(manifest: dict[str, Any], output_hash: str) -> set[str]:
 def load_state(storage: Storage, layout: OutputLayout, p: Partition, id_column: str, reasons: set[str],
                output_hash: str, again: bool) -> _State:
     """Read a committed partition's manifest, check its accounting, and pick the candidates."""
-    manifest = json.loads(storage.read_text(layout.manifest(p)))
-    rows_file, dead_file = manifest["files"]["rows"], manifest["files"]["dead_letters"]
+    manifest = read_manifest(storage, layout, p)
+    if manifest is None:
+        raise ConfigError(f"partition {p.label} of {layout.root} is not committed")
+    rows_file, dead_file = manifest.uri("rows", layout.root), manifest.uri("dead_letters", layout.root)
     row_ids = _read_columns(storage, rows_file, [id_column]).column(id_column)
     dead = _read_columns(storage, dead_file, [id_column, "reason", "run_id", ATTEMPTS])
-    check_partition(p.label, int(manifest["input_rows"]), row_ids, dead.column(id_column))
+    check_partition(p.label, manifest.input_rows, row_ids, dead.column(id_column))
     tried = set() if again else _tried_runs(manifest, output_hash)
     candidates: list[Any] = []
     attempts: dict[Any, int] = {}
@@ -246,24 +252,6 @@ class _Written:
     dead_ids: list[pa.Array] = field(default_factory=list)
 
 
-def _fresh_file(layout: OutputLayout, kind: str, p: Partition, run_id: str) -> str:
-    return join(layout.root, kind, p.key, f"part-{run_id}.parquet")
-
-
-def delete_orphans(storage: Storage, layout: OutputLayout, p: Partition, named: set[str]) -> list[str]:
-    """Delete part files of this partition that its manifest does not name: left by a retry that died
-    before its manifest, or superseded by one that died before deleting them."""
-    removed = []
-    for kind in ("rows", "dead_letters"):
-        folder = join(layout.root, kind, p.key)
-        for path in storage.list_files(folder):
-            parent, name = path.rsplit("/", 1)
-            if parent == folder and name.startswith("part-") and name.endswith(".parquet") and path not in named:
-                storage.delete(path)
-                removed.append(path)
-    return removed
-
-
 def merge_partition(
     storage: Storage,
     layout: OutputLayout,
@@ -274,9 +262,10 @@ def merge_partition(
     run_id: str,
     entry: dict[str, Any],
     hook: Hook | None = None,
+    guard: Callable[[], None] | None = None,
 ) -> RetryPartition:
     """Commit `state`'s partition with `recovered` moved to rows and `still_dead` replacing their dead
-    letters: new files, then the manifest (the commit point), then `_SUCCESS`, then old files deleted."""
+    letters: new files, then the manifest (the commit point), then the old files deleted."""
     p = state.partition
     started = time.perf_counter()
     _check_outcomes(p.label, state.candidates, recovered.column(id_column), still_dead.column(id_column))
@@ -290,8 +279,8 @@ def merge_partition(
     still_dead = still_dead.drop_columns([c for c in (ATTEMPTS,) if c in still_dead.column_names])
     still_dead = still_dead.append_column(ATTEMPTS, attempts)
     written = _Written()
-    rows_path = _fresh_file(layout, "rows", p, run_id)
-    dead_path = _fresh_file(layout, "dead_letters", p, run_id)
+    commit_id = new_commit_id(run_id)
+    rows_path, dead_path = layout.data_file("rows", p, commit_id), layout.data_file("dead_letters", p, commit_id)
     scratch = join(layout.staging_root(p), "_scratch")
     with storage.atomic_output(rows_path, scratch) as rows_tmp, storage.atomic_output(dead_path, scratch) as dead_tmp:
         with pq.ParquetWriter(storage.arrow_path(rows_tmp), rows_schema, filesystem=fs, compression="zstd") as out:
@@ -304,31 +293,24 @@ def merge_partition(
                     pc.invert(pc.is_in(batch.column(id_column), value_set=candidates)))
                 _write(out, conform(kept, dead_schema, {ATTEMPTS: 1}), id_column, written, "dead")
             _write(out, conform(still_dead, dead_schema), id_column, written, "dead")
-        check_partition(p.label, int(state.manifest["input_rows"]), pa.chunked_array(written.row_ids, rows_schema.field(
+        check_partition(p.label, state.manifest.input_rows, pa.chunked_array(written.row_ids, rows_schema.field(
             id_column).type), pa.chunked_array(written.dead_ids, dead_schema.field(id_column).type))
     if hook:
         hook("files_written", p)
-    manifest = dict(state.manifest)
-    manifest.update({
-        "files": {"rows": rows_path, "dead_letters": dead_path},
-        "rows": written.rows,
-        "dead_letters": written.dead,
-        "dead_letters_by_reason": dict(sorted(written.reasons.items())),
-        "updated_at": datetime.now(timezone.utc).isoformat(),
-        "retries": [*state.manifest.get("retries", []), entry],
-    })
-    storage.write_text(layout.manifest(p), json.dumps(manifest, indent=2, default=str))
-    if hook:
-        hook("manifest_written", p)
-    storage.write_text(layout.success(p), run_id)
-    for old in {state.rows_file, state.dead_file} - {rows_path, dead_path}:
-        storage.delete(old)
+    manifest = dataclasses.replace(
+        state.manifest, commit_id=commit_id, rows=written.rows, dead_letters=written.dead,
+        files={"rows": relative(layout.root, rows_path), "dead_letters": relative(layout.root, dead_path)},
+        dead_letters_by_reason=dict(sorted(written.reasons.items())),
+        updated_at=datetime.now(timezone.utc).isoformat(), retries=[*state.manifest.retries, entry])
+    if guard:
+        guard()
+    publish(storage, layout, p, manifest, (lambda step: hook(step, p)) if hook else None)
     still = Counter(still_dead.column("reason").to_pylist())
     log.info("retry.partition.committed", partition=p.label, recovered=recovered.num_rows,
              still_dead=still_dead.num_rows, rows=written.rows, dead_letters=written.dead)
     return RetryPartition(p.label, "committed", candidates=len(state.candidates), recovered=recovered.num_rows,
                           still_dead=still_dead.num_rows, still_dead_by_reason=dict(sorted(still.items())),
-                          rows=written.rows, dead_letters=written.dead, input_rows=int(state.manifest["input_rows"]),
+                          rows=written.rows, dead_letters=written.dead, input_rows=state.manifest.input_rows,
                           seconds=round(time.perf_counter() - started, 3))
 
 
@@ -362,19 +344,13 @@ def committed_days(storage: Storage, layout: OutputLayout, templated: bool) -> l
     """Every committed partition of the output, oldest first."""
     if not templated:
         return [None]
-    days = []
-    for marker in storage.list_files(layout.partitions_root()):
-        parent, name = marker.rsplit("/", 1)
-        key = parent.rsplit("/", 1)[-1]
-        if name == "_SUCCESS" and key.startswith("dt="):
-            days.append(date.fromisoformat(key[3:]))
-    return sorted(days)
+    return sorted(date.fromisoformat(m.partition) for m in committed(storage, layout.root) if m.is_dated)
 
 
 def _fingerprint(loaded: LoadedConfig, reasons: list[str], again: bool, states: list[_State]) -> str:
     """Names the scratch of a retry: the same settings on the same committed state reuse it (resume)."""
-    parts = [(s.partition.label, s.manifest.get("files"), s.manifest.get("updated_at"), s.manifest.get("run_id"),
-              len(s.candidates)) for s in states]
+    parts = [(s.partition.label, s.manifest.files, s.manifest.updated_at, s.manifest.run_id, len(s.candidates))
+             for s in states]
     raw = json.dumps({"output_hash": loaded.output_hash, "reasons": sorted(reasons), "again": again, "parts": parts},
                      sort_keys=True, default=str)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
@@ -408,47 +384,48 @@ def retry_job(
     recorded = {k: v for k, v in overrides.items() if k not in ("output.uri",)}
     report = RetryReport(run_id, "running", sorted(set(reasons)), recorded, loaded.output_uri)
     record = _Record(loaded, report, started=time.perf_counter())
-    try:
-        _retry(loaded, storage, layout, templated, days, set(reasons), again, overrides, report, record, hook)
-        failed = any(p.status == "failed" for p in report.partitions)
-        report.status = "failed" if failed else ("committed" if report.candidates else "nothing")
-    except BaseException as exc:
-        report.status = "failed"
-        record.error = f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
-        storage.write_text(layout.run_manifest(run_id), record.to_json())
-        structlog.contextvars.unbind_contextvars("run_id")
+    storage.check_writable(loaded.output_uri)
+    with Lease(storage, layout.lease(), run_id) as lease:  # refused at once: then nothing is written
+        try:
+            _retry(loaded, storage, layout, templated, days, set(reasons), again, overrides, report, record,
+                   hook, lease)
+            failed = any(p.status == "failed" for p in report.partitions)
+            report.status = "failed" if failed else ("committed" if report.candidates else "nothing")
+        except BaseException as exc:
+            report.status = "failed"
+            record.error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            storage.write_text(layout.run_manifest(run_id), record.to_json())
+            structlog.contextvars.unbind_contextvars("run_id")
     return report
 
 
 def _retry(loaded: LoadedConfig, storage: Storage, layout: OutputLayout, templated: bool,
            days: list[date | None] | None, reasons: set[str], again: bool, overrides: dict[str, Any],
-           report: RetryReport, record: _Record, hook: Hook | None) -> None:
+           report: RetryReport, record: _Record, hook: Hook | None, lease: Lease) -> None:
     cfg = loaded.config
     id_column = cfg.input.id_column
     states: list[_State] = []
     selected = days if days is not None else committed_days(storage, layout, templated)
     for day in selected:
         p = partition_for(loaded.input_uri, day)
-        if not storage.exists(layout.success(p)):
+        if read_manifest(storage, layout, p) is None:
             report.partitions.append(RetryPartition(p.label, "skipped", error="not committed"))
             continue
         state = load_state(storage, layout, p, id_column, reasons, loaded.output_hash, again)
-        schema_hash = state.manifest.get("schema", {}).get("hash")
+        schema_hash = state.manifest.schema.get("hash")
         if schema_hash != loaded.contract.hash:
             raise ConfigError(f"partition {p.label}: committed with schema hash {schema_hash}, but the config's "
                               f"schema has hash {loaded.contract.hash}; a retry cannot change the schema")
-        removed = delete_orphans(storage, layout, p, {state.rows_file, state.dead_file})
-        if removed:
-            log.info("retry.orphans_deleted", partition=p.label, files=len(removed))
+        sweep(storage, layout, p, state.manifest)  # files a crashed commit left
         if state.candidates:
             states.append(state)
         else:
             present = ", ".join(f"{r} {n}" for r, n in state.present_reasons.items()) or "none"
             report.partitions.append(RetryPartition(
-                p.label, "nothing", rows=int(state.manifest["rows"]), dead_letters=int(state.manifest["dead_letters"]),
-                input_rows=int(state.manifest["input_rows"]),
+                p.label, "nothing", rows=state.manifest.rows, dead_letters=state.manifest.dead_letters,
+                input_rows=state.manifest.input_rows,
                 note=f"no dead letters left to retry for {', '.join(sorted(reasons))} (present: {present})"))
     retry_root = join(layout.root, "_staging", RETRY_STAGING)
     if not states:
@@ -480,7 +457,7 @@ def _retry(loaded: LoadedConfig, storage: Storage, layout: OutputLayout, templat
     errors = {str(r.get("partition")): r.get("error") for r in inner_manifest.partitions}
     for state in ready:
         report.partitions.append(_merge_one(storage, layout, inner_layout, inner, state, report, loaded, hook,
-                                            errors.get(state.partition.label)))
+                                            errors.get(state.partition.label), lease))
     if all(p.status != "failed" for p in report.partitions):
         storage.delete_prefix(scratch)
 
@@ -494,19 +471,20 @@ def _run_inner(inner: LoadedConfig, days: list[date | None], run_id: str) -> Run
 
 def _merge_one(storage: Storage, layout: OutputLayout, inner_layout: OutputLayout, inner: LoadedConfig,
                state: _State, report: RetryReport, loaded: LoadedConfig, hook: Hook | None,
-               inner_error: str | None) -> RetryPartition:
+               inner_error: str | None, lease: Lease) -> RetryPartition:
     p = state.partition
     inner_p = partition_for(inner.input_uri, p.day)
-    if not storage.exists(inner_layout.success(inner_p)):
+    inner_manifest = read_manifest(storage, inner_layout, inner_p)
+    if inner_manifest is None:
         return RetryPartition(p.label, "failed", len(state.candidates),
                               error=f"the retry's extraction did not commit: {inner_error or 'no outcome'}")
-    inner_manifest = json.loads(storage.read_text(inner_layout.manifest(inner_p)))
     fs = storage.arrow_fs()
-    recovered = pq.read_table(storage.arrow_path(inner_manifest["files"]["rows"]), filesystem=fs)
-    still_dead = pq.read_table(storage.arrow_path(inner_manifest["files"]["dead_letters"]), filesystem=fs)
+    recovered = pq.read_table(storage.arrow_path(inner_manifest.uri("rows", inner_layout.root)), filesystem=fs)
+    still_dead = pq.read_table(storage.arrow_path(inner_manifest.uri("dead_letters", inner_layout.root)),
+                               filesystem=fs)
     entry = {
         "run_id": report.run_id,
-        "extracted_by": inner_manifest.get("run_id"),
+        "extracted_by": inner_manifest.run_id,
         "reasons": report.reasons,
         "overrides": report.overrides,
         "model": loaded.config.model.path,
@@ -515,12 +493,12 @@ def _merge_one(storage: Storage, layout: OutputLayout, inner_layout: OutputLayou
         "candidates": len(state.candidates),
         "recovered": recovered.num_rows,
         "still_dead": still_dead.num_rows,
-        "tokens": inner_manifest.get("tokens", {}),
+        "tokens": inner_manifest.tokens,
         "at": datetime.now(timezone.utc).isoformat(),
     }
     try:
         return merge_partition(storage, layout, state, recovered, still_dead, loaded.config.input.id_column,
-                               report.run_id, entry, hook)
+                               report.run_id, entry, hook, lease.ensure)
     except (AccountingError, ConfigError, StorageError, OSError) as exc:
         log.error("retry.partition.failed", partition=p.label, error=str(exc))
         return RetryPartition(p.label, "failed", len(state.candidates), error=str(exc))
@@ -556,11 +534,11 @@ class _Record:
         base.dead_letters_by_reason = dict(sorted(reasons.items()))
         base.partitions = [asdict(p) for p in report.partitions]
         base.timings = {**base.timings, "total_s": round(time.perf_counter() - self.started, 3)}
-        out = asdict(base)
-        out.update(max_tokens=loaded.config.model.max_tokens, constrained=loaded.config.model.constrained)
-        out = {"kind": "retry", **out, "retry": {"reasons": report.reasons, "overrides": report.overrides,
-                                                   "output_hash": loaded.output_hash}}
-        return json.dumps(out, indent=2, default=str)
+        base.max_tokens, base.constrained = loaded.config.model.max_tokens, loaded.config.model.constrained
+        base.kind = "retry"
+        base.extra = {"retry": {"reasons": report.reasons, "overrides": report.overrides,
+                                "output_hash": loaded.output_hash}}
+        return base.to_json()
 
 
 def render_retry(report: RetryReport) -> str:

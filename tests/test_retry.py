@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.commit import PartitionCommitter
+from pipeline.commit import PartitionCommitter, sweep
 from pipeline.config import load_config
-from pipeline.manifest import AccountingError
+from pipeline.manifest import AccountingError, read_manifest
 from pipeline.partition import OutputLayout, Partition, is_templated, partition_for
 from pipeline.query import connect
-from pipeline.retry import committed_days, delete_orphans, load_state, merge_partition, retry_job
+from pipeline.retry import committed_days, load_state, merge_partition, retry_job
 from pipeline.sink import RecordTables
 from pipeline.storage import storage_for
 from pipeline.units import plan_partition
@@ -114,7 +114,7 @@ def test_a_crash_before_the_manifest_leaves_the_old_partition(first_pass, retrie
     assert crash["state"] == before
     assert crash["manifest"] == manifest_before
     # The new files were written (under fresh names) but nothing names them yet.
-    assert [f for f in crash["files"] if "part-0" not in f], crash["files"]
+    assert set(crash["files"]) - set(manifest_before["files"].values()), crash["files"]
     assert crash["record"]["kind"] == "retry" and crash["record"]["status"] == "failed"
     assert "Crash" in crash["record"]["error"]
 
@@ -160,7 +160,7 @@ def test_the_manifest_records_the_retry_and_names_only_live_files(first_pass, re
     assert manifest["rows"] + manifest["dead_letters"] == manifest["input_rows"] == DOCS
     assert sum(manifest["dead_letters_by_reason"].values()) == manifest["dead_letters"]
     # The crashed retry's orphans and the superseded part-0 files are gone; the manifest names what is left.
-    assert part_files(output) == sorted(str(Path(f).relative_to(output)) for f in manifest["files"].values())
+    assert part_files(output) == sorted(manifest["files"].values())  # relative to the output root
     assert not [p for p in (output / "_staging").rglob("*") if p.is_file()]
     record = json.loads((output / "_runs" / f"{entry['run_id']}.json").read_text())
     assert record["kind"] == "retry" and record["status"] == "committed"
@@ -262,10 +262,9 @@ def test_merge_crash_leaves_old_or_new_state_whole(committed, step):
         assert [(d[0], d[1], d[2]) for d in after["dead"]] == [("c", "semantic_invalid", 2), ("d", "empty_input", 1)]
     # Whatever the crash left, the next load cleans files the manifest does not name, and nothing is lost.
     state = _state(loaded, storage, layout, p)
-    delete_orphans(storage, layout, p, {state.rows_file, state.dead_file})
+    sweep(storage, layout, p, state.manifest)
     for kind in ("rows", "dead_letters"):
-        assert storage.list_files(f"{loaded.output_uri}/{kind}") == [json.loads(storage.read_text(
-            layout.manifest(p)))["files"][kind]]
+        assert storage.list_files(layout.folder(kind, p)) == [read_manifest(storage, layout, p).uri(kind, layout.root)]
     assert state_of(cfg) == after
 
 
@@ -298,12 +297,12 @@ def test_dead_letters_without_attempts_count_as_one_attempt(committed):
 
 
 def test_a_forced_rerun_after_a_retry_replaces_its_files(committed):
-    """`extract run --force` commits part-0 again; the retry's part-<run_id> files it supersedes go."""
+    """`extract run --force` commits the partition again; the retry's files it supersedes go."""
     cfg, loaded, storage, layout, p = committed
     state = _state(loaded, storage, layout, p)
     recovered, still = _retry_outcome(loaded, {"b": INVOICE}, {"c": "semantic_invalid"})
     merge_partition(storage, layout, state, recovered, still, "doc_id", "retry-1", {"run_id": "retry-1"})
-    assert [f.rsplit("/", 1)[-1] for f in storage.list_files(f"{loaded.output_uri}/rows")] == ["part-retry-1.parquet"]
+    assert [f.rsplit("/", 1)[-1][:13] for f in storage.list_files(layout.folder("rows", p))] == ["part-retry-1-"]
     pinput = plan_partition(storage_for(p.input_uri), p, "doc_id", "text", None, 256)
     committer = PartitionCommitter(storage, layout, loaded.contract, "bundled", loaded.output_hash, "forced")
     committer.prepare(p, fresh=True)
@@ -311,7 +310,8 @@ def test_a_forced_rerun_after_a_retry_replaces_its_files(committed):
                                                      "forced").drop_columns(["_run_id"]))
     committer.commit(pinput, 0.0, 0)
     for kind in ("rows", "dead_letters"):
-        assert [f.rsplit("/", 1)[-1] for f in storage.list_files(f"{loaded.output_uri}/{kind}")] == ["part-0.parquet"]
+        (only,) = storage.list_files(layout.folder(kind, p))
+        assert only.rsplit("/", 1)[-1].startswith("part-forced-")
     assert state_of(cfg) == {"rows": [], "dead": [(k, "truncated", 1, "forced") for k in "abcd"]}
 
 
