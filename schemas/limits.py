@@ -1,9 +1,10 @@
 """Bounds on user-supplied JSON Schemas, checked before anything compiles or validates them.
 
 A schema is untrusted input. Three things in the pipeline chew on it: the grammar compiler (whose
-time and memory grow with nesting, enum width and regex size), the post-check validator (Python's
-backtracking `re` runs every `pattern` against model output, so a catastrophic pattern is a
-denial of service), and the `$ref` resolver (which must never reach the network). `check_limits`
+time and memory grow with nesting, enum width and regex size), the post-check validator (which runs
+every `pattern` against model output: under RE2 in linear time where RE2 can express the pattern, else
+under a backtracking engine, where a catastrophic pattern is a denial of service; `schemas.patterns`),
+and the `$ref` resolver (which must never reach the network). `check_limits`
 rejects a schema over any bound with one line that names the bound; compile time is bounded
 separately, by the hard timeout in `schemas.coverage`.
 """
@@ -24,6 +25,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
 from schemas.contract import canonical_json
+from schemas.patterns import runs_linear
 
 
 @dataclass(frozen=True)
@@ -295,6 +297,69 @@ def _all_chars(items: Any) -> frozenset[str]:
     return found
 
 
+_MAX_SHAPES = 64
+_POLY_REPEAT = 3  # a counted repeat of an ambiguous body this many times backtracks as n**count
+
+
+def _shapes(items: Any) -> list[tuple[frozenset[str], ...]] | None:
+    """Every fixed-length shape (a sequence of sample-character sets) `items` can match, or None when it
+    can match strings of unbounded length or has too many shapes to list."""
+    shapes: list[tuple[frozenset[str], ...]] = [()]
+    for op, arg in items:
+        mine = _item_shapes(op, arg)
+        if mine is None:
+            return None
+        shapes = list(dict.fromkeys(a + b for a in shapes for b in mine))
+        if len(shapes) > _MAX_SHAPES:
+            return None
+    return shapes
+
+
+def _item_shapes(op: Any, arg: Any) -> list[tuple[frozenset[str], ...]] | None:
+    rep = _repeat_parts(op, arg)
+    name = str(op)
+    if rep is not None:
+        lo, hi, body = rep
+        inner = _shapes(body)
+        if inner is None or hi > 4:
+            return None
+        out: list[tuple[frozenset[str], ...]] = []
+        for count in range(lo, hi + 1):
+            out.extend(_shapes([(sre_constants.SUBPATTERN, (None, 0, 0, body))] * count) or [])
+        return out or None
+    if name == "SUBPATTERN":
+        return _shapes(arg[-1])
+    if name == "BRANCH":
+        found: list[tuple[frozenset[str], ...]] = []
+        for alt in arg[1]:
+            alt_shapes = _shapes(alt)
+            if alt_shapes is None:
+                return None
+            found.extend(alt_shapes)
+        return found
+    if name in ("AT", "ASSERT", "ASSERT_NOT"):
+        return [()]
+    chars = _atom_chars(op, arg)
+    return [(chars,)] if chars else None
+
+
+def _splits(shapes: list[tuple[frozenset[str], ...]]) -> bool:
+    """Whether one shape also matches as two or more shapes in a row, as `aa` does in (a|aa)+."""
+    pieces = [t for t in shapes if t]
+    for whole in pieces:
+        most: dict[int, int] = {0: 0}  # position → the most pieces that reach it (capped at 2)
+        for pos in range(len(whole)):
+            if pos not in most:
+                continue
+            for piece in pieces:
+                end = pos + len(piece)
+                if end <= len(whole) and all(whole[pos + k] & piece[k] for k in range(len(piece))):
+                    most[end] = max(most.get(end, 0), min(most[pos] + 1, 2))
+        if most.get(len(whole), 0) >= 2:
+            return True
+    return False
+
+
 def _ambiguous_body(items: Any) -> str | None:
     """Why one iteration of an unbounded repeat over `items` can be split several ways, or None.
 
@@ -305,6 +370,9 @@ def _ambiguous_body(items: Any) -> str | None:
     cannot match, as in ([a-z]+-)*, makes the split unique: that is allowed.
     """
     items = list(items)
+    shapes = _shapes(items)
+    if shapes is not None and _splits(shapes):
+        return "overlapping alternatives"
     for index, (op, arg) in enumerate(items):
         rest = items[:index] + items[index + 1:]
         rep = _repeat_parts(op, arg)
@@ -340,10 +408,10 @@ def _catastrophic(items: Any) -> str | None:
         rep = _repeat_parts(op, arg)
         if rep is not None:
             lo, hi, body = rep
-            if _unbounded(lo, hi):
+            if _unbounded(lo, hi) or hi >= _POLY_REPEAT:
                 why = _ambiguous_body(body)
                 if why:
-                    return why
+                    return why if _unbounded(lo, hi) else f"{why}, repeated {hi} times"
             found = _catastrophic(body)
         elif str(op) == "SUBPATTERN":
             found = _catastrophic(arg[-1])
@@ -359,8 +427,9 @@ def _catastrophic(items: Any) -> str | None:
 
 
 def redos_risk(pattern: str) -> str | None:
-    """Why `pattern` can backtrack catastrophically in Python's `re` (which the post-check uses),
-    or None. Patterns Python cannot parse return None: the validator rejects those on its own."""
+    """Why `pattern` can backtrack catastrophically in a backtracking engine (Python's `re`, `regex`), or
+    None. `check_limits` refuses such a pattern only when RE2 cannot run it (`schemas.patterns.runs_linear`).
+    Patterns Python cannot parse return None: the validator rejects those on its own."""
     try:
         parsed = sre_parse.parse(re.sub(r"\(\?<(?=[A-Za-z_])", "(?P<", pattern))
     except (re.error, RecursionError, OverflowError, ValueError):
@@ -461,11 +530,11 @@ def _check_keywords(schema: dict[str, Any], index: RefIndex, limits: SchemaLimit
                     f"(at {_where(where)})"
                 )
             why = redos_risk(pattern)
-            if why:
+            if why and not runs_linear(pattern):  # under RE2 the post-check is linear whatever the pattern
                 shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
                 raise SchemaLimitError(
-                    f"pattern {shown!r} at {_where(where)} can backtrack catastrophically ({why}): "
-                    "rejected by limits.pattern_redos"
+                    f"pattern {shown!r} at {_where(where)} can backtrack catastrophically ({why}) and needs a "
+                    "backtracking engine (RE2 cannot run it): rejected by limits.pattern_redos"
                 )
 
 

@@ -3,21 +3,53 @@
 Grammar engines enforce only part of a schema (see `schemas/coverage.py` for what each one leaves
 out), so the grammar is a shape guarantee, not a compliance guarantee. This module is the check that
 makes compliance hold anyway: a complete validator (`jsonschema`) for the schema's own draft, with
-format assertion on, that never touches the network.
+format assertion on, that never touches the network, and whose regex work is bounded: `pattern`,
+`patternProperties` (and the `additionalProperties`/`unevaluatedProperties` that consult them) run
+through `schemas.patterns.bounded_search` while `schema_errors` validates.
 """
 
 from __future__ import annotations
 
+import contextvars
 import ipaddress
 import re
 from datetime import date
 from typing import Any
 
 import jsonschema
+import jsonschema._keywords
+import jsonschema._legacy_keywords
+import jsonschema._utils
 import referencing
 import referencing.exceptions
 from jsonschema import FormatChecker
 from jsonschema.exceptions import ValidationError, best_match
+
+from schemas.patterns import PatternBudgetExceeded, bounded_search
+
+__all__ = ["PatternBudgetExceeded"]
+
+_BOUNDED: contextvars.ContextVar[bool] = contextvars.ContextVar("bounded_patterns", default=False)
+
+
+class _BoundedRe:
+    """Stands in for `re` in jsonschema's keyword modules, whose `re.search(pattern, value)` is every place
+    a schema pattern meets a value. While `schema_errors` runs, `search` is `bounded_search`; anywhere else
+    (another validator in the process) it is plain `re.search`."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(re, name)
+
+    @staticmethod
+    def search(pattern: Any, string: Any, flags: int = 0) -> Any:
+        if _BOUNDED.get() and not flags and isinstance(pattern, str) and isinstance(string, str):
+            return True if bounded_search(pattern, string) else None
+        return re.search(pattern, string, flags)
+
+
+PATTERN_MODULES = (jsonschema._keywords, jsonschema._utils, jsonschema._legacy_keywords)
+for _module in PATTERN_MODULES:
+    _module.re = _BoundedRe()  # type: ignore[attr-defined]
 
 DEFAULT_DRAFT = jsonschema.Draft202012Validator
 
@@ -301,11 +333,15 @@ def schema_errors(validator: jsonschema.protocols.Validator, instance: Any) -> l
 
     Raises `SchemaRefError` when validation reaches a `$ref` that is remote or does not resolve: that
     is a fault of the schema, not of the record, and must not be reported as a record violation.
+    Raises `PatternBudgetExceeded` when a pattern RE2 cannot run takes longer than its budget on a value.
     """
+    token = _BOUNDED.set(True)
     try:
         errors = list(validator.iter_errors(instance))
     except referencing.exceptions.Unresolvable as exc:
         raise SchemaRefError(_unresolvable_message(exc)) from exc
+    finally:
+        _BOUNDED.reset(token)
     if not errors:
         return []
     from schemas.limits import RefIndex

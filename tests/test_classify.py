@@ -67,3 +67,66 @@ def test_prompt_placeholders_are_replaced_literally_once():
     template = "Schema: {schema}\nKeep {braces} and {{doubles}}.\n{document}"
     out = render_prompt(template, "doc says {schema}", '{"type":"object"}')
     assert out == 'Schema: {"type":"object"}\nKeep {braces} and {{doubles}}.\ndoc says {schema}'
+
+
+def _contract_with(model=None, json_schema=None):
+    """A contract built directly, bypassing `check_limits`: what a pattern or validator the guards missed meets."""
+    return SchemaContract(name="t", version="1", json_schema=json_schema or model.model_json_schema(), _model=model)
+
+
+@pytest.mark.parametrize("exc", [SystemExit(3), KeyboardInterrupt(), GeneratorExit()])
+def test_base_exceptions_from_a_validator_are_validator_error(exc):
+    """A validator that raises SystemExit or KeyboardInterrupt must not escape classify (it would kill the actor,
+    and with actor restarts the same batch would kill the next one too)."""
+    from pydantic import BaseModel, field_validator
+
+    class Exits(BaseModel):
+        a: str
+
+        @field_validator("a")
+        @classmethod
+        def boom(cls, value):
+            raise exc
+
+    outcome = classify(gen('{"a": "x"}'), _contract_with(Exits), {"document": DOC})
+    assert outcome.reason == "validator_error" and type(exc).__name__ in outcome.error["message"]
+
+
+def test_engine_fatal_is_not_caught():
+    from pydantic import BaseModel, field_validator
+
+    from workers.engine import EngineFatal
+
+    class Dies(BaseModel):
+        a: str
+
+        @field_validator("a")
+        @classmethod
+        def boom(cls, value):
+            raise EngineFatal("the engine thread has stopped")
+
+    with pytest.raises(EngineFatal):
+        classify(gen('{"a": "x"}'), _contract_with(Dies), {"document": DOC})
+
+
+def test_a_backtracking_pattern_past_its_budget_is_validator_timeout(monkeypatch):
+    """A lookahead keeps this pattern off RE2; Python-style backtracking on it is exponential in the value."""
+    import schemas.patterns
+
+    monkeypatch.setattr(schemas.patterns, "PATTERN_BUDGET_S", 0.05)
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a|aa)+(?=b)"}}}
+    outcome = classify(gen(json.dumps({"a": "a" * 60 + "c"})), _contract_with(json_schema=schema), {"document": DOC})
+    assert outcome.reason == "validator_timeout" and "budget" in outcome.error["message"]
+
+
+@pytest.mark.parametrize("pattern", ["^(a|aa)+$", "^(.*a){12}$"])
+def test_catastrophic_patterns_run_under_re2_and_stay_correct(pattern):
+    schema = {"type": "object", "properties": {"b": {"type": "string", "pattern": pattern}},
+              "patternProperties": {pattern: {"type": "integer"}}}
+    contract = _contract_with(json_schema=schema)
+    good, bad = "a" * 1000, "a" * 999 + "!"
+    assert classify(gen(json.dumps({"b": good, good: 1})), contract, {"document": DOC}).is_row
+    outcome = classify(gen(json.dumps({"b": bad})), contract, {"document": DOC})
+    assert outcome.reason == "schema_violation" and outcome.error["errors"][0]["keyword"] == "pattern"
+    outcome = classify(gen(json.dumps({good: "not an integer"})), contract, {"document": DOC})
+    assert outcome.reason == "schema_violation" and outcome.error["errors"][0]["loc"] == [good]

@@ -90,19 +90,28 @@ def test_long_pattern_names_pattern_length_bound() -> None:
                                  "(at /properties/p/pattern)")
 
 
-@pytest.mark.parametrize(
-    "pattern",
-    ["(a+)+$", "^(a|a)*$", "(.*)*x", "^(\\w+\\s?)*$", "^(([a-z])+.)+[A-Z]([a-z])+$", "(x+x+)+y", "^(.|\\s)*$",
-     "^\\w+([\\.-]?\\w+)*@\\w+$", "^(?:[A-Za-z0-9]+[-]?)+[A-Za-z0-9]$"],
-)
-def test_catastrophic_patterns_name_redos_bound(pattern: str) -> None:
-    schema = {"type": "object", "properties": {"p": {"type": "string", "pattern": pattern}}}
+CATASTROPHIC = ["(a+)+$", "^(a|a)*$", "(.*)*x", "^(\\w+\\s?)*$", "^(([a-z])+.)+[A-Z]([a-z])+$", "(x+x+)+y",
+                "^(.|\\s)*$", "^\\w+([\\.-]?\\w+)*@\\w+$", "^(?:[A-Za-z0-9]+[-]?)+[A-Za-z0-9]$",
+                "^(a|aa)+$", "^(.*a){12}$", "^(ab|a|b)+$", "(aa?)+x", "^(a|a?)+$"]
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_catastrophic_patterns_are_flagged(pattern: str) -> None:
+    assert redos_risk(pattern)
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_catastrophic_patterns_name_redos_bound_when_only_backtracking_can_run_them(pattern: str) -> None:
+    """RE2 runs the plain pattern in linear time, so the schema is accepted; a lookahead keeps it off RE2,
+    and then the pattern would backtrack: refused."""
+    check_limits({"type": "object", "properties": {"p": {"type": "string", "pattern": pattern}}})
+    schema = {"type": "object", "properties": {"p": {"type": "string", "pattern": pattern + "(?=z)"}}}
     message = rejection(schema)
     assert "limits.pattern_redos" in message and "/properties/p/pattern" in message
 
 
 def test_catastrophic_pattern_property_key_is_caught() -> None:
-    schema = {"type": "object", "patternProperties": {"^(a+)+$": {"type": "integer"}}}
+    schema = {"type": "object", "patternProperties": {"^(a+)+(?!b)$": {"type": "integer"}}}
     assert "limits.pattern_redos" in rejection(schema)
 
 
@@ -153,8 +162,9 @@ def test_real_corpus_schemas_pass() -> None:
     assert len(files) > 900
     # GitHub trivial/easy schemas are ordinary: every one passes.
     assert not [name for name in rejected if name.split("/")[0] in ("Github_trivial", "Github_easy")]
-    # The few rejections elsewhere are real hazards, each naming its bound: e.g. Github_ultra/o33032's
-    # pattern takes Python's `re` tens of seconds on a 25-character input.
-    assert len(rejected) <= 25
+    # The few rejections elsewhere are over a size bound, each naming it. Patterns that would backtrack
+    # catastrophically under Python's `re` (e.g. Github_ultra/o33032's, tens of seconds on 25 characters)
+    # run under RE2 in the post-check, so they are accepted.
+    assert len(rejected) <= 5
     assert all("limits." in message for message in rejected.values())
-    assert "limits.pattern_redos" in rejected["Github_ultra/o33032.json"]
+    assert not [name for name, message in rejected.items() if "limits.pattern_redos" in message]

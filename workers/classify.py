@@ -1,5 +1,6 @@
 """Each document's outcome: a row, or a dead letter with its reason.
 
+Read:                text that cannot be decoded (invalid UTF-8) → `invalid_input`.
 Before generation:   empty or null text → `empty_input`; prompt + output budget past the context → `input_too_long`.
 After generation, in this order:
   0. the engine refused the request or ended it with an error → `schema_unsupported` under a grammar (it is
@@ -7,7 +8,9 @@ After generation, in this order:
   1. `finish_reason == "length"` → `truncated` (the grammar was cut off, whatever the text looks like);
   2. not parseable → `invalid_json`;
   3. fails the contract → `semantic_invalid` (Pydantic, validators included) or `schema_violation` (JSON Schema);
-  4. a validator that crashed instead of answering → `validator_error`;
+  4. a validator that crashed instead of answering → `validator_error` (any exception, `SystemExit` and
+     `KeyboardInterrupt` included; only `workers.engine.EngineFatal` and `MemoryError` go up), and
+     a schema pattern that ran past its time budget → `validator_timeout`;
   5. otherwise a row.
 A batch whose generation raised → every document in it is `engine_error`.
 Per-row schemas add `schema_invalid` (not JSON, not a JSON Schema, or over a `schemas.limits` bound)
@@ -26,9 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.contract import RecordRejected, SchemaContract
-from workers.engine import REFUSED, Generation
+from schemas.patterns import PatternBudgetExceeded
+from workers.engine import REFUSED, EngineFatal, Generation
 
 DEAD_LETTER_REASONS = (
+    "invalid_input",
     "empty_input",
     "input_too_long",
     "truncated",
@@ -36,6 +41,7 @@ DEAD_LETTER_REASONS = (
     "semantic_invalid",
     "schema_violation",
     "validator_error",
+    "validator_timeout",
     "engine_error",
     "schema_invalid",
     "schema_unsupported",
@@ -115,7 +121,12 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         outcome.reason = rejected.reason
         outcome.error = {"message": rejected.errors[0]["msg"] if rejected.errors else rejected.reason,
                          "errors": rejected.errors}
-    except Exception as exc:  # noqa: BLE001 - a user's validator may raise anything; it must not kill the batch
+    except PatternBudgetExceeded as exc:
+        outcome.reason = "validator_timeout"
+        outcome.error = {"message": str(exc)}
+    except BaseException as exc:  # noqa: BLE001 - a user's validator may raise anything; it must not kill the batch
+        if isinstance(exc, EngineFatal | MemoryError):  # the engine's (or the process's) end, not the record's
+            raise
         outcome.reason = "validator_error"
         outcome.error = {
             "message": f"{type(exc).__name__}: {exc}",
