@@ -4,6 +4,11 @@ A unit is the grain the driver stages, so it is also the grain that flows: one u
 block, hence one actor task, whose outcomes reach the driver as soon as that unit is done (Ray Data
 would otherwise merge a task's small outputs into one block and release them only at its end).
 Consecutive units of one row group are cut from a single read of it, cached per worker process.
+
+One bad document is one dead letter, never a failed block: a value of the id, text or schema column that is
+not valid UTF-8, or a row group whose text pages cannot be read (corrupt data pages under an intact footer),
+is flagged in `INVALID_INPUT_COLUMN` with the reason and its text nulled; the extractor turns each flagged
+row into an `invalid_input` dead letter.
 """
 
 from __future__ import annotations
@@ -13,10 +18,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
+import structlog
 
 from pipeline.storage import Storage
 from pipeline.units import Unit
+from workers.classify import INVALID_INPUT_COLUMN
 from workers.extractor import BACKEND_COLUMN
+
+log = structlog.get_logger(__name__)
 
 UNIT_COLUMN = "_unit"
 
@@ -62,18 +71,83 @@ def read_units(
     fields += [pa.field(schema_column, pa.string())] if schema_column else []
     fields += [pa.field(UNIT_COLUMN, pa.string())]
     fields += [pa.field(BACKEND_COLUMN, pa.string())] if routes is not None else []
+    fields += [pa.field(INVALID_INPUT_COLUMN, pa.string())]
     schema = pa.schema(fields)
     pieces = []
     for task in tasks.to_pylist():
-        group = _row_group(storage, task["path"], task["row_group"], columns)
+        try:
+            group, unreadable = _row_group(storage, task["path"], task["row_group"], columns), None
+        except (pa.ArrowInvalid, OSError) as exc:
+            if _is_transient(exc):
+                raise
+            group, unreadable = _ids_only(storage, task, id_field, columns), f"{type(exc).__name__}: {exc}"
         piece = group.slice(task["start"], task["stop"] - task["start"])
+        piece = _flag_invalid(piece, [c for c in columns if c != id_field.name], id_field.name, unreadable)
         piece = piece.append_column(UNIT_COLUMN, pa.array([task["unit_id"]] * piece.num_rows, pa.string()))
         if routes is not None:
             values = piece.column(schema_column).to_pylist() if schema_column else [None] * piece.num_rows
             piece = piece.append_column(BACKEND_COLUMN, pa.array(
                 [routes.get(v, default_backend) if v is not None else default_backend for v in values], pa.string()))
-        pieces.append(piece.cast(schema))
+        pieces.append(piece.select(schema.names).cast(schema))
     return pa.concat_tables(pieces) if pieces else schema.empty_table()
+
+
+_TRANSIENT = ("AWS Error", "curl", "Connection", "timed out", "Timeout", "Throttl", "SlowDown")
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """A storage error worth retrying (Ray retries the task), as opposed to bytes that will never decode."""
+    return any(text in str(exc) for text in _TRANSIENT)
+
+
+def _ids_only(storage: Storage, task: dict[str, Any], id_field: pa.Field, columns: list[str]) -> pa.Table:
+    """The row group's ids with null text: its other columns cannot be read (if the ids cannot either, raise)."""
+    ids = pq.ParquetFile(storage.arrow_path(task["path"]), filesystem=storage.arrow_fs()).read_row_group(
+        task["row_group"], columns=[id_field.name])
+    log.warning("read.unreadable_row_group", path=task["path"], row_group=task["row_group"], rows=ids.num_rows)
+    for name in columns[1:]:
+        ids = ids.append_column(name, pa.nulls(ids.num_rows, pa.string()))
+    return ids
+
+
+def undecodable(column: pa.ChunkedArray | pa.Array) -> dict[int, str]:
+    """Row index → why, for each value of a string column that is not valid UTF-8 (none: an empty dict)."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        return {}
+    try:
+        array.validate(full=True)
+        return {}
+    except pa.ArrowInvalid:
+        pass
+    raw = array.view(pa.large_binary() if pa.types.is_large_string(array.type) else pa.binary())
+    found = {}
+    for i, value in enumerate(raw.to_pylist()):
+        if value is not None:
+            try:
+                value.decode()
+            except UnicodeDecodeError as exc:
+                found[i] = f"not valid UTF-8 at byte {exc.start} ({exc.reason})"
+    return found
+
+
+def _flag_invalid(piece: pa.Table, texts: list[str], id_column: str, unreadable: str | None) -> pa.Table:
+    """`piece` with `INVALID_INPUT_COLUMN`: why each row cannot be read, or null. A flagged row's text and schema
+    become null, and an undecodable string id its lossy decoding, so that nothing downstream trips on it."""
+    flags: list[str | None] = [f"the row group's text cannot be read: {unreadable}" if unreadable else None
+                               ] * piece.num_rows
+    for name in [id_column, *texts]:
+        bad = undecodable(piece.column(name))
+        if not bad:
+            continue
+        for i, why in bad.items():
+            flags[i] = flags[i] or f"{name}: {why}"
+        raw = piece.column(name).combine_chunks()
+        raw = raw.view(pa.large_binary() if pa.types.is_large_string(raw.type) else pa.binary()).to_pylist()
+        fixed = [v.decode(errors="replace") if name == id_column and v is not None else
+                 (None if i in bad else (v.decode() if v is not None else None)) for i, v in enumerate(raw)]
+        piece = piece.set_column(piece.schema.get_field_index(name), name, pa.array(fixed, pa.string()))
+    return piece.append_column(INVALID_INPUT_COLUMN, pa.array(flags, pa.string()))
 
 
 def read_schema_values(storage: Storage, units: list[Unit], schema_column: str) -> set[str]:

@@ -44,7 +44,7 @@ from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.lease import Lease
 from pipeline.manifest import AccountingError, PartitionManifest, RunManifest, committed, read_manifest, relative
 from pipeline.partition import WHOLE, OutputLayout, Partition, is_templated, partition_for
-from pipeline.reader import UNIT_COLUMN, read_tasks, read_units
+from pipeline.reader import INVALID_INPUT_COLUMN, UNIT_COLUMN, read_tasks, read_units
 from pipeline.storage import Storage, StorageError, join, storage_for
 from pipeline.units import plan_partition
 
@@ -194,7 +194,8 @@ def fetch_documents(loaded: LoadedConfig, p: Partition, ids: list[Any]) -> pa.Ta
             break
         docs = read_units(pa.Table.from_pylist(read_tasks([unit])), storage, id_field, cfg.input.text_column,
                           schema_column=schema_column)
-        found = docs.filter(pc.is_in(docs.column(cfg.input.id_column), value_set=wanted)).drop_columns([UNIT_COLUMN])
+        found = docs.filter(pc.is_in(docs.column(cfg.input.id_column), value_set=wanted)).drop_columns(
+            [UNIT_COLUMN, INVALID_INPUT_COLUMN])
         keep = []
         for i, doc_id in enumerate(found.column(cfg.input.id_column).to_pylist()):
             if doc_id in missing:  # first occurrence only

@@ -123,6 +123,9 @@ def run_job(
             results[partition.label] = PartitionResult(partition.label, "failed", error=str(exc))
             continue
         staged = committer.prepare(partition, fresh=force)
+        if stale := staged - {u.id for u in pinput.units}:  # unit ids carry each file's version: redone
+            log.warning("partition.stale_staging", partition=partition.label, units=len(stale),
+                        reason="staged from another version of the input files; those units are redone")
         pending = [u for u in pinput.units if u.id not in staged]
         work.append(_Work(pinput, pending))
         manifest.input_files += len(pinput.files)

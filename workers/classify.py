@@ -47,6 +47,8 @@ DEAD_LETTER_REASONS = (
     "schema_unsupported",
 )
 
+INVALID_INPUT_COLUMN = "_invalid_input"  # set by the reader on a row it could not decode: why, else null
+
 JSON_BLOCK = re.compile(r"\{.*\}", re.DOTALL)
 
 

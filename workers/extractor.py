@@ -22,7 +22,7 @@ import pyarrow as pa
 import structlog
 
 from schemas.contract import SchemaContract
-from workers.classify import Outcome, check_input, classify, dead_letter, error_json
+from workers.classify import INVALID_INPUT_COLUMN, Outcome, check_input, classify, dead_letter, error_json
 from workers.engine import Generation, is_fatal
 from workers.prompt import render_prompt
 from workers.spec import ExtractionSpec
@@ -233,8 +233,12 @@ class BatchExtractor:
         outcomes = self.outcomes(batch.column(self.spec.id_column).to_pylist(),
                                  batch.column(self.spec.text_column).to_pylist(),
                                  batch.column(column).to_pylist() if column else None)
+        if INVALID_INPUT_COLUMN in batch.column_names:  # rows the reader could not decode (their text is null)
+            for i, why in enumerate(batch.column(INVALID_INPUT_COLUMN).to_pylist()):
+                if why is not None:
+                    outcomes[i] = dead_letter("invalid_input", why)
         drop = [self.spec.text_column] + ([column] if column else [])
-        drop += [c for c in (BACKEND_COLUMN,) if c in batch.column_names]
+        drop += [c for c in (BACKEND_COLUMN, INVALID_INPUT_COLUMN) if c in batch.column_names]
         return outcome_table(batch.drop_columns(drop), outcomes)
 
 
