@@ -13,6 +13,7 @@ import structlog
 
 from pipeline import exit_codes, logs
 from pipeline.config import ConfigError, LoadedConfig, load_config
+from pipeline.lease import LeaseHeldError, LeaseLostError
 from pipeline.manifest import AccountingError
 from pipeline.partition import DateError, day_range, is_templated, parse_day
 from pipeline.storage import StorageError
@@ -258,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     except AccountingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exit_codes.ACCOUNTING
+    except (LeaseHeldError, LeaseLostError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_codes.OUTPUT_LEASED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -17,9 +17,10 @@ import pyarrow.compute as pc
 import ray
 import structlog
 
-from pipeline.commit import PartitionCommitter, PartitionResult
+from pipeline.commit import PartitionCommitter, PartitionResult, check_unchanged, output_parts, sweep
 from pipeline.config import ConfigError, LoadedConfig
-from pipeline.manifest import AccountingError, RunManifest
+from pipeline.lease import Lease
+from pipeline.manifest import AccountingError, PartitionManifest, RunManifest
 from pipeline.partition import OutputLayout, Partition, partition_for
 from pipeline.plan import build_dataset, build_spec
 from pipeline.progress import Progress
@@ -87,17 +88,52 @@ def run_job(
     fail_fast: bool = True,
     run_id: str | None = None,
 ) -> RunManifest:
-    """Run the job over `days` (None: the undated input). With `fail_fast`, a partition that cannot be
-    planned raises before Ray starts; otherwise it is reported as failed and the others go on."""
-    cfg = loaded.config
-    days = days or [None]
+    """Run the job over `days` (None: the undated input), holding the output's lease (`LeaseHeldError` at
+    once if another writer holds it). With `fail_fast`, a partition that cannot be planned raises before Ray
+    starts; otherwise it is reported as failed and the others go on."""
     check_names(loaded)
+    out_storage = storage_for(loaded.output_uri, loaded.s3_settings)
+    out_storage.check_writable(loaded.output_uri)
+    run_id = run_id or new_run_id(loaded.config.name)
+    with Lease(out_storage, OutputLayout(loaded.output_uri).lease(), run_id) as lease:
+        return _run_job(loaded, days or [None], force, fail_fast, run_id, lease)
+
+
+def _resumable(committer: PartitionCommitter, loaded: LoadedConfig, days: list[date | None],
+               force: bool) -> dict[str, PartitionManifest]:
+    """The committed partitions among `days` to skip: a changed job stops here (`ChangedJobError`, before Ray);
+    one whose input changed since its commit (another input fingerprint) is logged and rerun."""
+    prior = [(p, m) for p in (partition_for(loaded.input_uri, d) for d in days) if (m := committer.committed(p))]
+    if force:
+        return {}
+    check_unchanged(prior, loaded.output_hash, committer.parts, loaded.output_uri)
+    keep = {}
+    for p, m in prior:
+        fingerprint = m.input_fingerprint and getattr(_plan_or_none(loaded, p), "fingerprint", None)
+        if fingerprint and fingerprint != m.input_fingerprint:
+            log.warning("partition.input_changed", partition=p.label, committed_by=m.run_id)
+            continue
+        keep[p.label] = m
+    return keep
+
+
+def _plan_or_none(loaded: LoadedConfig, p: Partition) -> PartitionInput | None:
+    try:
+        return plan_one(loaded, p)
+    except (ConfigError, StorageError):
+        return None  # the input of a committed day is gone: keep what was committed
+
+
+def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fast: bool, run_id: str,
+             lease: Lease) -> RunManifest:
+    cfg = loaded.config
     settings = loaded.s3_settings
     out_storage = storage_for(loaded.output_uri, settings)
     layout = OutputLayout(loaded.output_uri)
-    run_id = run_id or new_run_id(cfg.name)
     structlog.contextvars.bind_contextvars(run_id=run_id)
-    committer = PartitionCommitter(out_storage, layout, loaded.contract, cfg.model.path, loaded.output_hash, run_id)
+    committer = PartitionCommitter(out_storage, layout, loaded.contract, cfg.model.path, loaded.output_hash, run_id,
+                                   parts=output_parts(loaded.decisive), guard=lease.ensure)
+    skip = _resumable(committer, loaded, days, force)
     manifest = RunManifest(
         run_id=run_id, name=cfg.name, config_path=str(loaded.path), config_hash=loaded.config_hash,
         status="running", started_at=datetime.now(timezone.utc).isoformat(), input_uri=loaded.input_uri,
@@ -108,11 +144,11 @@ def run_job(
     started = time.perf_counter()
     results: dict[str, PartitionResult] = {}
     work: list[_Work] = []
-    out_storage.check_writable(loaded.output_uri)
     for day in days:
         partition = partition_for(loaded.input_uri, day)
-        if committer.is_committed(partition) and not force:
+        if partition.label in skip:
             committer.discard_staging(partition)
+            sweep(out_storage, layout, partition, skip[partition.label])  # files a crashed commit left
             results[partition.label] = PartitionResult(partition.label, "skipped", error="already committed")
             continue
         try:
