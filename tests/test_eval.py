@@ -302,8 +302,8 @@ def test_sample_eval_writes_consistent_reports(sample_eval):
     report_dir = out / "_eval" / run_id
     report = json.loads((report_dir / "eval.json").read_text())
     md = (report_dir / "eval.md").read_text()
-    rows = pq.read_table(out / "rows" / "part-0.parquet")
-    dead = pq.read_table(out / "dead_letters" / "part-0.parquet")
+    (rows_file,), (dead_file,) = (out / "rows").glob("part-*.parquet"), (out / "dead_letters").glob("part-*.parquet")
+    rows, dead = pq.read_table(rows_file), pq.read_table(dead_file)
 
     docs, o = report["documents"], report["overall"]
     assert report["run_ids"] == [run_id]
