@@ -1,5 +1,5 @@
 """The deployment files name what the project really has: the image tag built by infra/Dockerfile,
-entrypoints our CLI accepts, and job configs that load."""
+entrypoints our CLI accepts, and job configs that load; and the nightly run holds no GPU between nights."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import re
 import shlex
 from pathlib import Path
 
-import pytest
 import yaml
 
 from pipeline.cli import parser
@@ -23,11 +22,24 @@ def built_image() -> str:
     return match.group(1)
 
 
+NIGHT = "2026-11-30"
+
+
 def manifests() -> list[tuple[Path, dict]]:
+    """Every Kubernetes object of infra/k8s, and the nightly RayJob template (from its ConfigMap, for NIGHT)."""
     docs = []
     for path in sorted((INFRA / "k8s").glob("*.yaml")):
         docs += [(path, doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
-    return docs
+    templates = [(path, yaml.safe_load(text.replace("__DATE__", NIGHT))) for path, doc in docs
+                 if doc["kind"] == "ConfigMap" for text in doc["data"].values()]
+    return docs + templates
+
+
+def nightly() -> tuple[dict, dict]:
+    """The nightly CronJob and the RayJob it creates."""
+    (cron,) = [doc for path, doc in manifests() if doc["kind"] == "CronJob" and path.name == "nightly-cronjob.yaml"]
+    (job,) = [doc for path, doc in manifests() if doc["kind"] == "RayJob" and path.name == "nightly-cronjob.yaml"]
+    return cron, job
 
 
 def containers(node) -> list[dict]:
@@ -59,25 +71,44 @@ def test_dockerfile_copies_what_the_entrypoints_need():
     assert "pip install" in text and ".[gpu]" in text
 
 
-def test_every_manifest_runs_the_project_image():
+def test_every_ray_pod_runs_the_project_image():
     kinds = {doc["kind"] for _, doc in manifests()}
     assert {"RayCluster", "RayJob", "CronJob"} <= kinds
     image = built_image()
     for path, doc in manifests():
-        for container in containers(doc):
-            assert container["image"] == image, f"{path.name}: {container['name']} runs {container['image']}"
-
-
-@pytest.mark.parametrize("kind", ["RayJob", "CronJob"])
-def test_entrypoints_are_commands_the_cli_accepts(kind):
-    docs = [doc for _, doc in manifests() if doc["kind"] == kind]
-    assert docs
-    for doc in docs:
-        if kind == "RayJob":
-            check_extract_command(shlex.split(doc["spec"]["entrypoint"]))
-        else:
+        if doc["kind"] in ("RayCluster", "RayJob"):
             for container in containers(doc):
-                check_extract_command(container["command"] + container.get("args", []))
+                assert container["image"] == image, f"{path.name}: {container['name']} runs {container['image']}"
+
+
+def test_the_nightly_cronjob_creates_a_rayjob_per_night_that_takes_its_cluster_down():
+    cron, job = nightly()
+    assert job["spec"]["shutdownAfterJobFinishes"] is True  # the GPUs go with the job
+    assert "clusterSelector" not in job["spec"]  # its own cluster, not a long-lived one
+    assert job["metadata"]["name"] == f"extract-invoices-{NIGHT}"  # a doubled night is refused as AlreadyExists
+    argv = shlex.split(job["spec"]["entrypoint"])
+    assert argv[1] == "backfill" and argv[argv.index("--start") + 1] == argv[argv.index("--end") + 1] == NIGHT
+    (launcher,) = containers(cron)
+    script = launcher["command"][-1]
+    assert "kubectl create" in script and "date -u -d yesterday" in script and "__DATE__" in script
+    assert re.fullmatch(r"[\w./-]+:[\w.-]+", launcher["image"]) and not launcher["image"].endswith(":latest")
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid" and cron["spec"]["timeZone"] == "Etc/UTC"
+    role = next(doc for _, doc in manifests() if doc["kind"] == "Role")
+    assert role["rules"] == [{"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["create", "get"]}]
+
+
+def test_the_long_lived_cluster_holds_no_idle_gpu():
+    (cluster,) = [doc for _, doc in manifests() if doc["kind"] == "RayCluster"]
+    assert cluster["spec"]["enableInTreeAutoscaling"] is True
+    for group in cluster["spec"]["workerGroupSpecs"]:
+        assert group["minReplicas"] == 0 == group["replicas"]
+
+
+def test_entrypoints_are_commands_the_cli_accepts():
+    docs = [doc for _, doc in manifests() if doc["kind"] == "RayJob"]
+    assert len(docs) == 2  # rayjob.yaml and the nightly template
+    for doc in docs:
+        check_extract_command(shlex.split(doc["spec"]["entrypoint"]))
 
 
 def test_ray_version_matches_the_installed_ray():
