@@ -45,6 +45,7 @@ from pipeline.lease import Lease
 from pipeline.manifest import AccountingError, PartitionManifest, RunManifest, committed, read_manifest, relative
 from pipeline.partition import WHOLE, OutputLayout, Partition, is_templated, partition_for
 from pipeline.reader import INVALID_INPUT_COLUMN, UNIT_COLUMN, read_tasks, read_units
+from pipeline.secrets import redact
 from pipeline.storage import Storage, StorageError, join, storage_for
 from pipeline.units import plan_partition
 
@@ -487,7 +488,7 @@ def _merge_one(storage: Storage, layout: OutputLayout, inner_layout: OutputLayou
         "run_id": report.run_id,
         "extracted_by": inner_manifest.run_id,
         "reasons": report.reasons,
-        "overrides": report.overrides,
+        "overrides": redact(report.overrides),  # keys kept, secret-looking values masked
         "model": loaded.config.model.path,
         "max_tokens": loaded.config.model.max_tokens,
         "output_hash": loaded.output_hash,
@@ -537,14 +538,15 @@ class _Record:
         base.timings = {**base.timings, "total_s": round(time.perf_counter() - self.started, 3)}
         base.max_tokens, base.constrained = loaded.config.model.max_tokens, loaded.config.model.constrained
         base.kind = "retry"
-        base.extra = {"retry": {"reasons": report.reasons, "overrides": report.overrides,
+        base.extra = {"retry": {"reasons": report.reasons, "overrides": redact(report.overrides),
                                 "output_hash": loaded.output_hash}}
         return base.to_json()
 
 
 def render_retry(report: RetryReport) -> str:
     """Per partition: candidates, recovered, still dead."""
-    settings = ", ".join(f"{k}={v}" for k, v in report.overrides.items() if k != "prompt") or "the config's settings"
+    shown = redact(report.overrides)
+    settings = ", ".join(f"{k}={v}" for k, v in shown.items() if k != "prompt") or "the config's settings"
     if "prompt" in report.overrides:
         settings += ", prompt from file"
     lines = [f"retry {report.run_id}: {report.status}",
