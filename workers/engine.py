@@ -272,9 +272,12 @@ class VllmEngine:
             return list(ids)
         return list(self.tokenizer.encode(plain_transcript(messages)))
 
-    def use_sampling(self, options: dict[str, Any]) -> None:
-        """Extra `SamplingParams` (model.sampling: repetition_penalty, top_p, seed, stop, ...) for every request."""
+    def use_sampling(self, options: dict[str, Any],
+                     grammar_bounds: tuple[int | None, int | None] = (None, None)) -> None:
+        """Extra `SamplingParams` (model.sampling: repetition_penalty, top_p, seed, stop, ...) for every request,
+        and the grammar-only string/array bounds (schema_policy.max_string_length / max_array_items)."""
         self.sampling_options = dict(options)
+        self.grammar_bounds = grammar_bounds
 
     def _sampling(self, json_schema: dict[str, Any] | None, max_tokens: int, temperature: float,
                   min_tokens: int = 0) -> Any:
@@ -283,9 +286,12 @@ class VllmEngine:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
+        from schemas.bounds import grammar_schema
+
         structured = None
         if json_schema is not None:
-            structured = StructuredOutputsParams(json=grammar_spec(json_schema))
+            bounded = grammar_schema(json_schema, *getattr(self, "grammar_bounds", (None, None)))
+            structured = StructuredOutputsParams(json=grammar_spec(bounded))
         extra = getattr(self, "sampling_options", {})
         return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured,
                               min_tokens=min_tokens, **extra)
@@ -422,9 +428,10 @@ class EngineThread:
         assert self._engine is not None
         return self._engine.prompt_token_ids(prompt)
 
-    def use_sampling(self, options: dict[str, Any]) -> None:
+    def use_sampling(self, options: dict[str, Any],
+                     grammar_bounds: tuple[int | None, int | None] = (None, None)) -> None:
         assert self._engine is not None
-        self._engine.use_sampling(options)
+        self._engine.use_sampling(options, grammar_bounds)
 
     def warm(self, json_schema: dict[str, Any]) -> float:
         """Compile `json_schema`'s grammar with a one-token request; returns the seconds it took."""

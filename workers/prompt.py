@@ -11,6 +11,7 @@ so vLLM's prefix cache holds it once.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -56,11 +57,14 @@ def presented_schema(json_schema: dict[str, Any], mode: str) -> str | None:
 def system_message(template: str, json_schema: dict[str, Any], mode: str, system: str | None) -> str | None:
     """The system message: the `system` prompt, then the schema unless the template places it itself."""
     parts = [system.strip()] if system and system.strip() else []
-    if "{schema}" not in template:
-        shown = presented_schema(json_schema, mode)
-        if shown:
-            parts.append(shown)
+    if "{schema}" not in template and resolve_mode(mode) != "none":
+        parts.append(_presented(json.dumps(json_schema, ensure_ascii=False), mode))
     return "\n\n".join(parts) or None
+
+
+@functools.lru_cache(maxsize=256)
+def _presented(schema_json: str, mode: str) -> str:
+    return presented_schema(json.loads(schema_json), mode) or ""
 
 
 def build_chat(template: str, document: str, json_schema: dict[str, Any], schema_json: str, *, mode: str = "none",
@@ -76,6 +80,12 @@ def build_chat(template: str, document: str, json_schema: dict[str, Any], schema
         messages.append({"role": "assistant", "content": output})
     messages.append({"role": "user", "content": render_prompt(template, document, schema_json)})
     return Chat(tuple(messages), chat_template)
+
+
+def prompt_for(spec: Any, document: str, json_schema: dict[str, Any], schema_json: str) -> str | Chat:
+    """`build_chat` with an `ExtractionSpec`'s prompting settings."""
+    return build_chat(spec.prompt_template, document, json_schema, schema_json, mode=spec.prompt_schema,
+                      system=spec.system, examples=spec.examples, chat_template=spec.chat_template)
 
 
 def plain_transcript(messages: list[dict[str, str]]) -> str:
