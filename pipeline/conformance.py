@@ -19,11 +19,13 @@ report is rendered from every part in the folder.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import json
 import math
 import os
 import shutil
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -153,12 +155,17 @@ def load_bench(root: Path, subsets: list[str] | None, limit: int | None) -> list
 
 
 def load_instances(root: Path) -> dict[str, list[dict[str, Any]]]:
-    """The benchmark's own instances, `subset/id` → [{description, valid, data}]."""
+    """The benchmark's own instances, `subset/id` → [{description, valid, data}]; a row without a subset
+    (a user's folder of schemas) is keyed `*/id`. No instances.jsonl: none."""
     found: dict[str, list[dict[str, Any]]] = {}
-    with open(corpus_dir(root, BENCH) / "instances.jsonl") as handle:
+    path = corpus_dir(root, BENCH) / "instances.jsonl"
+    if not path.is_file():
+        return found
+    with open(path) as handle:
         for line in handle:
-            row = json.loads(line)
-            found[f"{row['subset']}/{row['id']}"] = row.get("tests") or []
+            if line.strip():
+                row = json.loads(line)
+                found[f"{row.get('subset', '*')}/{row['id']}"] = row.get("tests") or []
     return found
 
 
@@ -320,7 +327,8 @@ def make_engine(backend: str, model_path: str, max_model_len: int) -> Any:
     """A vLLM engine (no Ray) holding one structured-output backend.
 
     Its engine core runs in vLLM's own child process (V1 multiprocessing), not in this one: a deleted
-    in-process engine does not give its memory back, so a second in-process engine would find less room. A core process exits on `close_engine` and returns all of it.
+    in-process engine does not give its memory back, so a second in-process engine would find less room.
+    A core process exits on `close_engine` and returns all of it.
     """
     from workers.engine import VllmEngine, engine_arguments, has_accelerator
 
@@ -536,7 +544,8 @@ def bench_prepare(opts: Options, compiler: Any) -> BenchRun:
             validators[item.key] = full_validator(item.schema)
         except Exception as exc:  # noqa: BLE001 - a schema our validator refuses is reported, not fatal
             schema_invalid[item.key] = first_line(exc)
-    inst = {i.key: bench_instances(i, validators.get(i.key), instances.get(i.key, [])) for i in items}
+    inst = {i.key: bench_instances(i, validators.get(i.key), instances.get(i.key) or instances.get(f"*/{i.id}", []))
+            for i in items}
     stages: dict[str, Any] = {"instances_s": round(time.perf_counter() - started, 2)}
     started = time.perf_counter()
     compiled = compile_all(compiler, items)
@@ -762,26 +771,69 @@ def build_report(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 # -- running ------------------------------------------------------------------------------------------
 
+def corpus_kind(folder: Path) -> str:
+    """What a folder holds, from its contents (never its name): the JSON-Schema-Test-Suite layout
+    (`tests/<draft>/`), the benchmark layout (`schemas/<subset>/*.json`), or a plain folder of `*.json`
+    schemas (one subset named after the folder), each with an optional `instances.jsonl`."""
+    if (folder / "tests" / SUITE_DRAFT).is_dir():
+        return SUITE
+    if (folder / "schemas").is_dir() or any(folder.glob("*.json")):
+        return BENCH
+    raise ConformanceError(f"corpus {str(folder)!r}: no *.json schemas in it (nor schemas/<subset>/*.json, "
+                           f"nor tests/{SUITE_DRAFT}/)")
+
+
+def corpus_folders(names: list[str]) -> dict[str, Path]:
+    """The corpora given as folders (any name, through links), by kind; a bundled name is not a folder here."""
+    folders: dict[str, Path] = {}
+    for name in names:
+        if name == "all" or (name in CORPORA and not Path(name).is_dir()):
+            continue
+        folder = Path(os.path.abspath(name))  # absolute but not resolved: a link keeps its own name
+        if not folder.is_dir():
+            raise ConformanceError(f"corpus {name!r}: expected one of {', '.join(CORPORA)}, all, or a folder")
+        kind = corpus_kind(folder)
+        if kind in folders and folders[kind] != folder:
+            raise ConformanceError(f"corpus {name!r}: one {kind} folder at a time ({folders[kind]} already)")
+        folders[kind] = folder
+    return folders
+
+
 def resolve_corpora(names: list[str]) -> list[str]:
-    """Corpus names, from names, `all`, or corpus folder paths (whose folder name says which)."""
+    """Corpus kinds to run, from bundled names, `all`, or folders (whose contents say which)."""
+    folders = corpus_folders(names)
     found: list[str] = []
     for name in names:
-        resolved = list(CORPORA) if name == "all" else [Path(name).name]
-        for corpus in resolved:
-            if corpus not in CORPORA:
-                raise ConformanceError(f"corpus {name!r}: expected one of {', '.join(CORPORA)} or all")
+        kinds = list(CORPORA) if name == "all" else [name] if name in CORPORA and not Path(name).is_dir() else []
+        kinds += [k for k, f in folders.items() if f == Path(os.path.abspath(name))]
+        for corpus in kinds:
             if corpus not in found:
                 found.append(corpus)
     return found
 
 
 def corpora_root_for(names: list[str], default: Path) -> Path:
-    """A corpus given as a folder path sets the root the corpora are read from."""
-    for name in names:
-        path = Path(name)
-        if path.name in CORPORA and path.is_dir():
-            return path.resolve().parent
-    return default
+    """The root the corpora are read from: `default`, or, when a corpus is given as a folder, a private
+    root of links: `jsonschemabench-dev` → the user's folder (a plain folder of schemas becomes its one
+    subset), `json-schema-test-suite` → the suite folder, and bundled corpora from `default` beside them."""
+    folders = corpus_folders(names)
+    if not folders:
+        return default
+    root = Path(tempfile.mkdtemp(prefix="conformance-corpora-"))
+    atexit.register(shutil.rmtree, root, True)
+    for kind in CORPORA:
+        folder = folders.get(kind)
+        if folder is None:
+            if (default / kind).is_dir():
+                (root / kind).symlink_to(default / kind)
+        elif kind == BENCH and not (folder / "schemas").is_dir():
+            (root / kind / "schemas").mkdir(parents=True)
+            (root / kind / "schemas" / folder.name).symlink_to(folder)
+            if (folder / "instances.jsonl").is_file():
+                (root / kind / "instances.jsonl").symlink_to(folder / "instances.jsonl")
+        else:
+            (root / kind).symlink_to(folder)
+    return root
 
 
 def check_selection(corpora: list[str], opts: Options) -> None:

@@ -57,7 +57,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("conformance", help="measure schema coverage, compliance and validator agreement on the "
                                            "shared corpora")
-    p.add_argument("corpus", nargs="+", help=f"{' or '.join(CORPORA)}, all, or a corpus folder")
+    p.add_argument("corpus", nargs="+", help=f"{' or '.join(CORPORA)}, all, or any folder of *.json schemas "
+                                             "(optionally with instances.jsonl), under any name, links followed")
     p.add_argument("--out", required=True, help="folder for conformance.json and conformance.md")
     p.add_argument("--subset", action="append", help=f"a {BENCH} subset, e.g. Github_hard (repeatable)")
     p.add_argument("--category", action="append", help="a test-suite keyword category (file name), e.g. "

@@ -4,6 +4,7 @@ harness (2 benchmark subsets x 3 schemas with generation on the bundled model, 3
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -194,6 +195,60 @@ def test_resolve_corpora():
     assert c.resolve_corpora([str(CORPORA / c.SUITE), c.SUITE]) == [c.SUITE]
     with pytest.raises(c.ConformanceError, match="nope"):
         c.resolve_corpora(["nope"])
+
+
+def user_folder(tmp_path: Path) -> Path:
+    """A user's own folder of schemas, under a name of its own, with instances (no subset column)."""
+    folder = tmp_path / "receipts v2"
+    folder.mkdir()
+    (folder / "receipt.json").write_text(json.dumps({"type": "object", "properties": {"total": {"type": "number"}},
+                                                     "required": ["total"]}))
+    (folder / "tag.json").write_text(json.dumps({"type": "string", "enum": ["a", "b"]}))
+    (folder / "instances.jsonl").write_text(json.dumps({"id": "tag", "tests": [
+        {"description": "a", "valid": True, "data": "a"}, {"description": "c", "valid": False, "data": "c"}]}) + "\n")
+    return folder
+
+
+def test_any_folder_of_schemas_is_a_corpus_under_its_own_name_and_through_a_link(tmp_path):
+    folder = user_folder(tmp_path)
+    link = tmp_path / "my-link"
+    link.symlink_to(folder)
+    for given in (folder, link):
+        assert c.resolve_corpora([str(given)]) == [c.BENCH]
+        root = c.corpora_root_for([str(given)], CORPORA)
+        items = c.load_bench(root, None, None)
+        assert [(i.subset, i.id) for i in items] == [(given.name, "receipt"), (given.name, "tag")]
+        assert [t["valid"] for t in c.load_instances(root)["*/tag"]] == [True, False]
+        c.check_selection([c.BENCH], c.Options(corpora_root=root))
+
+
+def test_a_folder_without_schemas_is_refused_in_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(c.ConformanceError, match="no \\*.json schemas"):
+        c.resolve_corpora([str(tmp_path / "empty")])
+
+
+@needs_corpora
+def test_the_bundled_corpora_work_by_name_and_through_a_link_of_another_name(tmp_path):
+    assert c.resolve_corpora([c.BENCH, c.SUITE]) == [c.BENCH, c.SUITE]
+    assert c.corpora_root_for([c.BENCH], CORPORA) == CORPORA
+    bench, suite = tmp_path / "bench-link", tmp_path / "suite-link"
+    bench.symlink_to(CORPORA / c.BENCH)
+    suite.symlink_to(CORPORA / c.SUITE)
+    assert c.resolve_corpora([str(bench), str(suite)]) == [c.BENCH, c.SUITE]
+    root = c.corpora_root_for([str(bench), str(suite)], tmp_path / "nowhere")
+    assert c.bench_subsets(root) == c.bench_subsets(CORPORA)
+    assert c.suite_categories(root) == c.suite_categories(CORPORA)
+
+
+@pytest.mark.engine
+def test_the_cli_checks_a_users_folder(tmp_path, cli_env):
+    out = tmp_path / "report"
+    done = run_cli(["conformance", str(user_folder(tmp_path)), "--no-generate", "--out", str(out)], cli_env,
+                   timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((out / "conformance.json").read_text())
+    assert "receipts v2" in json.dumps(report)
 
 
 @needs_corpora
