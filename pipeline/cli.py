@@ -27,7 +27,7 @@ COMMAND_MODULES = ("pipeline.schemas_cli", "pipeline.eval_cli", "pipeline.report
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
-    for item in args.set or []:
+    for item in [*(args.set or []), *_set_file(args)]:
         key, sep, value = item.partition("=")
         if not sep:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
@@ -40,6 +40,21 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "output", None):
         overrides["output.uri"] = args.output
     return overrides
+
+
+def _set_file(args: argparse.Namespace) -> list[str]:
+    """`--set-file F`: a JSON list of KEY=VALUE items (how `extract submit` ships --set values: not on a command
+    line that `ray job list` shows)."""
+    path = getattr(args, "set_file", None)
+    if not path:
+        return []
+    try:
+        items = json.loads(open(path, encoding="utf-8").read())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"--set-file {path}: {exc}") from None
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise ConfigError(f"--set-file {path}: expected a JSON list of \"KEY=VALUE\" strings")
+    return items
 
 
 def _days(loaded: LoadedConfig, date_arg: str | None) -> list[date | None]:
@@ -133,24 +148,35 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from pipeline.submit import submit, wait
+    from pipeline import submit as job
 
+    job.prepare_auth()  # before anything imports Ray: it reads the auth mode at import
     loaded = load_config(args.config, _overrides(args))
+    job.check_output(loaded, args.address, args.allow_local_output)
     extra: list[str] = []
+    day = None
     if args.date:
-        _days(loaded, args.date)
-        extra += ["--date", args.date]
+        day = _days(loaded, args.date)[0]
+        extra += ["--date", day.isoformat() if day else args.date]
     if args.force:
         extra.append("--force")
-    for item in args.set or []:
-        extra += ["--set", item]
-    job_id = submit(loaded, args.address, extra, args.submission_id)
+    files = job.job_files(loaded)
+    try:
+        job_id = job.submit(loaded, args.address, extra, list(args.set or []),
+                            args.submission_id or job.submission_id(loaded, day), files)
+    except job.SubmitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_codes.USAGE
     print(f"submitted {job_id} to {args.address}")
+    print(f"  shipped {len(files)} file(s) from {loaded.base_dir}" + (f", and {len(args.set)} --set value(s) in "
+                                                                       f"{job.SET_FILE}" if args.set else ""))
+    for rel in files:
+        print(f"    {rel}")
     print(f"  follow:  RAY_AUTH_MODE=token ray job logs --address {args.address} --follow {job_id}")
     print(f"  status:  RAY_AUTH_MODE=token ray job status --address {args.address} {job_id}")
     if not args.wait:
         return 0
-    status, logs = wait(args.address, job_id, args.timeout)
+    status, logs = job.wait(args.address, job_id, args.timeout)
     print(logs, end="" if logs.endswith("\n") else "\n")
     print(f"job {job_id}: {status}")
     return 0 if status == "SUCCEEDED" else 1
@@ -190,6 +216,7 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--output", help="output URI (overrides output.uri)")
         p.add_argument("--set", action="append", metavar="KEY=VALUE",
                        help="override a config key, e.g. --set model.max_tokens=256 (repeatable)")
+        p.add_argument("--set-file", metavar="FILE", help="more --set items: a JSON list of \"KEY=VALUE\" strings")
         return p
 
     run = job_command("run", "run an extraction job (one partition)")
@@ -216,7 +243,10 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument("--address", required=True, help="the cluster's dashboard, e.g. http://HEAD:8265")
     submit.add_argument("--date", help="the partition to run when input.uri has {date}")
     submit.add_argument("--force", action="store_true")
-    submit.add_argument("--submission-id", help="a job id of your choosing (idempotent resubmission)")
+    submit.add_argument("--submission-id", help="a job id of your choosing (default <name>-<day>: a day is "
+                        "submitted once)")
+    submit.add_argument("--allow-local-output", action="store_true",
+                        help="accept a local output.uri (a path every node of the cluster shares)")
     submit.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key on the cluster")
     submit.add_argument("--wait", action="store_true", help="wait for the job, print its logs, exit 0 on success")
     submit.add_argument("--timeout", type=float, default=24 * 3600, help="seconds to --wait at most")
