@@ -16,6 +16,7 @@ from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.lease import LeaseHeldError, LeaseLostError
 from pipeline.manifest import AccountingError
 from pipeline.partition import DateError, day_range, is_templated, parse_day
+from pipeline.quality import gate_exit
 from pipeline.storage import StorageError
 
 log = structlog.get_logger(__name__)
@@ -39,6 +40,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         overrides["input.limit"] = args.limit
     if getattr(args, "output", None):
         overrides["output.uri"] = args.output
+    if getattr(args, "max_dead_letter_rate", None) is not None:
+        overrides["output.max_dead_letter_rate"] = args.max_dead_letter_rate
     return overrides
 
 
@@ -74,7 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     loaded = load_config(args.config, _overrides(args))
     manifest = run_job(loaded, _days(loaded, args.date), force=args.force)
     print(render_summary(manifest))
-    return 0 if manifest.status == "committed" else 1
+    return gate_exit(loaded, manifest)
 
 
 def cmd_backfill(args: argparse.Namespace) -> int:
@@ -89,7 +92,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     print(render_summary(manifest))
     print()
     print(render_backfill_table(manifest))
-    return 0 if manifest.status == "committed" else 1
+    return gate_exit(loaded, manifest)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -217,6 +220,9 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--set", action="append", metavar="KEY=VALUE",
                        help="override a config key, e.g. --set model.max_tokens=256 (repeatable)")
         p.add_argument("--set-file", metavar="FILE", help="more --set items: a JSON list of \"KEY=VALUE\" strings")
+        p.add_argument("--max-dead-letter-rate", type=float, metavar="RATE",
+                       help="quality bar (overrides output.max_dead_letter_rate): above it the run commits, "
+                       "records an alert and exits 4")
         return p
 
     run = job_command("run", "run an extraction job (one partition)")

@@ -39,6 +39,22 @@ class InputConfig(_Strict):
     schema_table: str | None = None
 
 
+class SamplingConfig(_Strict):
+    """`model.sampling`: vLLM `SamplingParams` passed through, by name (an unknown name fails before Ray starts)."""
+
+    repetition_penalty: float | None = Field(default=None, gt=0)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    top_k: int | None = Field(default=None, ge=-1)
+    min_p: float | None = Field(default=None, ge=0, le=1)
+    seed: int | None = None
+    stop: list[str] | None = None
+
+    def options(self) -> dict[str, Any]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 class ModelConfig(_Strict):
     path: str = "bundled"
     max_tokens: int = Field(default=512, gt=0)
@@ -47,6 +63,8 @@ class ModelConfig(_Strict):
     # false: free generation with the same prompt, no grammar (a baseline; outputs are still checked).
     constrained: bool = True
     engine_kwargs: dict[str, Any] = Field(default_factory=dict)
+    chat_template: str | None = None  # a Jinja chat template file, for a model whose tokenizer has none
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
 
 
 class WorkersConfig(_Strict):
@@ -81,6 +99,10 @@ class WorkersConfig(_Strict):
 class OutputConfig(_Strict):
     uri: str = Field(min_length=1)
     checkpoint_rows: int = Field(default=256, gt=0)
+    # The quality bar: a run that misses it still commits, records `alert` in its manifest and exits 4.
+    max_dead_letter_rate: float | None = Field(default=None, ge=0, le=1)
+    max_truncated_rate: float | None = Field(default=None, ge=0, le=1)
+    min_rows: int | None = Field(default=None, ge=0)
 
 
 class SchemaPolicyConfig(_Strict):
@@ -94,6 +116,9 @@ class SchemaPolicyConfig(_Strict):
     max_depth: int = Field(default=48, gt=0)
     max_enum: int = Field(default=2_000, gt=0)
     max_pattern_length: int = Field(default=1_000, gt=0)
+    # Opt-in: bound unbounded strings / arrays in the grammar only (the post-check keeps the schema as written).
+    max_string_length: int | None = Field(default=None, gt=0)
+    max_array_items: int | None = Field(default=None, gt=0)
 
 
 class StorageConfig(_Strict):
@@ -107,6 +132,10 @@ class ExtractConfig(_Strict):
     schema_ref: str | None = Field(default=None, alias="schema")
     schema_file: str | None = None
     prompt: str = Field(min_length=1)
+    # How the schema is shown when the prompt has no {schema}: auto, json (the JSON Schema), fields, none.
+    prompt_schema: Literal["auto", "json", "fields", "none"] = "auto"
+    system: str | None = None  # a system prompt, before the schema and the examples
+    examples: str | None = None  # a JSONL file of {"document": ..., "output": {...}} few-shot pairs
     model: ModelConfig = Field(default_factory=ModelConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
     output: OutputConfig
@@ -124,6 +153,8 @@ class ExtractConfig(_Strict):
             raise ValueError("input.schema_table needs input.schema_column (the column holding each row's key)")
         if "{document}" not in self.prompt:
             raise ValueError("prompt must contain the {document} placeholder")
+        if self.examples is not None and self.input.schema_column is not None:
+            raise ValueError("examples need one job schema; per-row schemas (input.schema_column) take none")
         return self
 
 
@@ -164,6 +195,8 @@ class LoadedConfig:
         self.config_hash = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
         self.schema_table = self._schema_table()
         self.contract = self._contract()
+        self.chat_template = self._chat_template()
+        self.examples = self._examples()
 
     @property
     def schema_limits(self) -> Any:
@@ -193,6 +226,48 @@ class LoadedConfig:
             raise ConfigError(f"{self.path}: input.schema_table: {path}: holds no schemas")
         return {str(k): v for k, v in table.items()}
 
+    def _chat_template(self) -> str | None:
+        ref = self.config.model.chat_template
+        if ref is None:
+            return None
+        path = Path(_resolve_local(ref, self.base_dir))
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{self.path}: model.chat_template: {path}: {exc.strerror}") from None
+
+    def _examples(self) -> list[tuple[Any, str]]:
+        """The few-shot examples (file, else the model's own), each checked against the contract:
+        (Example, its output as the grammar emits it)."""
+        from schemas.examples import ExampleError, check_examples, load_examples_file, model_examples
+
+        if self.contract.per_row:
+            return []
+        try:
+            ref = self.config.examples
+            found = load_examples_file(Path(_resolve_local(ref, self.base_dir))) if ref else \
+                model_examples(self.contract)
+            return check_examples(found, self.contract)
+        except ExampleError as exc:
+            raise ConfigError(f"{self.path}: examples: {exc}") from None
+
+    def check_examples_grammar(self, backend: str) -> None:
+        """Each example's output through the compiled grammar (a child process); ConfigError naming the
+        first the grammar refuses. Runs where the job's schema is routed, before any actor starts."""
+        if not self.examples or not self.config.model.constrained:
+            return
+        from schemas.coverage import SchemaCompiler
+        from schemas.examples import ExampleError, check_grammar
+        from workers.bundled_model import resolve_model_path
+
+        policy = self.config.schema_policy
+        with SchemaCompiler(resolve_model_path(self.model_path), timeout_s=policy.compile_timeout_s,
+                            backends=(backend,), limits=self.schema_limits) as compiler:
+            try:
+                check_grammar(self.examples, self.contract.json_schema, compiler, backend)
+            except ExampleError as exc:
+                raise ConfigError(f"{self.path}: examples: {exc}") from None
+
     def _contract(self) -> SchemaContract:
         cfg = self.config
         if cfg.input.schema_column is not None:
@@ -215,8 +290,13 @@ class LoadedConfig:
     def decisive(self) -> dict[str, Any]:
         """Everything that decides what a document's outcome is (the output hash's inputs)."""
         cfg = self.config
+        from schemas.examples import examples_hash
+
+        prompting = {"schema": cfg.prompt_schema, "system": cfg.system, "examples": examples_hash(self.examples),
+                     "chat_template": self.chat_template}
         return {"schema": self.contract.hash, "model": cfg.model.model_dump(), "prompt": cfg.prompt,
-                "id": cfg.input.id_column, "text": cfg.input.text_column, "policy": cfg.schema_policy.model_dump()}
+                "prompting": prompting, "id": cfg.input.id_column, "text": cfg.input.text_column,
+                "policy": cfg.schema_policy.model_dump()}
 
     @property
     def output_hash(self) -> str:

@@ -155,6 +155,7 @@ class RunManifest:
     actors: list[dict[str, Any]] = field(default_factory=list)
     partitions: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    alert: str | None = None  # why a committed run missed output's quality bar (pipeline.quality; exit 4)
     kind: str = "run"  # run | retry
     extra: dict[str, Any] = field(default_factory=dict)  # keys a kind adds (a retry's settings)
 

@@ -67,6 +67,12 @@ def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = 
         unsupported=dict(routes.unsupported),
         routes=dict(routes.by_value),
         default_backend=routes.default,
+        prompt_schema=cfg.prompt_schema,
+        system=cfg.system,
+        examples=tuple((example.document, output) for example, output in loaded.examples),
+        chat_template=loaded.chat_template,
+        sampling=cfg.model.sampling.options(),
+        grammar_bounds=(cfg.schema_policy.max_string_length, cfg.schema_policy.max_array_items),
     )
 
 

@@ -171,6 +171,7 @@ def route_schemas(loaded: LoadedConfig, units_by_storage: list[tuple[Storage, li
                 _unsupported(verdict, routes, policy.on_unsupported)
             else:
                 routes.default = verdict.backend
+                loaded.check_examples_grammar(verdict.backend)  # few-shot outputs the grammar must accept
             return routes
         column = loaded.config.input.schema_column
         assert column is not None

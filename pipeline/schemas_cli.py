@@ -105,10 +105,32 @@ def _load_all(refs: list[str]) -> list[tuple[str, dict[str, Any]]] | None:
     return loaded
 
 
+def _contract_of(ref: str, schema: dict[str, Any]) -> Any:
+    from schemas.contract import SchemaContract
+
+    if ":" in ref and not Path(ref).is_file():
+        return SchemaContract.from_model_ref(ref, Path.cwd())
+    return SchemaContract.from_dict(schema, default_name=Path(ref).stem, source=ref)
+
+
+def check_examples_file(ref: str, schema: dict[str, Any], path: str, compiler: SchemaCompiler,
+                        backend: str | None) -> str:
+    """The few-shot examples of `path` against SCHEMA (schema, validators, then the compiled grammar):
+    'N example(s) ok ...', or raises ExampleError naming the first bad one."""
+    from schemas.examples import ExampleError, check_examples, check_grammar, load_examples_file
+
+    checked = check_examples(load_examples_file(Path(path)), _contract_of(ref, schema))
+    if backend is None:
+        raise ExampleError("examples: no backend compiles the schema, so no grammar can accept them")
+    check_grammar(checked, schema, compiler, backend)
+    return f"{len(checked)} example(s) ok: the schema, the validators and the {backend} grammar accept each"
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     loaded = _load_all(args.schemas)
     if loaded is None:
         return 2
+    from schemas.examples import ExampleError
     from workers.bundled_model import resolve_model_path
 
     outputs: list[dict[str, Any]] = []
@@ -118,10 +140,18 @@ def cmd_check(args: argparse.Namespace) -> int:
             check = compiler.check(schema, name)
             warnings = lint(schema) if check.limit_error is None else []
             ok = ok and check.backend is not None and check.schema_error is None
+            verdict = None
+            if args.examples:
+                try:
+                    verdict = check_examples_file(name, schema, args.examples, compiler, check.backend)
+                except ExampleError as exc:
+                    ok, verdict = False, f"FAILED {exc}"
             if args.json:
-                outputs.append({**check.as_dict(), "lint": _lint_dict(warnings)})
+                outputs.append({**check.as_dict(), "lint": _lint_dict(warnings), "examples": verdict})
             else:
                 print(render_check(check, warnings))
+                if verdict:
+                    print(f"  examples    {verdict}")
     if args.json:
         print(json.dumps(outputs, indent=2))
     return 0 if ok else 2
@@ -156,6 +186,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--model", default="bundled", help="model whose tokenizer to compile against (default: bundled)")
     check.add_argument("--timeout", type=float, default=30.0, help="hard compile timeout per schema and backend, s")
     check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    check.add_argument("--examples", metavar="FILE", help="also check these few-shot examples (JSONL of {document, "
+                       "output}) against each schema, its validators and its compiled grammar")
     check.set_defaults(func=cmd_check)
 
     lint_parser = actions.add_parser("lint", help="design warnings: no escape hatch, answer before reasoning, "

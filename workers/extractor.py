@@ -24,7 +24,7 @@ import structlog
 from schemas.contract import SchemaContract
 from workers.classify import INVALID_INPUT_COLUMN, Outcome, check_input, classify, dead_letter, error_json
 from workers.engine import Generation, is_fatal
-from workers.prompt import render_prompt
+from workers.prompt import prompt_for
 from workers.spec import ExtractionSpec
 
 log = structlog.get_logger(__name__)
@@ -68,6 +68,8 @@ class BatchExtractor:
         self.engine = engine
         self.spec = spec
         self.max_model_len = max_model_len
+        if spec.sampling or spec.grammar_bounds != (None, None):  # model.sampling, schema_policy bounds
+            engine.use_sampling(spec.sampling, spec.grammar_bounds)  # type: ignore[attr-defined]
         self._local = threading.local()  # per calling thread: batches may run concurrently (batches_in_flight)
         self._lock = threading.Lock()  # guards the schema caches
         self._serving = False  # set by the first batch: from then on the engine is busy
@@ -189,7 +191,7 @@ class BatchExtractor:
             if early is None:
                 assert text is not None
                 token_ids = self.engine.prompt_token_ids(
-                    render_prompt(self.spec.prompt_template, text, self._schema_json(contract)))
+                    prompt_for(self.spec, text, contract.json_schema, self._schema_json(contract)))
                 early = check_input(text, len(token_ids), self.spec.max_tokens, self.max_model_len)
                 if early is None:
                     pending.append(i)

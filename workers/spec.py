@@ -34,3 +34,11 @@ class ExtractionSpec:
     default_backend: str = "xgrammar"
     # Schema hashes no backend compiles, under `schema_policy.on_unsupported: dead_letter`.
     unsupported: dict[str, str] = field(default_factory=dict)
+    # Prompting (workers.prompt): how the schema is shown without {schema}, a system prompt, few-shot
+    # (document, compact output) turns, a chat template; and extra vLLM SamplingParams (model.sampling).
+    prompt_schema: str = "none"
+    system: str | None = None
+    examples: tuple[tuple[str, str], ...] = ()
+    chat_template: str | None = None
+    sampling: dict[str, Any] = field(default_factory=dict)
+    grammar_bounds: tuple[int | None, int | None] = (None, None)  # schema_policy.max_string_length, max_array_items

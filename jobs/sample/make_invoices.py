@@ -18,6 +18,25 @@ HERE = Path(__file__).resolve().parent
 SEED = 20261130
 N_INVOICES = 50
 
+EXAMPLES_SEED = 7  # few-shot examples come from another seed: none of them is an evaluated document
+N_EXAMPLES = 3
+
+
+def write_examples() -> None:
+    """jobs/sample/examples.jsonl: {document, output} pairs for `examples:` in extract.yaml."""
+    _, texts, golds = make_corpus(40, EXAMPLES_SEED, prefix="example")
+    # Three that between them show a long item list, a missing customer and a missing due date.
+    wanted = [lambda g: len(g["line_items"]) >= 3, lambda g: g["customer"] is None, lambda g: g["due_date"] is None]
+    picked: list[int] = []
+    for test in wanted:
+        picked.append(next(i for i, g in enumerate(golds) if test(g) and i not in picked))
+    with open(HERE / "examples.jsonl", "w") as out:
+        for text, gold in ((texts[i], golds[i]) for i in picked):
+            record = contract_record(gold)
+            del record["doc_id"]
+            out.write(json.dumps({"document": text, "output": record}, ensure_ascii=False) + "\n")
+
+
 def main() -> None:
     ids, texts, golds = make_corpus(N_INVOICES, SEED)
     # Edge cases a real corpus has: a scan whose OCR produced nothing, and a contract far past the context.
@@ -32,7 +51,8 @@ def main() -> None:
     with open(HERE / "invoices_gold.jsonl", "w") as out:
         for gold in golds:  # shaped like the Invoice contract, for `extract eval --gold`
             out.write(json.dumps(contract_record(gold), ensure_ascii=False) + "\n")
-    print(f"wrote {len(ids)} documents to {HERE / 'invoices.parquet'}")
+    write_examples()
+    print(f"wrote {len(ids)} documents to {HERE / 'invoices.parquet'} and {N_EXAMPLES} examples")
 
 
 if __name__ == "__main__":
