@@ -96,6 +96,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from pipeline.reader import sample_input
     from pipeline.routing import route_schemas
     from pipeline.run import preflight
     from pipeline.storage import storage_for
@@ -103,12 +104,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     loaded = load_config(args.config, _overrides(args))
     days = _days(loaded, args.date)
     plan = preflight(loaded, days[0])
+    in_storage = storage_for(plan.partition.input_uri, loaded.s3_settings)
+    try:  # the documents themselves, sampled: undecodable values are reported, unreadable pages refused
+        warnings = sample_input(in_storage, plan.files, [c for c in (loaded.config.input.text_column,
+                                                                     loaded.config.input.schema_column) if c])
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     contract = loaded.contract
     # The same schema check a run makes before any actor starts: bounds, compile per backend, routing.
     routes = route_schemas(loaded, [(storage_for(plan.partition.input_uri, loaded.s3_settings), plan.units)])
     print(f"{args.config}: ok")
     print(f"  input   {plan.rows_to_read} of {plan.total_rows} documents in {len(plan.files)} file(s), "
           f"{len(plan.units)} unit(s)")
+    for warning in warnings:
+        print(f"  warning {warning}")
     print(f"  schema  {contract.name}@{contract.version} (hash {contract.hash}) from {contract.source}")
     print(f"  columns {', '.join(f'{f.name}: {f.type}' for f in contract.layout.schema)}")
     if not loaded.config.model.constrained:

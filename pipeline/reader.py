@@ -158,3 +158,29 @@ def read_schema_values(storage: Storage, units: list[Unit], schema_column: str) 
         column = group.column(schema_column).slice(unit.start, unit.stop - unit.start)
         values.update(v for v in pa.compute.unique(column).to_pylist() if v is not None)
     return values
+
+
+def sample_input(storage: Storage, files: list[str], columns: list[str], max_files: int = 4) -> list[str]:
+    """`extract validate`'s look at the documents themselves: the given string columns of the first and last row
+    group of up to `max_files` files. Returns one warning per row group holding values that are not valid UTF-8
+    (a run makes each an `invalid_input` dead letter); raises `ValueError` in one line for a column whose data
+    pages cannot be read at all (a corrupt file whose footer is intact)."""
+    warnings = []
+    for uri in files[:max_files]:
+        parquet = pq.ParquetFile(storage.arrow_path(uri), filesystem=storage.arrow_fs())
+        groups = sorted({0, parquet.metadata.num_row_groups - 1} - {-1})
+        for rg in groups:
+            try:
+                table = parquet.read_row_group(rg, columns=columns)
+            except (pa.ArrowInvalid, OSError) as exc:
+                if _is_transient(exc):
+                    raise
+                raise ValueError(f"input: {uri} row group {rg}: the {', '.join(columns)} column(s) cannot be read, "
+                                 f"the file's data pages are corrupt ({type(exc).__name__}: {exc})") from None
+            for name in columns:
+                bad = undecodable(table.column(name))
+                if bad:
+                    row, why = next(iter(bad.items()))
+                    warnings.append(f"{len(bad)} value(s) of {name} in {uri} row group {rg} are not valid UTF-8 "
+                                    f"(e.g. row {row}: {why}): each will be an invalid_input dead letter")
+    return warnings

@@ -91,3 +91,29 @@ def test_the_extractor_makes_each_flagged_row_an_invalid_input_dead_letter(tmp_p
     assert out.column("_reason").to_pylist() == [None, "invalid_input", "empty_input", None]
     assert INVALID_INPUT_COLUMN not in out.column_names and UNIT_COLUMN in out.column_names
     assert engine.calls == [2]  # the undecodable document never reached the engine
+
+
+def test_validate_samples_the_text_and_reports_undecodable_values(tmp_path):
+    from pipeline.reader import sample_input
+
+    path = write_bad_text(tmp_path / "bad.parquet")
+    (warning,) = sample_input(LocalStorage(), [str(path)], ["text"])
+    assert warning.startswith(f"1 value(s) of text in {path} row group 0 are not valid UTF-8 (e.g. row 1: ")
+    assert sample_input(LocalStorage(), [str(write_docs_ok(tmp_path / "ok.parquet"))], ["text"]) == []
+
+
+def write_docs_ok(path: Path) -> Path:
+    pq.write_table(pa.table({"doc_id": ["a"], "text": ["fine"]}), path)
+    return path
+
+
+def test_validate_refuses_corrupt_data_pages_in_one_line(tmp_path, cli_env):
+    from tests.conftest import run_cli, write_config
+
+    path = write_corrupt_pages(tmp_path / "corrupt.parquet")
+    config = write_config(tmp_path, **{"input.uri": str(path)})
+    result = run_cli(["validate", str(config)], cli_env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: input: {path} row group 0: the text column(s) cannot be "
+                                                   "read, the file's data pages are corrupt (OSError: ")
