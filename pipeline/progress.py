@@ -1,59 +1,239 @@
-"""A progress line on the driver: documents done, docs/s and the dead-letter rate."""
+"""The run's live display on the driver: stages (starting Ray → loading the model → compiling schemas →
+generating), then documents done of total, docs/s, output tokens/s, dead letters by reason and an ETA.
+
+Counts come from the actors as requests and batches finish (`pipeline.stats.ProgressBoard`), polled by a
+thread here, so the display moves long before a unit's outcomes reach the driver. On a terminal the display
+is a `rich.progress` panel; elsewhere (a pipe, `ray job logs`) it is a log line per stage and every
+`every_seconds`.
+"""
 
 from __future__ import annotations
 
-import sys
+import threading
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 import structlog
 
+from pipeline import logs
+
 log = structlog.get_logger(__name__)
+
+STAGES = ("starting Ray", "loading model", "compiling schemas", "generating")
+
+
+def documents_done(snapshot: dict[str, Any]) -> int:
+    """Classified documents, plus requests the engine finished whose batch is not classified yet."""
+    classified = sum(snapshot.get("outcomes", {}).values())
+    return classified + max(0, snapshot.get("requests", 0) - snapshot.get("classified_generated", 0))
+
+
+class FailFastError(RuntimeError):
+    """The run's first N outcomes were all dead letters (`--fail-fast-after N`)."""
+
+
+class FailFast:
+    """Watches outcomes in the order the driver sees them; raises once the first `n` are all dead letters."""
+
+    def __init__(self, n: int | None) -> None:
+        self.n = n
+        self.seen = 0
+        self.reasons: dict[str, int] = {}
+        self.armed = bool(n and n > 0)
+
+    def see(self, kinds: list[str], reasons: list[str | None]) -> None:
+        if not self.armed or self.n is None:
+            return
+        for kind, reason in zip(kinds, reasons, strict=True):
+            if kind == "row":
+                self.armed = False  # a row among the first N: the prompt works
+                return
+            self.seen += 1
+            self.reasons[str(reason)] = self.reasons.get(str(reason), 0) + 1
+            if self.seen >= self.n:
+                top = ", ".join(f"{r} {c}" for r, c in sorted(self.reasons.items(), key=lambda kv: -kv[1]))
+                raise FailFastError(f"--fail-fast-after {self.n}: the first {self.seen} outcomes were all dead "
+                                    f"letters ({top}); stopped early, staged units are kept")
+
+
+def rate_text(done: int, dead: dict[str, int]) -> str:
+    """Dead letters as a share of classified documents, by reason, commonest first."""
+    classified = done + sum(dead.values())
+    if not classified or not dead:
+        return "dead letters 0%"
+    parts = [f"{reason} {100 * n / classified:.0f}%" for reason, n in sorted(dead.items(), key=lambda kv: -kv[1])]
+    return f"dead letters {100 * sum(dead.values()) / classified:.0f}% (" + ", ".join(parts[:3]) + ")"
 
 
 class Progress:
-    def __init__(self, total: int, name: str, stream: TextIO | None = None, every_seconds: float = 10.0) -> None:
+    def __init__(self, total: int, name: str, stream: TextIO | None = None, every_seconds: float = 10.0,
+                 live: bool | None = None, fail_fast_after: int | None = None) -> None:
         self.total = total
         self.name = name
-        self.stream = stream or sys.stderr
-        self.live = self.stream.isatty()
+        self.stream = stream or logs.terminal()
+        self.live = self.stream.isatty() if live is None else live
         self.every = every_seconds
         self.started = time.perf_counter()
+        self.started_unix = time.time()
         self.first_output_s: float | None = None
         self.marks: dict[str, float] = {}  # the first time each named event happened, seconds from the start
         self._last = 0.0
-        self.done = 0
+        self.done = 0  # documents whose outcomes reached the driver
         self.dead = 0
+        self.stage_name: str | None = None
+        self.board: Any = None
+        self.counts: dict[str, Any] = {}  # the board's latest snapshot
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+        self._rich: Any = None
+        self._task: Any = None
+        self.fail_fast = FailFast(fail_fast_after)
+
+    # -- the driver's side -------------------------------------------------------------------------------
 
     def mark(self, name: str) -> None:
         self.marks.setdefault(name, round(time.perf_counter() - self.started, 3))
 
+    def stage(self, name: str) -> None:
+        """The run moved to stage `name` (one of `STAGES`)."""
+        if name == self.stage_name:
+            return
+        self.stage_name = name
+        self.mark("stage." + name.replace(" ", "_") + "_s")
+        if self.live and self._rich is None:
+            self._start_rich()
+        if self._rich is not None:
+            self._rich.update(self._task, description=f"[bold]{self.name}[/bold] · {name}")
+        else:
+            log.info("stage", job=self.name, stage=name, seconds=round(time.perf_counter() - self.started, 1))
+
+    def watch(self, board: Any, poll_s: float = 0.5) -> None:
+        """Poll the actors' `ProgressBoard` from a thread until `close`."""
+        self.board = board
+        self._poller = threading.Thread(target=self._poll, args=(poll_s,), name="progress-poll", daemon=True)
+        self._poller.start()
+
+    def see(self, batch: Any) -> None:
+        """An outcome batch reached the driver: `--fail-fast-after` looks at its outcomes in order."""
+        if self.fail_fast.armed:
+            self.fail_fast.see(batch.column("_kind").to_pylist(), batch.column("_reason").to_pylist())
+
     def update(self, done: int, dead: int) -> None:
-        now = time.perf_counter()
+        """Outcomes that reached the driver (per unit/batch): never less than what the display shows."""
         if self.first_output_s is None and done:
-            self.first_output_s = now - self.started
+            self.first_output_s = time.perf_counter() - self.started
         self.done, self.dead = done, dead
-        if self.live:
-            self.stream.write("\r" + self.line() + " " * 4)
-            self.stream.flush()
-        elif now - self._last >= self.every or done >= self.total:
-            self._last = now
-            log.info("progress", job=self.name, done=done, total=self.total, docs_per_s=round(self.rate(), 2),
-                     dead_letter_rate=round(self.dead_rate(), 3))
+        self._show()
+
+    # -- counts ------------------------------------------------------------------------------------------
+
+    def documents(self) -> int:
+        return max(self.done, min(self.total, documents_done(self.counts))) if self.counts else self.done
+
+    def dead_by_reason(self) -> dict[str, int]:
+        return {k: v for k, v in self.counts.get("outcomes", {}).items() if k != "row"}
 
     def rate(self) -> float:
-        elapsed = time.perf_counter() - self.started
-        return self.done / elapsed if elapsed > 0 else 0.0
+        elapsed = time.perf_counter() - self._generating_since()
+        return self.documents() / elapsed if elapsed > 0 else 0.0
+
+    def tokens_rate(self) -> float:
+        elapsed = time.perf_counter() - self._generating_since()
+        return self.counts.get("output_tokens", 0) / elapsed if elapsed > 0 else 0.0
 
     def dead_rate(self) -> float:
+        dead = self.dead_by_reason()
+        classified = sum(self.counts.get("outcomes", {}).values())
+        if classified:
+            return sum(dead.values()) / classified
         return self.dead / self.done if self.done else 0.0
 
+    def _generating_since(self) -> float:
+        mark = self.marks.get("stage.generating_s")
+        return self.started + mark if mark is not None else self.started
+
     def line(self) -> str:
-        pct = 100.0 * self.done / self.total if self.total else 100.0
-        return (f"[{self.name}] {self.done}/{self.total} docs ({pct:.0f}%) · {self.rate():.2f} docs/s · "
-                f"dead letters {100 * self.dead_rate():.1f}%")
+        done = self.documents()
+        pct = 100.0 * done / self.total if self.total else 100.0
+        return (f"[{self.name}] {done}/{self.total} docs ({pct:.0f}%) · {self.rate():.2f} docs/s · "
+                f"{self.tokens_rate():.0f} tok/s · {rate_text(done, self.dead_by_reason())}")
+
+    # -- polling and showing -----------------------------------------------------------------------------
+
+    def _poll(self, poll_s: float) -> None:
+        import ray
+
+        while not self._stop.wait(poll_s):
+            try:
+                snapshot = ray.get(self.board.snapshot.remote(), timeout=10)
+            except Exception:  # noqa: BLE001 - the board went away (run ending): the display just stops
+                return
+            self._take(snapshot)
+
+    def _take(self, snapshot: dict[str, Any]) -> None:
+        self.counts = snapshot
+        stages = [s for s, _ in snapshot.get("stages", {}).values()]
+        if documents_done(snapshot) or "ready" in stages:
+            self.stage("generating")
+        elif "compiling schemas" in stages:
+            self.stage("compiling schemas")
+        elif "loading model" in stages:
+            self.stage("loading model")
+        if documents_done(snapshot) and "first_progress_s" not in self.marks:
+            first = snapshot.get("first_count_unix")
+            self.mark("first_progress_s")  # when the driver first showed counts
+            if first is not None:
+                self.marks["first_count_s"] = round(first - self.started_unix, 3)  # when an actor sent them
+        self._show()
+
+    def _show(self) -> None:
+        now = time.perf_counter()
+        done = self.documents()
+        if self._rich is not None:
+            self._rich.update(self._task, completed=done, total=self.total or None,
+                              stats=f"{self.rate():.2f} docs/s · {self.tokens_rate():.0f} tok/s",
+                              dead=rate_text(done, self.dead_by_reason()))
+        elif done and (now - self._last >= self.every or done >= self.total or "first_progress_s" not in self.marks
+                       or self._last == 0.0):
+            self._last = now
+            log.info("progress", job=self.name, done=done, total=self.total, docs_per_s=round(self.rate(), 2),
+                     output_tokens_per_s=round(self.tokens_rate(), 1),
+                     dead_letter_rate=round(self.dead_rate(), 3), dead_letters=self.dead_by_reason())
+
+    def _start_rich(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RichProgress
+
+        self._rich = RichProgress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("docs · {task.fields[stats]} · {task.fields[dead]}"), TextColumn("· elapsed"),
+            TimeElapsedColumn(), TextColumn("· ETA"), TimeRemainingColumn(),
+            console=Console(file=self.stream), transient=False, refresh_per_second=4,
+            redirect_stdout=True, redirect_stderr=True,
+        )
+        self._task = self._rich.add_task(f"[bold]{self.name}[/bold] · starting", total=self.total or None,
+                                         stats="", dead="")
+        self._rich.start()
 
     def close(self) -> None:
-        if self.live:
-            self.stream.write("\n")
-            self.stream.flush()
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join(timeout=2)
+        if self.board is not None:
+            try:
+                import ray
+
+                self._take(ray.get(self.board.snapshot.remote(), timeout=5))
+            except Exception:  # noqa: BLE001 - best effort: the last counts
+                pass
+        if self._rich is not None:
+            self._rich.stop()
+            self._rich = None

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.manifest import committed
-from pipeline.storage import S3Settings, Storage, join, storage_for
+from pipeline.storage import S3Settings, Storage, StorageError, join, storage_for
 
 ROW = "row"
 REASON_ORDER = ("truncated", "semantic_invalid", "schema_violation", "invalid_json", "validator_error",
@@ -47,6 +47,7 @@ COLORS = {ROW: "#2e7d32", "truncated": "#ef6c00", "semantic_invalid": "#c62828",
           "empty_input": "#90a4ae"}
 OTHER_COLOR = "#795548"
 NICE_BIN_SECONDS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+TEMPLATES = Path(__file__).parent / "templates"
 CHART_FILES = ("outcomes.png", "throughput.png", "startup.png", "tokens_prompt.png", "tokens_output.png")
 
 
@@ -68,6 +69,7 @@ class Outcome:
     output_tokens: int | None
     error: str | None = None  # the dead letter's error JSON
     attempts: int | None = None
+    raw_output: str | None = None  # a dead letter's model output, as generated
 
 
 @dataclass
@@ -77,6 +79,7 @@ class RunData:
     output_uri: str
     notes: list[str] = field(default_factory=list)
     rows_have_tokens: bool = False
+    row_tables: list[pa.Table] = field(default_factory=list)  # the run's rows, every column (for field profiles)
 
     @property
     def run_id(self) -> str:
@@ -154,7 +157,8 @@ def _read_columns(storage: Storage, uri: str, wanted: dict[str, str]) -> tuple[p
 ROW_COLUMNS = {"_run_id": "run_id", "_extracted_at": "at", "_prompt_tokens": "prompt_tokens",
                "_output_tokens": "output_tokens"}
 DEAD_COLUMNS = {"reason": "reason", "error": "error", "run_id": "run_id", "failed_at": "at",
-                "prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens", "attempts": "attempts"}
+                "prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens", "attempts": "attempts",
+                "raw_output": "raw_output"}
 
 
 def _outcomes(table: pa.Table, outcome: str | None) -> list[Outcome]:
@@ -170,6 +174,7 @@ def _outcomes(table: pa.Table, outcome: str | None) -> list[Outcome]:
             output_tokens=columns.get("output_tokens", empty)[i],
             error=columns.get("error", empty)[i],
             attempts=columns.get("attempts", empty)[i],
+            raw_output=columns.get("raw_output", empty)[i],
         )
         for i in range(n)
     ]
@@ -195,8 +200,8 @@ def load_run(output_uri: str, run_id: str | None = None, settings: S3Settings | 
         if manifest is None:
             data.notes.append(f"partition {label}: no longer committed, so its records cannot be shown")
             continue
-        rows, _ = _read_columns(storage, _relocate(manifest["files"]["rows"], recorded_root, output_uri),
-                                ROW_COLUMNS)
+        rows_uri = _relocate(manifest["files"]["rows"], recorded_root, output_uri)
+        rows, _ = _read_columns(storage, rows_uri, ROW_COLUMNS)
         dead, _ = _read_columns(storage, _relocate(manifest["files"]["dead_letters"], recorded_root, output_uri),
                                 DEAD_COLUMNS)
         data.rows_have_tokens = data.rows_have_tokens or "output_tokens" in rows.column_names
@@ -213,6 +218,7 @@ def load_run(output_uri: str, run_id: str | None = None, settings: S3Settings | 
             data.notes.append(f"partition {label}: shown as it is now, after retries ({ids}); the run record "
                               "counts what this run wrote")
         data.outcomes += _outcomes(rows, ROW) + _outcomes(dead, None)
+        data.row_tables.append(_full_rows(storage, rows_uri, rows.column("doc_id")))
     if not data.rows_have_tokens and any(o.outcome == ROW for o in data.outcomes):
         data.notes.append("rows carry no token counts (_prompt_tokens/_output_tokens): token histograms "
                           "show dead letters only")
@@ -223,6 +229,15 @@ def load_run(output_uri: str, run_id: str | None = None, settings: S3Settings | 
                                                                                    expected.items() if v}:
         data.notes.append(f"the committed files hold {dict(found)}, the run record says {expected}")
     return data
+
+
+def _full_rows(storage: Storage, uri: str, doc_ids: pa.ChunkedArray) -> pa.Table:
+    """Every column of a rows file, for the documents in `doc_ids` (the rows this report shows)."""
+    import pyarrow.compute as pc
+
+    table = pq.read_table(storage.arrow_path(uri), filesystem=storage.arrow_fs())
+    ids = table.column(0).cast(pa.string())
+    return table.filter(pc.is_in(ids, value_set=doc_ids.combine_chunks().cast(pa.string())))
 
 
 def _own(table: pa.Table, run_id: str) -> pa.Table:
@@ -526,12 +541,19 @@ def chart_throughput(bins: TimeBins, started: datetime, first_ready_s: float | N
                color=COLORS.get(category, OTHER_COLOR), label=f"{_label(category)} per bin", edgecolor="white",
                linewidth=0.5)
         bottom = [b + c for b, c in zip(bottom, per_bin, strict=True)]
+    # The axis starts shortly before the first actor was ready: the start-up before it is the start-up chart's
+    # subject, and on a short run it would take most of this one.
+    left = min(0.0, xs[0]) if xs else 0.0
+    note = ""
     if first_ready_s is not None and first_ready_s > 0:
-        ax.axvspan(0, first_ready_s / divisor, color="#e3f2fd", zorder=0, label="before the first actor was ready")
-    ax.set_xlabel(f"{unit} since the run started ({started:%Y-%m-%d %H:%M:%S} UTC); bins of {bins.width_s} s")
+        left = max(left, min(first_ready_s, bins.starts[0] if bins.starts else first_ready_s) - 0.05 * span)
+        ax.axvline(first_ready_s / divisor, color="#1565c0", linestyle=":", linewidth=1.2,
+                   label=f"first actor ready ({first_ready_s:.1f} s)")
+        note = f"; axis starts {left:.0f} s in (start-up before it)" if left > 0 else ""
+    ax.set_xlabel(f"{unit} since the run started ({started:%Y-%m-%d %H:%M:%S} UTC); bins of {bins.width_s} s{note}")
     ax.set_ylabel(f"documents per {bins.width_s} s")
     _integer_ticks(ax)
-    ax.set_xlim(left=min(0.0, xs[0]) if xs else 0, right=span / divisor * 1.02)
+    ax.set_xlim(left=left / divisor, right=span / divisor * 1.02)
     ax.spines[["top"]].set_visible(False)
     handles, labels = ax.get_legend_handles_labels()
     if bins.starts:
@@ -575,7 +597,7 @@ def chart_startup(startups: list[Startup], timings: dict[str, Any], first_stamp_
     marks = [(first_stamp_s, "first outcome (actor)", ":"),
              (timings.get("first_output_s"), "first output at driver", "-."),
              (timings.get("total_s"), "run end", "--")]
-    marks = [m for m in marks if m[0] is not None]
+    marks = [m for m in marks if m[0] is not None and float(m[0]) >= 0]  # a stamp before the start: skewed clocks
     top = len(names) - 0.5
     for i, (value, label, style) in enumerate(marks):
         ax.axvline(float(value), color="#424242", linestyle=style, linewidth=1)
@@ -647,6 +669,206 @@ def _save(fig: Any, path: Path) -> None:
     _plt().close(fig)
 
 
+# ---------------------------------------------------------------- per-field view, samples, profiles (pure)
+
+RAW_LIMIT = 600  # characters of a dead letter's raw output shown before the truncation marker
+LINEAGE = ("_run_id", "_schema_name", "_schema_version", "_schema_hash", "_model", "_extracted_at",
+           "_prompt_tokens", "_output_tokens")
+
+
+def truncate(text: str | None, limit: int = RAW_LIMIT) -> str:
+    """`text` cut at `limit` characters, with a marker saying how much was cut (escaping is the template's)."""
+    if text is None:
+        return ""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" … [truncated: {len(text) - limit} more characters]"
+
+
+@dataclass
+class FieldError:
+    path: str  # `items[*].name`; "(document)" for errors with no field path
+    documents: int
+    reasons: dict[str, int]
+    messages: list[tuple[str, int]]  # normalised message → documents, commonest first
+    examples: list[str]
+
+
+def field_errors(dead: Iterable[tuple[str, str, str | None]], top: int = 3, examples: int = 3) -> list[FieldError]:
+    """Which field paths fail (`error.errors[].loc`), in how many documents, why and with which messages;
+    commonest first. Dead letters without a per-field error list do not appear here."""
+    found: dict[str, FieldError] = {}
+    messages: dict[str, Counter[str]] = {}
+    for doc_id, reason, error_json in dead:
+        seen: set[str] = set()
+        for loc, message in _located_errors(error_json):
+            path = format_loc(loc) or "(document)"
+            entry = found.setdefault(path, FieldError(path, 0, {}, [], []))
+            messages.setdefault(path, Counter())[normalise_message(message)] += 1
+            if path in seen:
+                continue
+            seen.add(path)
+            entry.documents += 1
+            entry.reasons[reason] = entry.reasons.get(reason, 0) + 1
+            if len(entry.examples) < examples:
+                entry.examples.append(doc_id)
+    for path, entry in found.items():
+        entry.messages = messages[path].most_common(top)
+    return sorted(found.values(), key=lambda e: (-e.documents, e.path))
+
+
+def _located_errors(error_json: str | None) -> list[tuple[list[Any], str]]:
+    try:
+        error = json.loads(error_json) if error_json else None
+    except json.JSONDecodeError:
+        return []
+    items = error.get("errors") if isinstance(error, dict) else None
+    if not isinstance(items, list):
+        return []
+    return [(list(item.get("loc") or []), str(item.get("msg", ""))) for item in items if isinstance(item, dict)]
+
+
+@dataclass
+class DeadSample:
+    doc_id: str
+    message: str
+    raw_output: str  # truncated, with a marker
+    output_tokens: int | None
+
+
+def dead_samples(outcomes: Sequence[Outcome], per_reason: int = 3) -> dict[str, list[DeadSample]]:
+    """For each reason, the first few dead letters with their raw output."""
+    out: dict[str, list[DeadSample]] = {}
+    for o in outcomes:
+        if o.outcome == ROW:
+            continue
+        bucket = out.setdefault(o.outcome, [])
+        if len(bucket) < per_reason:
+            message = error_messages(o.error)[0][1] or "(no error recorded)"
+            bucket.append(DeadSample(o.doc_id, truncate(message, 300), truncate(o.raw_output), o.output_tokens))
+    return dict(sorted(out.items(), key=lambda kv: _reason_rank(kv[0])))
+
+
+@dataclass
+class FieldProfile:
+    name: str
+    type: str
+    nulls: int
+    total: int
+    summary: str  # top values, or min / median / max, or list lengths
+
+    @property
+    def null_rate(self) -> float:
+        return self.nulls / self.total if self.total else 0.0
+
+
+def field_profiles(table: pa.Table | None, top: int = 3) -> list[FieldProfile]:
+    """Per schema field (top-level column of the rows, lineage columns and the id left out): null rate and a
+    value summary: top values for strings, min / median / max for numbers and dates, lengths for lists."""
+    if table is None or table.num_columns < 2:
+        return []
+    profiles = []
+    for name in table.column_names[1:]:
+        if name in LINEAGE:
+            continue
+        column = table.column(name)
+        values = [v for v in column.to_pylist() if v is not None]
+        profiles.append(FieldProfile(name, str(column.type), table.num_rows - len(values), table.num_rows,
+                                     value_summary(column.type, values, top)))
+    return profiles
+
+
+def value_summary(kind: pa.DataType, values: list[Any], top: int = 3) -> str:
+    if not values:
+        return "—"
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        lengths = sorted(len(v) for v in values)
+        return f"length min {lengths[0]} · median {lengths[len(lengths) // 2]} · max {lengths[-1]}"
+    if pa.types.is_struct(kind) or pa.types.is_map(kind):
+        return f"{len(values)} objects"
+    if pa.types.is_boolean(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        counts = Counter(str(v) for v in values).most_common(top)
+        return " · ".join(f"{truncate(v, 40)} ×{n}" for v, n in counts) + \
+            (f" ({len(set(map(str, values)))} distinct)" if len(values) > 1 else "")
+    ordered = sorted(values)
+    return f"min {ordered[0]} · median {ordered[len(ordered) // 2]} · max {ordered[-1]}"
+
+
+def sample_rows(table: pa.Table | None, n: int = 5) -> tuple[list[str], list[list[str]]]:
+    """The first `n` rows: column names (id and fields, lineage left out) and their values as short text."""
+    if table is None or not table.num_rows:
+        return [], []
+    names = [c for c in table.column_names if c not in LINEAGE]
+    rows = table.select(names).slice(0, n).to_pylist()
+    return names, [[_cell(r[c]) for c in names] for r in rows]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, list)):
+        return truncate(json.dumps(value, default=str, ensure_ascii=False), 200)
+    return truncate(str(value), 200)
+
+
+def all_rows(data: RunData) -> pa.Table | None:
+    tables = [t for t in data.row_tables if t.num_rows]
+    if not tables:
+        return None
+    try:
+        return pa.concat_tables(tables, promote_options="default")
+    except (pa.ArrowInvalid, TypeError):
+        return tables[-1]  # partitions written under different schemas: profile the newest
+
+
+# ---------------------------------------------------------------- run context and eval scores
+
+
+@dataclass
+class RunContext:
+    prompt: str | None
+    config_text: str | None
+    config_note: str
+    schema: dict[str, Any]
+    model: str | None
+    settings: list[tuple[str, str]]
+
+
+def run_context(record: dict[str, Any]) -> RunContext:
+    """The prompt, schema, model and config the run used. The run record names its config file; that file is
+    read as it is now, and said to be unchanged only when its hash still matches the record's."""
+    settings = [(k, str(record.get(k))) for k in ("model", "max_tokens", "constrained", "config_hash", "input_uri",
+                                                  "output_uri") if record.get(k) is not None]
+    path = Path(str(record.get("config_path", "")))
+    prompt = text = None
+    note = f"the config file {path} is not readable from here"
+    if record.get("config_path") and path.is_file():
+        text = path.read_text()
+        try:
+            from pipeline.config import load_config
+
+            loaded = load_config(str(path))
+            prompt = loaded.config.prompt
+            same = loaded.config_hash == record.get("config_hash")
+            note = (f"{path}: unchanged since the run (config hash {loaded.config_hash})" if same else
+                    f"{path} as it is now: it has changed since the run (hash {loaded.config_hash}, the run's "
+                    f"{record.get('config_hash')})")
+        except Exception as exc:  # noqa: BLE001 - a config that no longer loads is still worth showing
+            note = f"{path} as it is now (it no longer loads: {exc})"
+    return RunContext(prompt, text, note, dict(record.get("schema") or {}), record.get("model"), settings)
+
+
+def eval_scores(storage: Storage, output_uri: str, run_id: str) -> dict[str, Any] | None:
+    """`extract eval`'s result for the run (OUTPUT/_eval/RUN_ID/eval.json), if it was evaluated."""
+    path = join(output_uri, "_eval", run_id, "eval.json")
+    try:
+        if not storage.exists(path):
+            return None
+        return json.loads(storage.read_text(path))
+    except (OSError, json.JSONDecodeError, StorageError):
+        return None
+
+
 # ---------------------------------------------------------------- the report
 
 
@@ -661,10 +883,17 @@ class Report:
     startups: list[Startup]
     tokens: dict[str, dict[str, list[int]]]  # "prompt"/"output" → outcome → values
     first_stamp_s: float | None  # the earliest outcome's stamp, seconds after the run started
+    field_errors: list[FieldError] = field(default_factory=list)
+    dead_samples: dict[str, list[DeadSample]] = field(default_factory=dict)
+    profiles: list[FieldProfile] = field(default_factory=list)
+    sample: tuple[list[str], list[list[str]]] = ([], [])
+    context: RunContext | None = None
+    scores: dict[str, Any] | None = None
 
 
-def build_report(data: RunData, top: int = 5) -> Report:
+def build_report(data: RunData, top: int = 5, scores: dict[str, Any] | None = None) -> Report:
     record = data.record
+    rows = all_rows(data)
     started = _parse_time(record.get("started_at"))
     stamps = [_as_utc(o.at) for o in data.outcomes if o.at is not None]
     if started is None:
@@ -686,6 +915,8 @@ def build_report(data: RunData, top: int = 5) -> Report:
         bins=bin_times(offsets), started=started, budget=token_budget(record, data.outcomes),
         startups=startup_times(record, started), tokens=tokens,
         first_stamp_s=min((t for values in offsets.values() for t in values), default=None),
+        field_errors=field_errors(dead), dead_samples=dead_samples(data.outcomes),
+        profiles=field_profiles(rows), sample=sample_rows(rows), context=run_context(record), scores=scores,
     )
 
 
@@ -782,132 +1013,82 @@ def print_summary(report: Report, out_dir: Path, console: Any = None) -> None:
 
 # ---------------------------------------------------------------- HTML
 
-CSS = """
-body{font-family:-apple-system,'Segoe UI',Roboto,'DejaVu Sans',Arial,sans-serif;color:#212121;margin:0;
-  background:#fafafa}
-main{max-width:1100px;margin:0 auto;padding:24px}
-h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e0e0e0;
-  padding-bottom:4px}
-.meta{color:#616161;font-size:13px}
-.cards{display:flex;flex-wrap:wrap;gap:10px;margin:16px 0}
-.card{background:#fff;border:1px solid #e0e0e0;border-radius:6px;padding:10px 12px;flex:1 1 0;min-width:96px}
-.card b{display:block;font-size:20px} .card span{color:#616161;font-size:12px}
-.card.bad b{color:#c62828} .card.good b{color:#2e7d32} .card.warn b{color:#ef6c00}
-table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}
-th,td{border:1px solid #e0e0e0;padding:5px 8px;text-align:left;vertical-align:top}
-table.narrow{width:auto;min-width:480px;display:inline-table;margin-right:16px}
-th{background:#f5f5f5} td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-code{font-size:12px;word-break:break-all}
-img.chart{width:100%;height:auto;background:#fff;border:1px solid #e0e0e0;border-radius:6px;display:block;
-  margin:8px 0}
-.note{background:#fff8e1;border-left:4px solid #ffb300;padding:6px 10px;margin:6px 0;font-size:13px}
-.warn{color:#c62828;font-weight:bold}
-.dot{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
-"""
-
-# Marks the page once every chart has decoded (the headless-browser check reads these attributes), and
-# puts a visible warning under a chart that failed to decode instead of leaving a silent gap.
-SCRIPT = """
-window.addEventListener('load', function () {
-  var imgs = Array.prototype.slice.call(document.images), ok = 0, boxes = [];
-  imgs.forEach(function (img) {
-    var r = img.getBoundingClientRect();
-    boxes.push([Math.round(r.left + window.scrollX), Math.round(r.top + window.scrollY),
-                Math.round(r.width), Math.round(r.height)]);
-    if (img.complete && img.naturalWidth > 0) { ok += 1; }
-    else { img.insertAdjacentHTML('afterend', '<p class="warn">chart failed to load: ' + img.alt + '</p>'); }
-  });
-  document.body.setAttribute('data-charts-loaded', ok + '/' + imgs.length);
-  document.body.setAttribute('data-chart-boxes', JSON.stringify(boxes));
-  document.body.setAttribute('data-page-height', String(document.documentElement.scrollHeight));
-});
-"""
-
-
-def _img(path: Path, alt: str) -> str:
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'<img class="chart" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
-
-
-def _card(value: str, label: str, kind: str = "") -> str:
-    return f'<div class="card {kind}"><b>{html.escape(value)}</b><span>{html.escape(label)}</span></div>'
-
 
 def _fmt_s(value: Any) -> str:
     return "—" if value is None else f"{float(value):.1f} s"
 
 
-def render_html(report: Report, charts: dict[str, Path]) -> str:
-    e = html.escape
-    record, data = report.data.record, report.data
-    total = len(data.outcomes)
+def _env() -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                              undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def _data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+try:
+    from jinja2 import UndefinedError
+except ImportError:  # pragma: no cover - jinja2 is a dependency
+    UndefinedError = TypeError  # type: ignore[misc,assignment]
+
+
+def _fmt_score(value: Any) -> str:
+    try:
+        return f"{float(value):.3f}"
+    except (TypeError, ValueError, AttributeError, UndefinedError):
+        return "—"  # not scored, or missing from an older eval.json
+
+
+def _cards(report: Report) -> list[dict[str, str]]:
+    record, total = report.data.record, len(report.data.outcomes)
     rows = dict(report.counts).get(ROW, 0)
     t = record.get("timings", {})
-    hot, measured = near_limit(report)
     truncated = dict(report.counts).get("truncated", 0)
     init = max((s.engine_init_s or 0 for s in report.startups), default=None)
     compile_ = max((s.schema_compile_s for s in report.startups), default=None)
+    f1 = (report.scores or {}).get("overall", {}).get("f1")
     cards = [
-        _card(str(total), "documents"),
-        _card(f"{rows} ({100 * rows / (total or 1):.0f}%)", "rows", "good"),
-        _card(f"{total - rows} ({100 * (total - rows) / (total or 1):.0f}%)", "dead letters",
-              "bad" if total - rows else ""),
-        _card(str(truncated), "truncated", "warn" if truncated else ""),
-        _card(f"{t['docs_per_s']:.2f}" if t.get("docs_per_s") else "—", "docs / s (whole run)"),
-        _card(_fmt_s(init), "engine init (slowest actor)"),
-        _card(_fmt_s(compile_), "schema compile"),
-        _card(_fmt_s(t.get("total_s")), "run time"),
+        (str(total), "documents", ""),
+        (f"{rows} ({100 * rows / (total or 1):.0f}%)", "rows", "good"),
+        (f"{total - rows} ({100 * (total - rows) / (total or 1):.0f}%)", "dead letters", "bad" if total - rows else ""),
+        (str(truncated), "truncated", "warn" if truncated else ""),
+        (f"{t['docs_per_s']:.2f}" if t.get("docs_per_s") else "—", "docs / s (whole run)", ""),
+        (_fmt_s(init), "engine init (slowest actor)", ""),
+        (_fmt_s(compile_), "schema compile", ""),
+        (_fmt_s(t.get("total_s")), "run time", ""),
     ]
-    parts = [
-        f"<h1>Run report: {e(data.run_id)}</h1>",
-        f'<div class="meta">job <b>{e(str(record.get("name")))}</b> · status <b>{e(str(record.get("status")))}</b>'
-        f' · model {e(str(record.get("model")))} · schema {e(str(record.get("schema", {}).get("name")))}@'
-        f'{e(str(record.get("schema", {}).get("version")))} · started {e(str(record.get("started_at")))} · '
-        f'output <code>{e(data.output_uri)}</code></div>',
-        f'<div class="cards">{"".join(cards)}</div>',
-        *(f'<div class="note">{e(note)}</div>' for note in data.notes),
-        "<h2>Outcomes</h2>",
-        _img(charts["outcomes.png"], "outcomes by reason"),
-        "<h2>Top error messages per reason</h2>",
-        '<p class="meta">Numbers, dates and hex ids are replaced by &lt;n&gt;, &lt;date&gt;, &lt;hex&gt; so '
-        "that one cause groups together; a document with several errors counts under each. Look an example up "
-        "with <code>extract query</code> on the dead_letters view.</p>",
-        _errors_table(report),
-        "<h2>Throughput over time</h2>",
-        _img(charts["throughput.png"], "throughput over time"),
-        "<h2>Start-up: engine initialisation and schema compilation</h2>",
-        _img(charts["startup.png"], "start-up times"),
-        _timings_table(report),
-        "<h2>Tokens</h2>",
-        f'<p class="meta">max_tokens <b>{e(str(report.budget.max_tokens))}</b> (from {e(report.budget.source)});'
-        f" {hot} of {measured} outputs used at least 90% of it. Outputs piled against the line were cut off "
-        "or nearly so: raise <code>model.max_tokens</code>, or bound the schema's strings and arrays.</p>",
-        _img(charts["tokens_output.png"], "output token histogram"),
-        _img(charts["tokens_prompt.png"], "prompt token histogram"),
-        "<h2>Partitions</h2>",
-        _partitions_table(record),
-        f'<p class="meta">generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC by <code>extract report'
-        f"</code> from <code>{e(data.output_uri)}/_runs/{e(data.run_id)}.json</code></p>",
-    ]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{e(data.run_id)}: run report</title><style>{CSS}</style></head>\n"
-            f"<body><main>\n{chr(10).join(parts)}\n</main><script>{SCRIPT}</script></body></html>\n")
+    if report.scores is not None:
+        cards.append((_fmt_score(f1), "F1 (extract eval)", ""))
+    return [{"value": v, "label": label, "kind": kind} for v, label, kind in cards]
 
 
-def _errors_table(report: Report) -> str:
-    if not report.errors:
-        return '<p class="meta">No dead letters.</p>'
-    e = html.escape
-    out = ["<table><tr><th>reason</th><th>message (values normalised)</th><th>docs</th><th>example ids</th>"
-           "<th>one message as written</th></tr>"]
-    for reason, groups in report.errors.items():
-        for i, g in enumerate(groups):
-            cell = (f'<td rowspan="{len(groups)}"><span class="dot" style="background:'
-                    f'{COLORS.get(reason, OTHER_COLOR)}"></span>{e(reason)}</td>') if i == 0 else ""
-            out.append(f"<tr>{cell}<td><code>{e(g.pattern)}</code></td><td class=\"n\">{g.documents}</td>"
-                       f"<td>{e(', '.join(g.examples))}</td><td>{e(g.sample[:MAX_MESSAGE])}</td></tr>")
-    out.append("</table>")
-    return "".join(out)
+def query_hint(report: Report) -> str:
+    record = report.data.record
+    reason = next(iter(report.dead_samples), "truncated")
+    return (f"extract query {record.get('config_path') or 'extract.yaml'} --set output.uri={report.data.output_uri} "
+            f"\"SELECT doc_id, error, raw_output FROM dead_letters WHERE reason = '{reason}'\"")
+
+
+def render_html(report: Report, charts: dict[str, Path], index_href: str | None = None) -> str:
+    from markupsafe import Markup
+
+    data = report.data
+    hot, measured = near_limit(report)
+    record = {**data.record, "schema": data.record.get("schema") or {}}
+    return _env().get_template("run.html.j2").render(
+        run_id=data.run_id, record=record, output_uri=data.output_uri, cards=_cards(report), notes=data.notes,
+        charts={name: _data_uri(path) for name, path in charts.items()}, field_errors=report.field_errors,
+        dead_total=max(1, sum(n for k, n in report.counts if k != ROW)), errors=report.errors, colors=COLORS,
+        other_color=OTHER_COLOR, dead_samples=report.dead_samples, query_hint=query_hint(report),
+        sample_columns=report.sample[0], sample_rows=report.sample[1], profiles=report.profiles,
+        scores=report.scores, fmt=_fmt_score, budget=report.budget, hot=hot, measured=measured,
+        timings_table=Markup(_timings_table(report)), partitions_table=Markup(_partitions_table(data.record)),
+        context=report.context, index_href=index_href,
+        generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S}",
+    )
 
 
 def _timings_table(report: Report) -> str:
@@ -941,11 +1122,109 @@ def _partitions_table(record: dict[str, Any]) -> str:
 
 
 def write_report(output_uri: str, out_dir: Path | None = None, run_id: str | None = None,
-                 settings: S3Settings | None = None, top: int = 5) -> tuple[Report, Path]:
+                 settings: S3Settings | None = None, top: int = 5, index_href: str | None = None
+                 ) -> tuple[Report, Path]:
     """Load the run, write the charts and report.html into `out_dir` (default ./out/report/<run_id>)."""
     data = load_run(output_uri, run_id, settings)
-    report = build_report(data, top=top)
+    scores = eval_scores(storage_for(data.output_uri, settings), data.output_uri, data.run_id)
+    report = build_report(data, top=top, scores=scores)
     out_dir = out_dir or Path("out") / "report" / data.run_id
     charts = write_charts(report, out_dir)
-    (out_dir / "report.html").write_text(render_html(report, charts))
+    (out_dir / "report.html").write_text(render_html(report, charts, index_href))
     return report, out_dir
+
+
+# ---------------------------------------------------------------- the index of every run
+
+
+@dataclass
+class RunLine:
+    run_id: str
+    started: str
+    status: str
+    documents: int
+    rows: int
+    dead: int
+    dead_rate: str
+    reasons: str
+    f1: str
+    href: str | None = None
+    note: str = ""
+    dead_rate_value: float | None = None
+    f1_value: float | None = None
+
+
+def run_line(record: dict[str, Any], scores: dict[str, Any] | None) -> RunLine:
+    documents = int(record.get("input_rows") or 0)
+    dead = int(record.get("dead_letters") or 0)
+    reasons = sorted((record.get("dead_letters_by_reason") or {}).items(), key=lambda kv: -kv[1])
+    f1 = (scores or {}).get("overall", {}).get("f1")
+    rate = dead / documents if documents else None
+    return RunLine(
+        run_id=str(record.get("run_id")), started=str(record.get("started_at", ""))[:19].replace("T", " "),
+        status=str(record.get("status")), documents=documents, rows=int(record.get("rows") or 0), dead=dead,
+        dead_rate="—" if rate is None else f"{100 * rate:.1f}%",
+        reasons=", ".join(f"{r} {n}" for r, n in reasons[:3]) or "—", f1=_fmt_score(f1),
+        note="" if documents else f"no documents processed ({_partition_states(record)})",
+        dead_rate_value=rate, f1_value=None if f1 is None else float(f1))
+
+
+def chart_trend(lines: list[RunLine], path: Path) -> None:
+    """Oldest to newest: documents per run (bars), dead-letter rate and F1 (lines, where known)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    xs = list(range(len(lines)))
+    ax.bar(xs, [line.documents for line in lines], color="#cfd8dc", label="documents")
+    ax.set_ylabel("documents")
+    _integer_ticks(ax)
+    rates = ax.twinx()
+    known = [(x, line.dead_rate_value) for x, line in zip(xs, lines, strict=True) if line.dead_rate_value is not None]
+    if known:
+        rates.plot([x for x, _ in known], [100 * v for _, v in known], "o-", color=COLORS["semantic_invalid"],
+                   label="dead-letter rate %")
+    scored = [(x, line.f1_value) for x, line in zip(xs, lines, strict=True) if line.f1_value is not None]
+    if scored:
+        rates.plot([x for x, _ in scored], [100 * v for _, v in scored], "s--", color=COLORS[ROW], label="F1 × 100")
+    rates.set_ylim(0, 105)
+    rates.set_ylabel("percent")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([line.started[5:16] for line in lines], rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel("run start (UTC), oldest to newest")
+    handles, labels = ax.get_legend_handles_labels()
+    more_handles, more_labels = rates.get_legend_handles_labels()
+    ax.legend(handles + more_handles, labels + more_labels, loc="upper left", fontsize=8, frameon=False)
+    ax.set_title("Runs over time: documents, dead-letter rate and F1")
+    _save(fig, path)
+
+
+def write_index(output_uri: str, out_dir: Path | None = None, settings: S3Settings | None = None, top: int = 5
+                ) -> tuple[Path, list[RunLine], Report | None]:
+    """OUT/index.html: every run in the output, newest first, each linking to its page OUT/<run_id>/report.html
+    (written here for every run that processed documents). Returns the index, its lines, and the report of
+    the newest run that did work (for the terminal summary)."""
+    output_uri = output_uri.rstrip("/")
+    storage = storage_for(output_uri, settings)
+    records = list_runs(storage, output_uri)
+    if not records:
+        raise ReportError(f"no run records under {output_uri}/_runs: is {output_uri} a job's output folder?")
+    out_dir = out_dir or Path("out") / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines, newest = [], None
+    for record in records:
+        run_id = str(record.get("run_id"))
+        line = run_line(record, eval_scores(storage, output_uri, run_id))
+        if line.documents:
+            try:
+                report, _ = write_report(output_uri, out_dir / run_id, run_id, settings, top, "../index.html")
+                line.href = f"{run_id}/report.html"
+                newest = report
+            except ReportError as exc:
+                line.note = str(exc)
+        lines.append(line)
+    trend = out_dir / "trend.png"
+    chart_trend(lines, trend)
+    page = _env().get_template("index.html.j2").render(
+        output_uri=output_uri, runs=list(reversed(lines)), trend=_data_uri(trend),
+        generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S}")
+    (out_dir / "index.html").write_text(page)
+    return out_dir / "index.html", lines, newest

@@ -1,11 +1,68 @@
-"""What a person reads at the end of a run: a one-screen summary, and the per-day table of a backfill."""
+"""What a person reads at the end of a run: a one-screen summary, and the per-day table of a backfill.
+
+The summary's paths and suggested commands name the output the run really wrote (after `--output`,
+`--set` and `--date`), so that copying a command looks at this run and not at the config's default output.
+Under a Ray job (`ray job submit`, `extract submit`) the config sits in Ray's temporary working dir; the
+output is named as it is (S3 or an absolute path), and an output inside that temporary dir is flagged.
+"""
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
+
 from pipeline.manifest import RunManifest
 
+RAY_TEMP_MARKERS = ("/runtime_resources/", "/ray/session_")  # Ray's per-job working dir and session folders
 
-def render_summary(manifest: RunManifest) -> str:
+
+def in_ray_temp(path: str) -> bool:
+    return any(marker in path for marker in RAY_TEMP_MARKERS)
+
+
+def _config_arg(manifest: RunManifest, config_arg: str | None) -> str:
+    """The config as the user named it (relative to where they ran the command), else as recorded."""
+    return config_arg or manifest.config_path
+
+
+def output_flags(manifest: RunManifest, sets: Sequence[str] | None) -> list[str]:
+    """`--set` flags that make a later command read this run's output: the user's own overrides that name
+    where output and its storage live, and the output actually written."""
+    keep = [s for s in sets or [] if s.split("=", 1)[0].startswith(("storage.", "output."))
+            and not s.startswith("output.uri=")]
+    flags: list[str] = []
+    for item in keep:
+        flags += ["--set", item]
+    return flags + ["--set", f"output.uri={manifest.output_uri}"]
+
+
+def commands(manifest: RunManifest, config_arg: str | None = None, sets: Sequence[str] | None = None
+             ) -> dict[str, str]:
+    config = _config_arg(manifest, config_arg)
+    flags = output_flags(manifest, sets)
+    out = manifest.output_uri
+    days = _days(manifest)
+    reasons = sorted(manifest.dead_letters_by_reason.items(), key=lambda kv: -kv[1])
+    retry = ["extract", "retry", config, "--reason", reasons[0][0] if reasons else "truncated"]
+    if len(days) == 1:
+        retry += ["--date", days[0]]
+    elif days:
+        retry += ["--start", days[0], "--end", days[-1]]
+    return {
+        "query": shlex.join(["extract", "query", config, *flags,
+                             "SELECT reason, count(*) FROM dead_letters GROUP BY 1"]),
+        "report": shlex.join(["extract", "report", out, "--run", manifest.run_id]),
+        "retry": shlex.join([*retry, *flags]),
+    }
+
+
+def _days(manifest: RunManifest) -> list[str]:
+    """The dated partitions the run wrote (`--date`, a backfill's range), in order."""
+    return sorted(str(p["partition"]) for p in manifest.partitions
+                  if p.get("status") == "committed" and str(p.get("partition")) != "all")
+
+
+def render_summary(manifest: RunManifest, config_arg: str | None = None, sets: Sequence[str] | None = None) -> str:
     total = manifest.input_rows or 1
     t = manifest.timings
     lines = [
@@ -22,6 +79,8 @@ def render_summary(manifest: RunManifest) -> str:
         elif p.get("units_resumed"):
             lines.append(f"  partition  {p['partition']}: resumed {p['units_resumed']} of {p['units']} units "
                          "from staging")
+    if manifest.error:
+        lines.append(f"  error      {manifest.error}")
     timing = ", ".join(
         f"{label} {t[key]:.1f}s"
         for label, key in (("engine init", "engine_init_s"), ("schema compile", "schema_compile_s"),
@@ -30,11 +89,19 @@ def render_summary(manifest: RunManifest) -> str:
     )
     lines.append("  time       " + timing + (f", {t['docs_per_s']:.2f} docs/s" if t.get("docs_per_s") else ""))
     out = manifest.output_uri
+    days = _days(manifest)
+    where = f"/dt={days[0]}" if len(days) == 1 else ""
     lines += [
-        f"  output     {out}/rows  {out}/dead_letters",
+        f"  output     {out}/rows{where}  {out}/dead_letters{where}",
         f"  manifest   {out}/_runs/{manifest.run_id}.json",
-        f"  query      extract query {manifest.config_path} \"SELECT reason, count(*) FROM dead_letters GROUP BY 1\"",
     ]
+    if in_ray_temp(out):
+        lines.append("  warning    this output is inside Ray's temporary working dir and goes with the job: set "
+                     "output.uri to s3://… or an absolute path on shared storage")
+    cmds = commands(manifest, config_arg, sets)
+    lines += [f"  query      {cmds['query']}", f"  report     {cmds['report']}"]
+    if manifest.dead_letters:
+        lines.append(f"  retry      {cmds['retry']}")
     return "\n".join(lines)
 
 

@@ -22,13 +22,19 @@ from pipeline.report import (
     ReportError,
     bin_times,
     bin_width,
+    dead_samples,
     error_messages,
+    field_errors,
+    field_profiles,
     format_loc,
     group_errors,
     load_run,
     normalise_message,
     pick_run,
+    sample_rows,
     token_budget,
+    truncate,
+    write_index,
 )
 from tests.conftest import SAMPLE, run_cli, write_config, write_docs
 
@@ -89,6 +95,61 @@ def test_group_errors_counts_documents_once_per_message_with_examples():
     assert top[0].examples == ["d1", "d2"]  # capped, first seen first
     assert top[0].sample == "Value error, total 12.0 does not appear"  # values intact in the sample
     assert group_errors(dead, top=1)["semantic_invalid"][0].documents == 4
+
+
+def test_field_errors_count_documents_per_field_path_with_their_messages():
+    dead = [
+        ("d1", "semantic_invalid", semantic((["total"], "Value error, total 12.0 does not appear"))),
+        ("d2", "semantic_invalid", semantic((["total"], "Value error, total 9.5 does not appear"),
+                                            (["items", 3, "name"], "String should have at most 40 characters"),
+                                            (["items", 4, "name"], "String should have at most 40 characters"))),
+        ("d3", "schema_violation", semantic((["items", 0, "name"], "Field required"))),
+        ("t1", "truncated", json.dumps({"message": "output hit the token limit after 512 tokens"})),
+    ]
+    fields = field_errors(dead)
+    assert [(f.path, f.documents) for f in fields] == [("items[*].name", 2), ("total", 2)]
+    items = fields[0]
+    assert items.reasons == {"semantic_invalid": 1, "schema_violation": 1}
+    # d2's two list positions are one document, but each error is one message
+    assert items.messages == [("String should have at most <n> characters", 2), ("Field required", 1)]
+    assert fields[1].examples == ["d1", "d2"]
+
+
+def test_dead_samples_keep_raw_output_per_reason_truncated_with_a_marker():
+    long = "{" + "x" * 2000
+    outcomes = [Outcome("a", "truncated", None, 1, 512, json.dumps({"message": "cut"}), raw_output=long),
+                Outcome("b", "truncated", None, 1, 512, None, raw_output="<script>alert(1)</script>"),
+                Outcome("c", ROW, None, 1, 10),
+                Outcome("d", "empty_input", None, None, None, json.dumps({"message": "no text"}))]
+    samples = dead_samples(outcomes, per_reason=5)
+    assert list(samples) == ["truncated", "empty_input"]
+    first = samples["truncated"][0]
+    assert first.raw_output.startswith("{xxx") and first.raw_output.endswith("[truncated: 1401 more characters]")
+    assert samples["truncated"][1].message == "(no error recorded)"
+    assert samples["empty_input"][0].raw_output == "" and samples["empty_input"][0].message == "no text"
+    assert truncate("short") == "short" and truncate(None) == ""
+
+
+def test_field_profiles_give_null_rates_top_values_and_ranges():
+    from datetime import date
+
+    table = pa.table({
+        "doc_id": ["a", "b", "c", "d"],
+        "currency": ["USD", "USD", "EUR", None],
+        "total": [10.0, 30.0, 20.0, 40.0],
+        "issue_date": [date(2026, 1, 2), None, None, date(2026, 3, 1)],
+        "items": [["x"], ["x", "y"], [], None],
+        "_run_id": ["r"] * 4,
+    })
+    profiles = {p.name: p for p in field_profiles(table)}
+    assert set(profiles) == {"currency", "total", "issue_date", "items"}  # no id, no lineage
+    assert profiles["currency"].null_rate == 0.25 and profiles["currency"].summary.startswith("USD ×2 · EUR ×1")
+    assert profiles["total"].summary == "min 10.0 · median 30.0 · max 40.0"
+    assert profiles["issue_date"].nulls == 2 and "min 2026-01-02" in profiles["issue_date"].summary
+    assert profiles["items"].summary == "length min 0 · median 1 · max 2"
+    names, rows = sample_rows(table, 2)
+    assert names == ["doc_id", "currency", "total", "issue_date", "items"] and rows[0][4] == '["x"]'
+    assert rows[1][3] == "null"
 
 
 # ---------------------------------------------------------------- time binning
@@ -178,6 +239,7 @@ def write_output(tmp_path: Path) -> Path:
     old_rows = pa.table({"ticket": ["a", "b"], "_run_id": ["r1", "r1"], "_extracted_at": at})  # no token columns
     dead = pa.table({"ticket": ["c", "d"], "reason": ["truncated", "semantic_invalid"],
                      "error": ['{"message": "output hit the token limit after 64 tokens"}', None],
+                     "raw_output": ['{"ticket": "<b>bold</b>', None],
                      "prompt_tokens": [50, 60], "output_tokens": [64, 30], "run_id": ["r1", "r2"],
                      "failed_at": at})
     _write_partition(tmp_path, "2026-11-01", "r1", old_rows, dead.slice(0, 1))
@@ -207,6 +269,26 @@ def test_load_run_reads_old_rows_relocated_files_and_rewritten_partitions(tmp_pa
     root = write_output(tmp_path)
     check_r1(load_run(str(root), "r1"))
     assert load_run(str(root)).run_id == "r2"  # the newest by default
+
+
+def test_index_lists_every_run_newest_first_and_links_each_run_page(tmp_path):
+    root = write_output(tmp_path / "output")
+    (root / "_eval" / "r1").mkdir(parents=True)
+    (root / "_eval" / "r1" / "eval.json").write_text(json.dumps({"overall": {"f1": 0.5, "precision": 0.5,
+                                                                             "recall": 0.5}, "fields": {},
+                                                                 "documents": {"scored": 3, "gold": 3}}))
+    index, lines, newest = write_index(str(root), tmp_path / "pages")
+    assert [line.run_id for line in lines] == ["r1", "r2"] and newest.data.run_id == "r2"
+    assert lines[0].f1 == "0.500" and lines[1].f1 == "—"
+    page = index.read_text()
+    assert page.index(">r2</a>") < page.index(">r1</a>")  # newest first
+    for run_id in ("r1", "r2"):
+        assert f'href="{run_id}/report.html"' in page
+        run_page = (index.parent / run_id / "report.html").read_text()
+        assert 'href="../index.html"' in run_page
+    r1 = (index.parent / "r1" / "report.html").read_text()
+    assert "&lt;b&gt;bold&lt;/b&gt;" in r1 and "<b>bold</b>" not in r1  # raw output escaped
+    assert "F1 (extract eval)" in r1 and "0.500" in r1
 
 
 def test_load_run_reads_an_s3_output(tmp_path, s3_endpoint):
@@ -252,7 +334,8 @@ def sample_run(tmp_path_factory, cli_env_module):
     report_dir = folder / "report"
     reported = run_cli(["report", str(output), "--out", str(report_dir)], cli_env_module)
     assert reported.returncode == 0, reported.stderr[-3000:]
-    return {"folder": folder, "output": output, "record": record, "dir": report_dir, "stdout": reported.stdout}
+    return {"folder": folder, "output": output, "record": record, "dir": report_dir / record["run_id"],
+            "index": report_dir / "index.html", "stdout": reported.stdout}
 
 
 @pytest.fixture(scope="module")
@@ -279,10 +362,17 @@ def test_report_writes_summary_html_and_charts(sample_run):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = (sample_run["dir"] / "report.html").read_text()
     assert page.count('src="data:image/png;base64,') == len(CHART_FILES)
-    # Self-contained: no attribute or CSS rule points anywhere but at inline data.
-    external = re.findall(r"""(?:src|href)\s*=\s*["'](?!data:)[^"']*["']|url\((?!\s*["']?data:)""", page)
+    # Self-contained: no attribute or CSS rule points anywhere but at inline data, or back at the index.
+    external = re.findall(r"""(?:src|href)\s*=\s*["'](?!data:|\.\./index\.html)[^"']*["']|url\((?!\s*["']?data:)""",
+                          page)
     assert external == []
     assert "inv-empty-scan" in page and "inv-master-agreement" in page  # example ids in the error table
+    # The per-field view names the field the validator refused on the sample (total: not in the document).
+    assert "Errors per field" in page and "<code>total</code>" in page
+    for section in ("Dead letters with their raw output", "Sample rows", "null rates", "Prompt, schema, model"):
+        assert section in page
+    assert "Extract the invoice from this document." in page  # the prompt, from the unchanged config
+    assert "unchanged since the run" in page
 
 
 @pytest.mark.engine
@@ -315,6 +405,7 @@ def test_report_renders_in_headless_chromium_with_every_chart(sample_run, tmp_pa
 
     url = (sample_run["dir"] / "report.html").resolve().as_uri()
     dom = chromium(["--window-size=1280,2400", "--dump-dom", url], tmp_path / "profile")
+    assert_links_resolve(dom.stdout)
     assert dom.returncode == 0, dom.stderr[-2000:]
     body = re.search(r"<body([^>]*)>", dom.stdout)
     assert body, "no <body> in the rendered DOM"
@@ -343,3 +434,36 @@ def test_report_renders_in_headless_chromium_with_every_chart(sample_run, tmp_pa
     region = pixels[top: top + h, left: left + width]
     assert (np.abs(region - target).sum(axis=2) < 30).sum() > 500, f"no {biggest} bar in the outcomes chart"
 
+
+
+def assert_links_resolve(dom: str) -> list[str]:
+    """Every link the page's script collected points at a file that exists."""
+    from urllib.parse import unquote, urlparse
+
+    body = re.search(r"<body([^>]*)>", dom)
+    attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', body.group(1)))
+    links = json.loads(attrs["data-links"].replace("&quot;", '"'))
+    for link in links:
+        parsed = urlparse(link)
+        assert parsed.scheme == "file", link
+        assert Path(unquote(parsed.path)).is_file(), f"broken link {link}"
+    return links
+
+
+@pytest.mark.engine
+def test_index_renders_in_headless_chromium_and_its_links_resolve(sample_run, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    url = sample_run["index"].resolve().as_uri()
+    dom = chromium(["--window-size=1280,1600", "--dump-dom", url], tmp_path / "profile")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    links = assert_links_resolve(dom.stdout)
+    run_id = sample_run["record"]["run_id"]
+    assert any(link.endswith(f"/{run_id}/report.html") for link in links)
+    assert 'data-charts-loaded="1/1"' in dom.stdout  # the trend chart decoded
+    shot = tmp_path / "index.png"
+    taken = chromium(["--window-size=1280,1200", f"--screenshot={shot}", url], tmp_path / "profile")
+    assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
+    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert pixels.std() > 20  # not a blank page
