@@ -16,6 +16,7 @@ from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.lease import LeaseHeldError, LeaseLostError
 from pipeline.manifest import AccountingError
 from pipeline.partition import DateError, day_range, is_templated, parse_day
+from pipeline.progress import FailFastError
 from pipeline.quality import gate_exit
 from pipeline.storage import StorageError
 
@@ -75,8 +76,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.summary import render_summary
 
     loaded = load_config(args.config, _overrides(args))
-    manifest = run_job(loaded, _days(loaded, args.date), force=args.force)
-    print(render_summary(manifest))
+    manifest = run_job(loaded, _days(loaded, args.date), force=args.force, fail_fast_after=args.fail_fast_after)
+    print(render_summary(manifest, args.config, args.set))
     return gate_exit(loaded, manifest)
 
 
@@ -88,8 +89,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     if not is_templated(loaded.input_uri):
         raise ConfigError(f"input.uri: {loaded.config.input.uri!r} has no {{date}} to backfill over")
     days: list[date | None] = list(day_range(parse_day(args.start), parse_day(args.end)))
-    manifest = run_job(loaded, days, force=args.force, fail_fast=False)
-    print(render_summary(manifest))
+    manifest = run_job(loaded, days, force=args.force, fail_fast=False, fail_fast_after=args.fail_fast_after)
+    print(render_summary(manifest, args.config, args.set))
     print()
     print(render_backfill_table(manifest))
     return gate_exit(loaded, manifest)
@@ -218,7 +219,7 @@ def cmd_model_prepare(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="extract", description="Schema-constrained batch extraction on Ray + vLLM.")
-    top.add_argument("--log-json", action="store_true", help="log JSON lines instead of console text")
+    _terminal_flags(top, argparse.SUPPRESS)
     sub = top.add_subparsers(dest="command", required=True)
 
     def job_command(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -237,11 +238,13 @@ def parser() -> argparse.ArgumentParser:
     run = job_command("run", "run an extraction job (one partition)")
     run.add_argument("--date", help="the partition to run when input.uri has {date}: YYYY-MM-DD, today, yesterday")
     run.add_argument("--force", action="store_true", help="redo a committed partition and replace it")
+    _fail_fast_flag(run)
     run.set_defaults(func=cmd_run)
     backfill = job_command("backfill", "run every day from --start to --end, skipping committed days")
     backfill.add_argument("--start", required=True, help="first day, YYYY-MM-DD")
     backfill.add_argument("--end", required=True, help="last day, YYYY-MM-DD (or yesterday)")
     backfill.add_argument("--force", action="store_true", help="redo committed days too")
+    _fail_fast_flag(backfill)
     backfill.set_defaults(func=cmd_backfill)
     validate = job_command("validate", "check a job's config, schema and input without running it")
     validate.add_argument("--date", help="the partition to check when input.uri has {date}")
@@ -287,12 +290,28 @@ def parser() -> argparse.ArgumentParser:
     )
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(sub)
+    for command in sub.choices.values():  # accepted after the subcommand too: `extract run x.yaml -v`
+        _terminal_flags(command, argparse.SUPPRESS)
     return top
+
+
+def _terminal_flags(p: argparse.ArgumentParser, default: object) -> None:
+    p.add_argument("-v", "--verbose", action="store_true", default=default,
+                   help="show everything Ray, vLLM and torch print (default: our lines and a live display)")
+    p.add_argument("--log-json", action="store_true", default=default, help="log JSON lines instead of console text")
+
+
+def _fail_fast_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fail-fast-after", type=int, metavar="N",
+                   help="stop the run when its first N outcomes are all dead letters (a bad prompt); "
+                   "staged units are kept")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    logs.configure(json_logs=True if args.log_json else None)
+    logs.configure(json_logs=True if getattr(args, "log_json", False) else None,
+                   verbose_logs=getattr(args, "verbose", False))
+    logs.quiet_driver()  # known Ray/vLLM/torch noise off the terminal, unless -v
     try:
         return int(args.func(args))
     except (ConfigError, DateError) as exc:
@@ -307,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     except (LeaseHeldError, LeaseLostError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exit_codes.OUTPUT_LEASED
+    except FailFastError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_codes.FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import ray
 import structlog
 
+from pipeline import logs
 from pipeline.commit import PartitionCommitter, PartitionResult, check_unchanged, output_parts, sweep
 from pipeline.config import ConfigError, LoadedConfig
 from pipeline.lease import Lease
@@ -27,7 +28,7 @@ from pipeline.progress import Progress
 from pipeline.reader import UNIT_COLUMN
 from pipeline.routing import SchemaRoutes, route_schemas
 from pipeline.sink import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS
-from pipeline.stats import RunStats
+from pipeline.stats import ProgressBoard, RunStats, board_name
 from pipeline.storage import S3Settings, StorageError, storage_for
 from pipeline.units import PartitionInput, Unit, plan_partition
 
@@ -67,8 +68,10 @@ def connect_ray() -> None:
     if address and "RAY_AUTH_MODE" not in os.environ and (os.environ.get("RAY_AUTH_TOKEN")
                                                           or os.path.exists(token_file)):
         os.environ["RAY_AUTH_MODE"] = "token"  # Ray 2.60 heads require the token for drivers
+    logs.quiet_driver()
     ray.init(address=address or None, log_to_driver=True, include_dashboard=False if not address else None,
-             logging_level="WARNING")
+             logging_level=logs.ray_logging_level())
+    logs.filter_worker_logs()
 
 
 class _Work:
@@ -87,6 +90,7 @@ def run_job(
     force: bool = False,
     fail_fast: bool = True,
     run_id: str | None = None,
+    fail_fast_after: int | None = None,
 ) -> RunManifest:
     """Run the job over `days` (None: the undated input), holding the output's lease (`LeaseHeldError` at
     once if another writer holds it). With `fail_fast`, a partition that cannot be planned raises before Ray
@@ -96,7 +100,7 @@ def run_job(
     out_storage.check_writable(loaded.output_uri)
     run_id = run_id or new_run_id(loaded.config.name)
     with Lease(out_storage, OutputLayout(loaded.output_uri).lease(), run_id) as lease:
-        return _run_job(loaded, days or [None], force, fail_fast, run_id, lease)
+        return _run_job(loaded, days or [None], force, fail_fast, run_id, lease, fail_fast_after)
 
 
 def _resumable(committer: PartitionCommitter, loaded: LoadedConfig, days: list[date | None],
@@ -125,7 +129,7 @@ def _plan_or_none(loaded: LoadedConfig, p: Partition) -> PartitionInput | None:
 
 
 def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fast: bool, run_id: str,
-             lease: Lease) -> RunManifest:
+             lease: Lease, fail_fast_after: int | None = None) -> RunManifest:
     cfg = loaded.config
     settings = loaded.s3_settings
     out_storage = storage_for(loaded.output_uri, settings)
@@ -188,16 +192,19 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
         if not w.pending:  # everything was staged by an earlier run that died before committing
             commit(w)
     streaming = [w for w in work if w.pending]
-    progress = Progress(sum(u.rows for w in streaming for u in w.pending), cfg.name)
-    stats = None
+    progress = Progress(sum(u.rows for w in streaming for u in w.pending), cfg.name, fail_fast_after=fail_fast_after)
+    stats = board = None
     generation_s: float | None = None
     try:
         if streaming:
             routes = route_schemas(loaded, [(storage_for(w.input.partition.input_uri, settings), w.pending)
                                             for w in streaming])
             manifest.schema_checks = [v.__dict__ for v in routes.verdicts]
+            progress.stage("starting Ray")
             connect_ray()
             stats = RunStats.remote()
+            board = ProgressBoard.options(name=board_name(run_id)).remote()  # actors report live counts here
+            progress.watch(board)
             _stream(loaded, streaming, committer, commit, progress, stats, settings, routes)
             snapshot = ray.get(stats.snapshot.remote())
             manifest.actors = snapshot["actors"]
@@ -211,8 +218,9 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
         progress.close()
         _finish(manifest, results, days, loaded, progress, started, generation_s)
         out_storage.write_text(layout.run_manifest(run_id), manifest.to_json())
-        if stats is not None:
-            ray.kill(stats, no_restart=True)
+        for actor in (stats, board):
+            if actor is not None:
+                ray.kill(actor, no_restart=True)
         structlog.contextvars.unbind_contextvars("run_id")
     log.info("run.done", status=manifest.status, rows=manifest.rows, dead_letters=manifest.dead_letters,
              seconds=round(time.perf_counter() - started, 1))
@@ -262,6 +270,7 @@ def _stream(
                     progress.mark("first_commit_s")  # the first partition's rows are visible to queries
         done += batch.num_rows
         dead += pc.sum(pc.not_equal(batch.column("_kind"), "row")).as_py() or 0
+        progress.see(batch)
         progress.update(done, dead)
     missing = [uid for uid, (_, unit) in owner.items() if counts[uid] != unit.rows]
     if missing:

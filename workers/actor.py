@@ -17,6 +17,7 @@ import pyarrow as pa
 import structlog
 
 from pipeline import logs
+from pipeline.stats import reporter_for
 from workers.bundled_model import resolve_model_path
 from workers.engine import (
     EngineStartError,
@@ -86,8 +87,11 @@ class ExtractionActor:
         accelerator = has_accelerator()
         self.stats = stats
         self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self.reporter = reporter_for(spec.run_id, self.name)  # live counts for the driver's display
+        self._stage("loading model")
         contract = spec.contract
         engine = _start_engine(spec, accelerator)
+        self._stage("compiling schemas")
         self.extractor = BatchExtractor(engine, spec, min(spec.max_model_len, engine.max_model_len))
         # Pre-warm every schema known up front: the job's, or each one listed in input.schema_table.
         # Schemas carried inline by rows are compiled as they first appear (BatchExtractor.warm).
@@ -111,6 +115,13 @@ class ExtractionActor:
                                        "backend": spec.backend,
                                        "schema_compile_s": dict(self.extractor.compile_seconds),
                                        "ready_unix": time.time(), "node": _node_id()})
+        if self.reporter is not None:
+            engine.on_request_done = self.reporter.request_done  # counted as each request finishes
+        self._stage("ready")
+
+    def _stage(self, stage: str) -> None:
+        if self.reporter is not None:
+            self.reporter.stage(stage)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them."""
@@ -132,4 +143,6 @@ class ExtractionActor:
                 self.stats.record_compiles.remote(self.name, fresh)
             if self.extractor.last_generation is not None:
                 self.stats.record_batch.remote(self.name, *self.extractor.last_generation)
+        if self.reporter is not None:
+            self.reporter.batch_done(table)
         return table
