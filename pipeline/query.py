@@ -43,10 +43,16 @@ def connect(loaded: LoadedConfig) -> duckdb.DuckDBPyConnection:
             con.register(f"_{kind}_dataset", dataset)
             con.execute(f"CREATE VIEW {kind} AS SELECT * FROM _{kind}_dataset")
     else:
+        # `dt` from the partition folder below the output root only: hive partitioning would also turn a `k=v`
+        # folder above it (…/currency=FAKE/out) into a column, overwriting a real one.
+        below = len(loaded.output_uri.rstrip("/")) + 2
         for kind in KINDS:
             listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files[kind])
-            con.execute(f"CREATE VIEW {kind} AS SELECT * FROM read_parquet([{listed}], hive_partitioning = true, "
-                        "union_by_name = true)")
+            dated = any("/dt=" in f[below - 2:] for f in files[kind])
+            dt = (f", TRY_CAST(regexp_extract(_source_file[{below}:], '(^|/)dt=([^/]+)/', 2) AS DATE) AS dt"
+                  if dated else "")
+            con.execute(f"CREATE VIEW {kind} AS SELECT * EXCLUDE (_source_file){dt} FROM read_parquet([{listed}], "
+                        "hive_partitioning = false, union_by_name = true, filename = '_source_file')")
     return con
 
 
