@@ -215,7 +215,7 @@ def _guard_kernel_scan() -> None:
     lib.__class__ = _ScannableLib
 
 
-def _cache_drafter_kernel(llm_args: dict[str, Any]) -> None:
+def _cache_drafter_kernel(llm_args: dict[str, Any]) -> bool:
     """Keep the prompt-lookup drafter's compiled kernel on disk.
 
     vLLM's `ngram` drafter runs a numba kernel (`parallel=True`) that numba compiles on the first draft of
@@ -223,27 +223,43 @@ def _cache_drafter_kernel(llm_args: dict[str, Any]) -> None:
     With numba's own on-disk cache the next process loads it in 0.1 s. A vLLM without that kernel keeps
     its own behaviour."""
     if speculation_method(llm_args) != "ngram":
-        return
+        return False
     try:
         from vllm.v1.spec_decode import ngram_proposer
 
         ngram_proposer.batch_propose_numba.enable_caching()
     except (ImportError, AttributeError) as exc:
         log.debug("engine.drafter_cache_unavailable", error=str(exc))
+        return False
+    return True
+
+
+def cpu_patches(llm_args: dict[str, Any], accelerator: bool) -> dict[str, Any]:
+    """Apply the patches that exist for vLLM's CPU backend, and only without an accelerator; returns what was
+    applied. Each was measured on CPU only, and on a GPU vLLM masks logits on the device and its start-up
+    scan and drafter differ, so there they would change what nobody measured.
+
+    - the logits mask: our vectorised kernel unless EXTRACT_MASK_KERNEL=xgrammar (workers/bitmask.py);
+    - the prompt-lookup drafter's kernel in numba's disk cache (imports numba, hence llvmlite: first);
+    - the kernel-scan guard that lets a second engine start in a process where the first speculated."""
+    if accelerator:
+        return {"mask_kernel": "device", "drafter_cache": False, "kernel_scan_guard": False}
+    from workers import bitmask
+
+    mask_kernel = bitmask.use(os.environ.get("EXTRACT_MASK_KERNEL", "fast"))
+    cached = _cache_drafter_kernel(llm_args)
+    _guard_kernel_scan()
+    return {"mask_kernel": mask_kernel, "drafter_cache": cached, "kernel_scan_guard": True}
 
 
 class VllmEngine:
     """One vLLM engine; `generate` takes token-id prompts and returns one `Generation` per prompt."""
 
-    def __init__(self, **llm_args: Any) -> None:
+    def __init__(self, accelerator: bool | None = None, **llm_args: Any) -> None:
         from vllm import LLM
 
-        from workers import bitmask
-
-        # The logits mask on CPU: our kernel unless EXTRACT_MASK_KERNEL=xgrammar (see workers/bitmask.py).
-        self.mask_kernel = bitmask.use(os.environ.get("EXTRACT_MASK_KERNEL", "fast"))
-        _cache_drafter_kernel(llm_args)  # imports numba, hence llvmlite: before the guard
-        _guard_kernel_scan()
+        patches = cpu_patches(llm_args, has_accelerator() if accelerator is None else accelerator)
+        self.mask_kernel = patches["mask_kernel"]
         started = time.perf_counter()
         self.llm = LLM(**llm_args)
         self.init_seconds = time.perf_counter() - started
