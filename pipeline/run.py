@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import ray
 import structlog
 
-from pipeline import logs
+from pipeline import lifecycle, logs
 from pipeline.commit import PartitionCommitter, PartitionResult, check_unchanged, output_parts, sweep
 from pipeline.config import ConfigError, LoadedConfig
 from pipeline.lease import Lease
@@ -69,9 +69,13 @@ def connect_ray() -> None:
                                                           or os.path.exists(token_file)):
         os.environ["RAY_AUTH_MODE"] = "token"  # Ray 2.60 heads require the token for drivers
     logs.quiet_driver()
+    if not address:
+        lifecycle.stop_orphaned_ray()  # the local cluster of a driver that was killed: its recorded processes
     ray.init(address=address or None, log_to_driver=True, include_dashboard=False if not address else None,
              logging_level=logs.ray_logging_level())
     logs.filter_worker_logs()
+    if not address:
+        lifecycle.record_ray_processes()
 
 
 class _Work:
@@ -99,7 +103,7 @@ def run_job(
     out_storage = storage_for(loaded.output_uri, loaded.s3_settings)
     out_storage.check_writable(loaded.output_uri)
     run_id = run_id or new_run_id(loaded.config.name)
-    with Lease(out_storage, OutputLayout(loaded.output_uri).lease(), run_id) as lease:
+    with Lease(out_storage, OutputLayout(loaded.output_uri).lease(), run_id) as lease, lifecycle.terminating():
         return _run_job(loaded, days or [None], force, fail_fast, run_id, lease, fail_fast_after)
 
 
@@ -195,6 +199,7 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
     progress = Progress(sum(u.rows for w in streaming for u in w.pending), cfg.name, fail_fast_after=fail_fast_after)
     stats = board = None
     generation_s: float | None = None
+    lifecycle.begin(out_storage, layout, manifest)  # dead writers' leftovers cleaned; our record says running
     try:
         if streaming:
             routes = route_schemas(loaded, [(storage_for(w.input.partition.input_uri, settings), w.pending)

@@ -29,6 +29,15 @@ PERMANENT_S3_ERRORS = {"NoSuchBucket", "AccessDenied", "InvalidAccessKeyId", "Si
                        "AllAccessDisabled", "InvalidBucketName", "403", "AuthorizationHeaderMalformed"}
 
 
+def _file_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+FILE_MODE = _file_mode()  # what open() gives a new file here (the data files pyarrow writes have it)
+
+
 class StorageError(RuntimeError):
     """A storage operation failed for good (after retries, or at once for a permanent error)."""
 
@@ -98,6 +107,7 @@ class LocalStorage:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, FILE_MODE)  # mkstemp makes 0600: manifests get the mode of the data files beside them
         os.replace(tmp, path)
 
     def delete(self, uri: str) -> None:
