@@ -29,7 +29,7 @@ log = structlog.get_logger(__name__)
 
 UNIT_COLUMN = "_unit"
 
-_last_group: dict[tuple[str, int, tuple[str, ...]], pa.Table] = {}
+_last_group: dict[tuple[str, str, int, tuple[str, ...]], pa.Table] = {}
 
 
 def read_tasks(units: list[Unit], batch_size: int | None = None) -> list[dict[str, Any]]:
@@ -40,12 +40,12 @@ def read_tasks(units: list[Unit], batch_size: int | None = None) -> list[dict[st
         step = max(batch_size or (u.stop - u.start), 1)
         for start in range(u.start, max(u.stop, u.start + 1), step):
             tasks.append({"path": u.path, "row_group": u.row_group, "start": start, "stop": min(start + step, u.stop),
-                          "unit_id": u.id})
+                          "unit_id": u.id, "version": u.version})
     return tasks
 
 
-def _row_group(storage: Storage, path: str, row_group: int, columns: list[str]) -> pa.Table:
-    key = (path, row_group, tuple(columns))
+def _row_group(storage: Storage, path: str, row_group: int, columns: list[str], version: str = "") -> pa.Table:
+    key = (path, version, row_group, tuple(columns))  # a worker outlives a run: a re-delivered file is read anew
     if key not in _last_group:
         _last_group.clear()  # hold one row group at a time
         _last_group[key] = pq.ParquetFile(storage.arrow_path(path), filesystem=storage.arrow_fs()).read_row_group(
@@ -76,7 +76,8 @@ def read_units(
     pieces = []
     for task in tasks.to_pylist():
         try:
-            group, unreadable = _row_group(storage, task["path"], task["row_group"], columns), None
+            group = _row_group(storage, task["path"], task["row_group"], columns, task.get("version", ""))
+            unreadable = None
         except (pa.ArrowInvalid, OSError) as exc:
             if _is_transient(exc):
                 raise
@@ -154,8 +155,10 @@ def read_schema_values(storage: Storage, units: list[Unit], schema_column: str) 
     """The distinct per-row schema values of `units` (the driver routes each to a backend before Ray starts)."""
     values: set[str] = set()
     for unit in units:
-        group = _row_group(storage, unit.path, unit.row_group, [schema_column])
+        group = _row_group(storage, unit.path, unit.row_group, [schema_column], unit.version)
         column = group.column(schema_column).slice(unit.start, unit.stop - unit.start)
+        if bad := undecodable(column):  # those rows become invalid_input dead letters: no schema to route
+            column = column.take([i for i in range(len(column)) if i not in bad])
         values.update(v for v in pa.compute.unique(column).to_pylist() if v is not None)
     return values
 

@@ -117,3 +117,30 @@ def test_validate_refuses_corrupt_data_pages_in_one_line(tmp_path, cli_env):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: input: {path} row group 0: the text column(s) cannot be "
                                                    "read, the file's data pages are corrupt (OSError: ")
+
+
+def test_routing_skips_an_undecodable_schema_value(tmp_path):
+    from pipeline.reader import read_schema_values
+
+    path = tmp_path / "schemas.parquet"
+    pq.write_table(pa.table({"doc_id": ["a", "b"], "text": ["x", "y"], "schema": invalid_utf8([b"inv", b"\xff"])}),
+                   path)
+    assert read_schema_values(LocalStorage(), [Unit("all", str(path), 0, 0, 2)], "schema") == {"inv"}
+
+
+def test_a_reused_reader_process_reads_a_redelivered_file_anew(tmp_path):
+    """Read tasks run in Ray worker processes that outlive a run, and cache the last row group they read."""
+    from pipeline.partition import partition_for
+    from pipeline.units import plan_partition
+
+    path = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"doc_id": ["old-1", "old-2"], "text": ["a", "b"]}), path)
+
+    def read() -> list:
+        plan = plan_partition(LocalStorage(), partition_for(str(path), None), "doc_id", "text", None, 10)
+        tasks = pa.Table.from_pylist(read_tasks(plan.units))
+        return read_units(tasks, LocalStorage(), pa.field("doc_id", pa.string()), "text").column("doc_id").to_pylist()
+
+    assert read() == ["old-1", "old-2"]
+    pq.write_table(pa.table({"doc_id": ["new-1", "new-2", "new-3"], "text": ["a", "b", "c"]}), path)
+    assert read() == ["new-1", "new-2", "new-3"]
