@@ -1,21 +1,26 @@
 # `make run`: set up .venv if it is missing, then run the sample job with the bundled model.
-# `make test`: set up the same way, then run the test suite.
+# `make test`: set up the same way, then run the test suite (`make test-fast`: only the tests that start no
+# engine, Ray cluster or compile child).
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-complete
 
-.PHONY: setup run test lint clean
+.PHONY: setup run test test-fast lint clean
 
 $(STAMP): pyproject.toml infra/setup-cpu.sh
 	VENV=$(VENV) bash infra/setup-cpu.sh
 
 setup: $(STAMP)
 
-run: $(STAMP)
-	$(VENV)/bin/extract run jobs/extract.yaml
+run: $(STAMP)  # runs the sample job, then scores its rows against the sample gold set (precision, recall, F1)
+	$(VENV)/bin/extract eval jobs/extract.yaml --gold jobs/sample/invoices_gold.jsonl
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# The first tier: no engine, no Ray cluster, no compile child (tests marked or auto-marked `engine` are left out).
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not engine"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check pipeline schemas workers tests jobs

@@ -135,7 +135,8 @@ class ExtractConfig(_Strict):
     # How the schema is shown when the prompt has no {schema}: auto, json (the JSON Schema), fields, none.
     prompt_schema: Literal["auto", "json", "fields", "none"] = "auto"
     system: str | None = None  # a system prompt, before the schema and the examples
-    examples: str | None = None  # a JSONL file of {"document": ..., "output": {...}} few-shot pairs
+    # Few-shot pairs: a JSONL file of {"document": ..., "output": {...}}; unset: the model's own; false: none.
+    examples: str | Literal[False] | None = None
     model: ModelConfig = Field(default_factory=ModelConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
     output: OutputConfig
@@ -153,7 +154,7 @@ class ExtractConfig(_Strict):
             raise ValueError("input.schema_table needs input.schema_column (the column holding each row's key)")
         if "{document}" not in self.prompt:
             raise ValueError("prompt must contain the {document} placeholder")
-        if self.examples is not None and self.input.schema_column is not None:
+        if self.examples and self.input.schema_column is not None:
             raise ValueError("examples need one job schema; per-row schemas (input.schema_column) take none")
         return self
 
@@ -241,7 +242,7 @@ class LoadedConfig:
         (Example, its output as the grammar emits it)."""
         from schemas.examples import ExampleError, check_examples, load_examples_file, model_examples
 
-        if self.contract.per_row:
+        if self.contract.per_row or self.config.examples is False:
             return []
         try:
             ref = self.config.examples
@@ -334,7 +335,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Lo
         for dotted, value in overrides.items():
             node = raw
             *parents, leaf = dotted.split(".")
-            for part in parents:
+            for depth, part in enumerate(parents):
                 node = node.setdefault(part, {})
+                if not isinstance(node, dict):
+                    held = ".".join(parents[:depth + 1])
+                    raise ConfigError(f"--set {dotted}: {held} holds {node!r}, not a mapping, so it has no key "
+                                      f"{'.'.join([*parents[depth + 1:], leaf])!r}")
             node[leaf] = value
     return LoadedConfig(parse_config(raw, str(path)), path, raw)

@@ -20,6 +20,7 @@ import structlog
 from pipeline import lifecycle, logs
 from pipeline.commit import PartitionCommitter, PartitionResult, check_unchanged, output_parts, sweep
 from pipeline.config import ConfigError, LoadedConfig
+from pipeline.ids import check_ids
 from pipeline.lease import Lease
 from pipeline.manifest import AccountingError, PartitionManifest, RunManifest
 from pipeline.partition import OutputLayout, Partition, partition_for
@@ -50,8 +51,10 @@ def check_names(loaded: LoadedConfig) -> None:
 def plan_one(loaded: LoadedConfig, partition: Partition) -> PartitionInput:
     cfg = loaded.config
     storage = storage_for(partition.input_uri, loaded.s3_settings)
-    return plan_partition(storage, partition, cfg.input.id_column, cfg.input.text_column, cfg.input.limit,
-                          cfg.output.checkpoint_rows, cfg.input.schema_column)
+    pinput = plan_partition(storage, partition, cfg.input.id_column, cfg.input.text_column, cfg.input.limit,
+                            cfg.output.checkpoint_rows, cfg.input.schema_column)
+    check_ids(storage, pinput)
+    return pinput
 
 
 def preflight(loaded: LoadedConfig, day: date | None = None) -> PartitionInput:

@@ -55,6 +55,14 @@ def schema_name_version(model: type[BaseModel]) -> tuple[str, str]:
     return name, version
 
 
+def _where(exc: BaseException) -> str:
+    """ ' (file, line N)' of the innermost frame of `exc`'s traceback, or ''."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f" ({tb.tb_frame.f_code.co_filename}, line {tb.tb_lineno})" if tb is not None else ""
+
+
 def import_model(ref: str, search_path: Path | None = None) -> type[BaseModel]:
     """Resolve `package.module:Model`, with `search_path` first on sys.path (as a Ray working_dir would be)."""
     module_name, sep, attr = ref.partition(":")
@@ -66,6 +74,12 @@ def import_model(ref: str, search_path: Path | None = None) -> type[BaseModel]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise SchemaNotFoundError(f"schema {ref!r}: cannot import module {module_name!r}: {exc}") from exc
+    except SyntaxError as exc:
+        raise SchemaNotFoundError(f"schema {ref!r}: module {module_name!r} has a syntax error: {exc.msg} "
+                                  f"({exc.filename}, line {exc.lineno})") from exc
+    except Exception as exc:  # noqa: BLE001 - the user's module raised while importing: one line, where and why
+        raise SchemaNotFoundError(f"schema {ref!r}: importing module {module_name!r} raised "
+                                  f"{type(exc).__name__}: {exc}{_where(exc)}") from exc
     obj = module
     for part in attr.split("."):
         obj = getattr(obj, part, None)

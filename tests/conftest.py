@@ -163,3 +163,14 @@ def ray_head():
     head = start_ray_head(cpus=2)
     yield head
     stop_ray_head(head)
+
+
+# Fixtures that start a Ray cluster, a vLLM engine or a grammar-compile child process. A test that uses one is in
+# the `engine` tier whether or not it says so; `make test-fast` runs the rest (`-m "not engine"`).
+HEAVY_FIXTURES = frozenset({"ray_cluster", "ray_head", "engine", "compiler", "model_path"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HEAVY_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.engine)

@@ -112,6 +112,7 @@ def test_cli_reports_config_error_in_one_line_without_starting_ray(tmp_path, cli
     assert "ray" not in result.stderr.lower()
 
 
+@pytest.mark.engine  # compiles the schema in a child process, against the model's tokenizer
 def test_cli_validate_reports_the_plan(cli_env):
     result = run_cli(["validate", "jobs/extract.yaml"], cli_env, timeout=120)
     assert result.returncode == 0, result.stderr

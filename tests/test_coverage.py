@@ -166,11 +166,13 @@ def test_compile_timeout_kills_the_worker_and_a_fresh_one_takes_over(model_path:
         assert quick._worker is None
 
 
+@pytest.mark.engine
 def test_worker_that_cannot_start_says_why(tmp_path: Path) -> None:
     with SchemaCompiler(str(tmp_path / "no-model")) as broken, pytest.raises(CompileWorkerError, match="did not start"):
         broken.compile({"type": "integer"}, "xgrammar")
 
 
+@pytest.mark.engine
 def test_cli_schemas_check(cli_env: dict, tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer", "not": {"const": 0}}},
@@ -197,6 +199,7 @@ def test_check_report_text(compiler: SchemaCompiler) -> None:
     assert "backend     none" in failed and "guidance    failed in" in failed
 
 
+@pytest.mark.engine
 def test_check_contract_schemas_routes_each_schema() -> None:
     checks = check_contract_schemas(
         {"plain": {"type": "object", "properties": {"n": {"type": "integer"}}},
