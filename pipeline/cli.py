@@ -101,10 +101,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from pipeline.routing import route_schemas
     from pipeline.run import preflight
     from pipeline.storage import storage_for
+    from workers.engine import unknown_engine_kwargs
 
     loaded = load_config(args.config, _overrides(args))
     days = _days(loaded, args.date)
     plan = preflight(loaded, days[0])
+    unknown = unknown_engine_kwargs(loaded.config.model.engine_kwargs)
+    if unknown:
+        raise ConfigError(f"model.engine_kwargs: {', '.join(map(repr, unknown))} is not an argument of the pinned "
+                          "vLLM's EngineArgs")
     in_storage = storage_for(plan.partition.input_uri, loaded.s3_settings)
     try:  # the documents themselves, sampled: undecodable values are reported, unreadable pages refused
         warnings = sample_input(in_storage, plan.files, [c for c in (loaded.config.input.text_column,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -21,12 +23,26 @@ def schema_for(name: str) -> dict:
     return json.loads(json.dumps(CONST).replace("{name}", name))
 
 
+HOG_BYTES = 4 << 30
+
+
 @pytest.fixture(scope="module")
 def engine(monkeypatch_module):
+    """The module's engine, started while another process holds 4 GiB, with the budget our CPU default sizes
+    from the job (8 sequences of 1024 tokens), not a fixed one: it must start whatever else holds memory."""
     monkeypatch_module.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     monkeypatch_module.setenv("TOKENIZERS_PARALLELISM", "false")
-    shared = EngineThread(**engine_arguments(resolve_model_path("bundled"), 1024, 1,
-                                             {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20}, False))
+    hog = subprocess.Popen([sys.executable, "-c", f"b = bytearray({HOG_BYTES}); b[::4096] = b'x' * len(b[::4096]); "
+                            "print('held', flush=True); import sys; sys.stdin.read()"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert hog.stdout is not None and hog.stdout.readline().strip() == "held"
+        args = engine_arguments(resolve_model_path("bundled"), 1024, 1, {"enforce_eager": True}, False, sequences=8)
+        assert args["kv_cache_memory_bytes"] == 8 * 1024 * 30 * 3 * 64 * 2 * 2  # what 8 sequences need: it fits
+        shared = EngineThread(**args)
+    finally:
+        hog.kill()
+        hog.wait()
     yield shared
     shared.close()
 

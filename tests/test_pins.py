@@ -89,3 +89,10 @@ def test_the_kernel_scan_guard_is_not_applied_where_there_is_an_accelerator(clea
     assert cpu_patches({}, accelerator=True)["kernel_scan_guard"] is False
     assert type(lib) is cls
 
+
+
+def test_engine_kwargs_are_checked_against_the_pinned_engine_args():
+    from workers.engine import unknown_engine_kwargs
+
+    assert unknown_engine_kwargs({"enforce_eager": True, "kv_cache_memory_bytes": 1, "dtype": "float32"}) == []
+    assert unknown_engine_kwargs({"enforce_eagre": True}) == ["enforce_eagre"]

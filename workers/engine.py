@@ -195,6 +195,16 @@ def engine_arguments(
     return args
 
 
+def unknown_engine_kwargs(engine_kwargs: dict[str, Any]) -> list[str]:
+    """The keys of a job's `engine_kwargs` that the installed vLLM's `EngineArgs` does not have (`LLM(...)`
+    passes every keyword on to it). Imports vLLM: for `extract validate`, not for a run's driver."""
+    import dataclasses
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    return sorted(set(engine_kwargs) - {f.name for f in dataclasses.fields(EngineArgs)})
+
+
 def _guard_kernel_scan() -> None:
     """Let a second engine start in a process where the first one speculated.
 
