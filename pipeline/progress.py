@@ -71,7 +71,7 @@ class Progress:
         self.total = total
         self.name = name
         self.stream = stream or logs.terminal()
-        self.live = self.stream.isatty() if live is None else live
+        self.live = (self.stream.isatty() and not logs.json_mode()) if live is None else live  # JSON: lines only
         self.every = every_seconds
         self.started = time.perf_counter()
         self.started_unix = time.time()
