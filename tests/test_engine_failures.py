@@ -44,8 +44,8 @@ def test_a_dead_engine_is_replaced_and_its_batch_redone_without_engine_errors(tm
     """The engine core runs in its own process here (V1 multiprocessing), so the test can kill it as a crash
     would: once the actor is warm, SIGKILL the core. The actor's next step fails as fatal, the actor exits,
     Ray restarts it and redoes its batches on a fresh engine."""
-    docs = 8
-    config = write_config(tmp_path, **{"input.limit": docs, "model.max_tokens": 48, "workers.batch_size": 4,
+    docs = 4
+    config = write_config(tmp_path, **{"input.limit": docs, "model.max_tokens": 32, "workers.batch_size": 2,
                                        "workers.batches_in_flight": 2, "workers.max_restarts": 2})
     env = dict(cli_env, VLLM_ENABLE_V1_MULTIPROCESSING="1", EXTRACT_VERBOSE="1")
     before = {p.pid for p in _engine_cores()}

@@ -337,6 +337,21 @@ class VllmEngine:
             params.append(by_text[key])
         return params
 
+    def wake_if_core_died(self) -> bool:
+        """Whether the engine core (a child process, with V1 multiprocessing) has died. If it has, wake the
+        engine thread: vLLM's sync client marks the core dead but leaves `step()` waiting on its output queue
+        forever (vLLM 0.32), so the death is put on that queue, and `step()` raises `EngineDeadError`."""
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        resources = getattr(core, "resources", None)
+        if not getattr(resources, "engine_dead", False):
+            return False
+        outputs = getattr(core, "outputs_queue", None)
+        if outputs is not None:
+            from vllm.v1.engine.exceptions import EngineDeadError
+
+            outputs.put_nowait(EngineDeadError())
+        return True
+
     def close(self) -> None:
         """Stop the engine core now (with V1 multiprocessing it is a child process holding its memory)."""
         core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
@@ -482,6 +497,7 @@ class EngineThread:
         job = _Job(prompts, self._engine.sampling_for(len(prompts), json_schema, max_tokens, temperature))
         self._jobs.put(job)
         while not job.done.wait(5.0):
+            self._engine.wake_if_core_died()
             if not self._thread.is_alive() and not job.done.is_set():  # closed or crashed after we looked
                 raise EngineFatal(f"the engine thread has stopped: {self._failure or 'closed'}")
         if job.error is not None:
