@@ -7,6 +7,7 @@ re-made byte for byte:  python jobs/sample/make_invoices.py
 from __future__ import annotations
 
 import json
+import pprint
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,16 +26,26 @@ N_EXAMPLES = 3
 def write_examples() -> None:
     """jobs/sample/examples.jsonl: {document, output} pairs for `examples:` in extract.yaml."""
     _, texts, golds = make_corpus(40, EXAMPLES_SEED, prefix="example")
-    # Three that between them show a long item list, a missing customer and a missing due date.
-    wanted = [lambda g: len(g["line_items"]) >= 3, lambda g: g["customer"] is None, lambda g: g["due_date"] is None]
+    # Three like most documents (a customer, a due date, a total written with a thousands separator), with
+    # one, two and three items and three currencies. Few-shot outputs are copied: a null or a number that
+    # most documents do not have would be copied too.
     picked: list[int] = []
-    for test in wanted:
-        picked.append(next(i for i, g in enumerate(golds) if test(g) and i not in picked))
+    for count in (1, 2, 3):
+        picked.append(next(i for i, g in enumerate(golds) if g["customer"] and g["due_date"] and g["total"] >= 1000
+                           and len(g["line_items"]) == count and i not in picked
+                           and g["currency"] not in {golds[j]["currency"] for j in picked}))
+    pairs = []
+    for text, gold in ((texts[i], golds[i]) for i in picked):
+        record = contract_record(gold)
+        del record["doc_id"]
+        pairs.append({"document": text, "output": record})
     with open(HERE / "examples.jsonl", "w") as out:
-        for text, gold in ((texts[i], golds[i]) for i in picked):
-            record = contract_record(gold)
-            del record["doc_id"]
-            out.write(json.dumps({"document": text, "output": record}, ensure_ascii=False) + "\n")
+        out.writelines(json.dumps(pair, ensure_ascii=False) + "\n" for pair in pairs)
+    # The same pairs inside the sample model (json_schema_extra), so the job needs no examples file.
+    module = HERE.parents[1] / "schemas" / "invoice_examples.py"
+    header = ('"""Few-shot examples of the sample `Invoice` (made by jobs/sample/make_invoices.py, from another seed '
+              'than the\nevaluated documents)."""\n\nEXAMPLES = ')
+    module.write_text(header + pprint.pformat(pairs, width=116) + "\n")
 
 
 def main() -> None:
