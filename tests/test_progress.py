@@ -149,3 +149,57 @@ def test_summary_names_the_dated_partition_and_flags_rays_temporary_dir():
     temp = "/tmp/ray/session_2026/runtime_resources/working_dir_files/_ray_pkg_1/out"
     assert in_ray_temp(temp)
     assert "Ray's temporary working dir" in render_summary(manifest(temp), "extract.yaml")
+
+
+class _Method:
+    def __init__(self, calls: list, name: str) -> None:
+        self.calls, self.name = calls, name
+
+    def remote(self, *args):
+        self.calls.append((self.name, *args))
+
+
+class _Board:
+    def __init__(self) -> None:
+        self.calls: list = []
+        for name in ("stage", "requests_done", "batch_done"):
+            setattr(self, name, _Method(self.calls, name))
+
+
+def test_reporter_sends_finished_requests_in_one_call_and_batches_by_reason():
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from pipeline.stats import Reporter
+
+    board = _Board()
+    reporter = Reporter(board, "actor-1", every_s=0.05)
+    output = SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1, 2, 3])])
+    threads = [threading.Thread(target=reporter.request_done, args=(output,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    deadline = time.monotonic() + 10
+    while not any(c[0] == "requests_done" for c in board.calls) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    sent = [c for c in board.calls if c[0] == "requests_done"]
+    assert sum(c[1] for c in sent) == 4 and sum(c[2] for c in sent) == 12
+    reporter.batch_done(pa.table({"_kind": ["row", "dead_letter", "dead_letter"],
+                                  "_reason": [None, "truncated", "empty_input"],
+                                  "_finish_reason": ["stop", "length", None], "_output_tokens": [10, 64, None]}))
+    (batch_call,) = [c for c in board.calls if c[0] == "batch_done"]
+    assert batch_call[1] == {"row": 1, "truncated": 1, "empty_input": 1} and batch_call[2:4] == (2, 74)
+
+
+def test_the_engine_thread_calls_its_hook_and_survives_a_failing_one():
+    from workers.engine import EngineThread
+
+    thread = EngineThread.__new__(EngineThread)  # no engine: only the hook's dispatch
+    seen: list = []
+    thread.on_request_done = seen.append
+    thread._request_done("out")
+    thread.on_request_done = lambda _: 1 / 0
+    thread._request_done("out")  # swallowed: serving goes on
+    assert seen == ["out"]

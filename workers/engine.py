@@ -13,7 +13,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -454,6 +454,7 @@ class EngineThread:
         self._failure: str | None = None  # why the engine thread stopped, once it has
         self._engine: VllmEngine | None = None
         self._ids = itertools.count()
+        self.on_request_done: Callable[[Any], None] | None = None  # called on the engine thread per finished request
         self._thread = threading.Thread(target=self._run, args=(llm_args,), name="vllm-engine", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -563,6 +564,16 @@ class EngineThread:
                 job.left -= 1
                 if job.left == 0:
                     job.done.set()
+                self._request_done(output)
+
+    def _request_done(self, output: Any) -> None:
+        """The optional per-request hook (the actor's live counts): it only adds to counters under a lock."""
+        hook = self.on_request_done
+        if hook is not None:
+            try:
+                hook(output)
+            except Exception:  # noqa: BLE001 - the display is best effort; serving must go on
+                pass
 
     def _add(self, engine: Any, job: _Job, owner: dict[str, tuple[_Job, int, str]]) -> None:
         from vllm.inputs import TokensPrompt
