@@ -40,14 +40,9 @@ def _engine_cores() -> list[psutil.Process]:
     return found
 
 
-def test_a_dead_engine_is_replaced_and_its_batch_redone_without_engine_errors(tmp_path, cli_env):
-    """The engine core runs in its own process here (V1 multiprocessing), so the test can kill it as a crash
-    would: once the actor is warm, SIGKILL the core. The actor's next step fails as fatal, the actor exits,
-    Ray restarts it and redoes its batches on a fresh engine."""
-    docs = 4
-    config = write_config(tmp_path, **{"input.limit": docs, "model.max_tokens": 32, "workers.batch_size": 2,
-                                       "workers.batches_in_flight": 2, "workers.max_restarts": 2})
-    env = dict(cli_env, VLLM_ENABLE_V1_MULTIPROCESSING="1", EXTRACT_VERBOSE="1")
+def _run_killing_the_engine_once(config, env) -> tuple[int, str, list[int]]:
+    """Run the job; once its actor is warm, SIGKILL its engine core as a crash would."""
+    env = dict(env, VLLM_ENABLE_V1_MULTIPROCESSING="1", EXTRACT_VERBOSE="1")
     before = {p.pid for p in _engine_cores()}
     proc = subprocess.Popen([sys.executable, "-m", "pipeline", "run", str(config)], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -59,22 +54,31 @@ def test_a_dead_engine_is_replaced_and_its_batch_redone_without_engine_errors(tm
         for line in proc.stdout:
             lines.append(line)
             if "actor.warm" in line and not killed:
-                cores = [p for p in _engine_cores() if p.pid not in before]
-                for core in cores:
+                for core in [p for p in _engine_cores() if p.pid not in before]:
                     core.kill()
                     killed.append(core.pid)
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        proc.wait(timeout=600)
+        proc.wait(timeout=900)
     finally:
         if proc.poll() is None:
             proc.kill()
     reader.join(timeout=10)
-    output = "".join(lines)
+    return proc.returncode, "".join(lines), killed
+
+
+def test_a_dead_engine_is_replaced_and_its_batch_redone_without_engine_errors(tmp_path, cli_env):
+    """The engine core runs in its own process here (V1 multiprocessing), so the test can kill it as a crash
+    would. The actor's next step fails as fatal, the actor exits, Ray restarts it and redoes its batches on a
+    fresh engine."""
+    docs = 4
+    config = write_config(tmp_path, **{"input.limit": docs, "model.max_tokens": 32, "workers.batch_size": 2,
+                                       "workers.batches_in_flight": 2, "workers.max_restarts": 2})
+    returncode, output, killed = _run_killing_the_engine_once(config, cli_env)
     assert killed, "no engine core was found to kill:\n" + output[-3000:]
-    assert proc.returncode == 0, output[-4000:]
+    assert returncode == 0, output[-4000:]
     assert "actor.engine_dead" in output  # the actor saw its engine die and exited for a restart
     seen = _query(config, cli_env, "SELECT doc_id FROM rows") + _query(config, cli_env,
                                                                        "SELECT doc_id FROM dead_letters")
@@ -92,3 +96,14 @@ def _query_rows(config, env, sql: str) -> list[dict]:
 
 def _query(config, env, sql: str) -> list:
     return [row["doc_id"] for row in _query_rows(config, env, sql)]
+
+
+def test_when_the_restarts_are_used_up_the_run_stops_in_one_line_with_exit_3(tmp_path, cli_env):
+    config = write_config(tmp_path, **{"input.limit": 2, "model.max_tokens": 32, "workers.batch_size": 2,
+                                       "workers.max_restarts": 0})
+    returncode, output, killed = _run_killing_the_engine_once(config, cli_env)
+    assert killed, output[-3000:]
+    assert returncode == exit_codes.ENGINE, output[-4000:]
+    last = output.strip().splitlines()[-1]
+    assert last.startswith("error: an extraction actor died and Ray's restarts (workers.max_restarts) are used up")
+    assert "staged units are kept" in last
