@@ -257,9 +257,9 @@ class LoadedConfig:
         first the grammar refuses. Runs where the job's schema is routed, before any actor starts."""
         if not self.examples or not self.config.model.constrained:
             return
-        from schemas.coverage import SchemaCompiler
         from schemas.examples import ExampleError, check_grammar
         from workers.bundled_model import resolve_model_path
+        from workers.compiler import SchemaCompiler
 
         policy = self.config.schema_policy
         with SchemaCompiler(resolve_model_path(self.model_path), timeout_s=policy.compile_timeout_s,

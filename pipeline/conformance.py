@@ -259,7 +259,7 @@ def agreement_tally(verdicts: Iterable[tuple[bool, bool | None]]) -> dict[str, A
 # -- compile coverage ---------------------------------------------------------------------------------
 
 def compile_record(compiler: Any, json_schema: Any, name: str) -> dict[str, Any]:
-    """`schemas.coverage`'s verdict on one schema: limits, each backend's compile (vLLM's request
+    """`workers.compiler`'s verdict on one schema: limits, each backend's compile (vLLM's request
     validation included), the backend the pipeline would use, and what that backend leaves to the
     post-check. Schemas over a limit are still compiled, for the per-backend figures."""
     check = compiler.check(json_schema, name=name, all_backends=True)
@@ -866,8 +866,8 @@ def prepare_parts(out: Path, keep: bool) -> Path:
 def run_conformance(corpora: list[str], out: Path, opts: Options) -> dict[str, Any]:
     """Run the harness on `corpora`, write this run's parts, and render DIR/conformance.{json,md} from
     every part in DIR (this run's, plus earlier ones with `opts.keep`)."""
-    from schemas.coverage import SchemaCompiler
     from workers.bundled_model import resolve_model_path
+    from workers.compiler import SchemaCompiler
 
     check_selection(corpora, opts)
     started_at = datetime.now(timezone.utc)
@@ -977,7 +977,7 @@ def _instance_rows(bench: dict[str, Any]) -> list[list[Any]]:
 def _bench_markdown(bench: dict[str, Any], max_examples: int = 12) -> list[str]:
     lines = ["## jsonschemabench-dev: compile coverage", "",
              "Share of schemas each backend compiles (against the bundled model's tokenizer, "
-             "`schemas.coverage.SchemaCompiler`), and with the fallback (xgrammar, else guidance; schemas over a "
+             "`workers.compiler.SchemaCompiler`), and with the fallback (xgrammar, else guidance; schemas over a "
              "`schemas.limits` bound count as not covered). Compile seconds are over the schemas that compiled.", ""]
     lines += _table(["subset", "schemas", "xgrammar", "guidance", "fallback", "over a limit", "invalid schema",
                      "xgr p50 s", "xgr p99 s", "guid p50 s", "guid p99 s"], _coverage_rows(bench))
@@ -1056,7 +1056,7 @@ def _suite_markdown(suite: dict[str, Any]) -> list[str]:
               "`format` disagrees by design: the suite treats `format` as an annotation, and our post-check asserts "
               "it (format checking on). Many suite schemas carry no `type` (e.g. `{\"minLength\": 2}`); xgrammar "
               "applies a type's keywords only under that explicit `type`, so *not enforced* here can still be "
-              "*enforced* in a typed schema (`schemas.coverage.ENFORCEMENT` probes typed schemas). A schema our "
+              "*enforced* in a typed schema (`workers.compiler.ENFORCEMENT` probes typed schemas). A schema our "
               "validator cannot build (e.g. a `\\p{Letter}` pattern, which Python's `re` lacks) counts as "
               "disagreeing; the pipeline refuses such a schema up front.", ""]
     return lines

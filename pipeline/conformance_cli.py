@@ -17,7 +17,7 @@ from pipeline.conformance import (
     resolve_corpora,
     run_conformance,
 )
-from schemas.coverage import CompileWorkerError
+from workers.compiler import CompileWorkerError
 
 
 def cmd_conformance(args: argparse.Namespace) -> int:

@@ -121,8 +121,8 @@ class SchemaChecker:
         return verdict
 
     def _check(self, contract: SchemaContract) -> SchemaVerdict:
-        from schemas.coverage import SchemaCompiler
         from workers.bundled_model import resolve_model_path
+        from workers.compiler import SchemaCompiler
 
         policy = self.loaded.config.schema_policy
         if self._compiler is None:

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from schemas.coverage import BACKENDS, SchemaCheck, SchemaCompiler
 from schemas.lint import LintWarning, lint
+from workers.compiler import BACKENDS, SchemaCheck, SchemaCompiler
 
 
 class SchemaArgError(ValueError):

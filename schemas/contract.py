@@ -8,7 +8,6 @@ to actors; the model class is re-imported there.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,7 +19,10 @@ import pyarrow as pa
 from pydantic import BaseModel, ValidationError
 
 from schemas.arrow import RecordLayout, record_layout
+from schemas.canonical import canonical_json, schema_hash
+from schemas.limits import SchemaLimits, check_limits
 from schemas.registry import import_model, schema_name_version
+from schemas.validation import full_validator, schema_errors
 
 RECORD_COLUMN = "record"  # per-row-schema jobs: the record as JSON text
 
@@ -42,15 +44,6 @@ class RecordRejected(Exception):
         super().__init__(f"{reason}: {errors[0]['msg'] if errors else ''}")
         self.reason = reason
         self.errors = errors
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def schema_hash(json_schema: dict[str, Any]) -> str:
-    """A stable hash of a JSON Schema's content: key order and whitespace do not change it."""
-    return hashlib.sha256(canonical_json(json_schema).encode()).hexdigest()[:16]
 
 
 def _pydantic_errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -86,7 +79,7 @@ class SchemaContract:
         )
 
     @classmethod
-    def from_file(cls, path: Path, limits: Any = None) -> SchemaContract:
+    def from_file(cls, path: Path, limits: SchemaLimits | None = None) -> SchemaContract:
         try:
             json_schema = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
@@ -98,10 +91,8 @@ class SchemaContract:
 
     @classmethod
     def from_dict(cls, json_schema: Any, default_name: str = "schema", source: str = "",
-                  limits: Any = None) -> SchemaContract:
+                  limits: SchemaLimits | None = None) -> SchemaContract:
         """A contract for an untrusted JSON Schema: checked against the metaschema and `limits` first."""
-        from schemas.limits import SchemaLimits, check_limits
-
         if not isinstance(json_schema, dict):
             raise ValueError("a JSON Schema must be an object")
         check_limits(json_schema, limits or SchemaLimits())
@@ -142,7 +133,6 @@ class SchemaContract:
 
     @cached_property
     def _validator(self) -> jsonschema.protocols.Validator:
-        from schemas.validation import full_validator
 
         return full_validator(self.json_schema)
 
@@ -158,7 +148,6 @@ class SchemaContract:
             raise RecordRejected(
                 "invalid_json", [{"loc": [], "msg": f"{exc.msg} at char {exc.pos}", "type": "json_invalid"}]
             ) from None
-        from schemas.validation import schema_errors
 
         # The whole JSON Schema first: it catches every keyword the grammar engine did not enforce.
         errors = schema_errors(self._validator, parsed)

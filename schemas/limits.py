@@ -6,7 +6,7 @@ every `pattern` against model output: under RE2 in linear time where RE2 can exp
 under a backtracking engine, where a catastrophic pattern is a denial of service; `schemas.patterns`),
 and the `$ref` resolver (which must never reach the network). `check_limits`
 rejects a schema over any bound with one line that names the bound; compile time is bounded
-separately, by the hard timeout in `schemas.coverage`.
+separately, by the hard timeout in `workers.compiler`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants  # type: ignore[no-redef]
     import sre_parse  # type: ignore[no-redef]
 
-from schemas.contract import canonical_json
+from schemas.canonical import canonical_json
 from schemas.patterns import runs_linear
 
 

@@ -1,6 +1,6 @@
 """The full post-check: every emitted record is validated against the *whole* JSON Schema.
 
-Grammar engines enforce only part of a schema (see `schemas/coverage.py` for what each one leaves
+Grammar engines enforce only part of a schema (see `workers/compiler.py` for what each one leaves
 out), so the grammar is a shape guarantee, not a compliance guarantee. This module is the check that
 makes compliance hold anyway: a complete validator (`jsonschema`) for the schema's own draft, with
 format assertion on, that never touches the network, and whose regex work is bounded: `pattern`,

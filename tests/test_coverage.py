@@ -1,4 +1,4 @@
-"""Compile coverage (`schemas.coverage`): real vLLM request validation and real grammar compilation
+"""Compile coverage (`workers.compiler`): real vLLM request validation and real grammar compilation
 against the bundled model's tokenizer, in a child process with a hard timeout. No engine is started."""
 
 from __future__ import annotations
@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.schemas_cli import check_contract_schemas, load_schema, render_check
-from schemas.coverage import (
+from schemas.invoice import Invoice
+from schemas.lint import lint
+from tests.conftest import run_cli
+from workers.compiler import (
     ENFORCEMENT,
     PROBES,
     CompileWorkerError,
@@ -18,9 +21,6 @@ from schemas.coverage import (
     enforced_by,
     unenforced_keywords,
 )
-from schemas.invoice import Invoice
-from schemas.lint import lint
-from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 HARD = ROOT.parent / "shared" / "corpora" / "jsonschemabench-dev" / "schemas" / "Github_hard"

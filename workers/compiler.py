@@ -249,7 +249,7 @@ class _Worker:
         env.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
         env.setdefault("TOKENIZERS_PARALLELISM", "false")
         self.log = tempfile.TemporaryFile(mode="w+b")
-        args = [sys.executable, "-m", "schemas.coverage", "--worker", model_path]
+        args = [sys.executable, "-m", "workers.compiler", "--worker", model_path]
         if not disable_any_whitespace:
             args.append("--any-whitespace")
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
@@ -642,7 +642,7 @@ def derive_enforcement(compiler: SchemaCompiler, backend: str, probes: Iterable[
     return table
 
 
-# Measured with derive_enforcement (`python -m schemas.coverage --derive`) on xgrammar 0.2.8,
+# Measured with derive_enforcement (`python -m workers.compiler --derive`) on xgrammar 0.2.8,
 # llguidance 1.7.6, vLLM 0.32.0, disable_any_whitespace=True. tests/test_coverage.py re-derives a sample.
 ENFORCEMENT: dict[str, dict[str, str]] = {
     "xgrammar": {
@@ -890,7 +890,7 @@ def _main(argv: list[str]) -> int:
             derived = {backend: derive_enforcement(compiler, backend) for backend in BACKENDS}
         print(json.dumps(derived, indent=4))
         return 0
-    print("usage: python -m schemas.coverage --derive [MODEL] | --worker MODEL", file=sys.stderr)
+    print("usage: python -m workers.compiler --derive [MODEL] | --worker MODEL", file=sys.stderr)
     return 2
 
 
