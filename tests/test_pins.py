@@ -96,3 +96,12 @@ def test_engine_kwargs_are_checked_against_the_pinned_engine_args():
 
     assert unknown_engine_kwargs({"enforce_eager": True, "kv_cache_memory_bytes": 1, "dtype": "float32"}) == []
     assert unknown_engine_kwargs({"enforce_eagre": True}) == ["enforce_eagre"]
+
+
+def test_extract_version_names_the_release_and_what_it_runs_on(capsys):
+    from pipeline.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"extract {version('extract-pipeline')} (vLLM {_cpu_pin()}, Ray 2.60.0)"
