@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -63,6 +65,26 @@ def _where(exc: BaseException) -> str:
     return f" ({tb.tb_frame.f_code.co_filename}, line {tb.tb_lineno})" if tb is not None else ""
 
 
+def _from_job_folder(module_name: str, search_path: Path | None) -> ModuleType | None:
+    """The module from the job's own folder, when that folder has it, imported under a private root package.
+
+    A job folder may name its package anything, `schemas/` included: imported by its plain name it would
+    meet our own `schemas` package, already loaded, and fail with "No module named 'schemas.receipt'". Under
+    `_extract_job_<hash of the folder>` it cannot collide, and relative imports inside it work."""
+    if search_path is None:
+        return None
+    base = Path(search_path).joinpath(*module_name.split("."))
+    if not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()):
+        return None
+    folder = str(Path(search_path).resolve())
+    root = f"_extract_job_{hashlib.sha256(folder.encode()).hexdigest()[:12]}"
+    if root not in sys.modules:
+        package = ModuleType(root)
+        package.__path__ = [folder]
+        sys.modules[root] = package
+    return importlib.import_module(f"{root}.{module_name}")
+
+
 def import_model(ref: str, search_path: Path | None = None) -> type[BaseModel]:
     """Resolve `package.module:Model`, with `search_path` first on sys.path (as a Ray working_dir would be)."""
     module_name, sep, attr = ref.partition(":")
@@ -71,7 +93,7 @@ def import_model(ref: str, search_path: Path | None = None) -> type[BaseModel]:
     if search_path is not None and str(search_path) not in sys.path:
         sys.path.insert(0, str(search_path))
     try:
-        module = importlib.import_module(module_name)
+        module = _from_job_folder(module_name, search_path) or importlib.import_module(module_name)
     except ImportError as exc:
         raise SchemaNotFoundError(f"schema {ref!r}: cannot import module {module_name!r}: {exc}") from exc
     except SyntaxError as exc:

@@ -1,5 +1,6 @@
 """Config errors fail before Ray starts, with one line naming the key or column."""
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,24 @@ def test_schema_module_resolves_from_the_config_folder(tmp_path):
     loaded = load_config(write_config(tmp_path, schema="myschemas:Receipt"))
     assert loaded.contract.layout.schema.names == ["shop", "total"]
     assert loaded.contract.search_path == str(tmp_path)
+
+
+def test_a_job_folder_may_name_its_package_schemas(tmp_path):
+    """Our own `schemas` package is loaded already; the job's `schemas/` is its own all the same."""
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "base.py").write_text("from pydantic import BaseModel\n\nclass Base(BaseModel):\n"
+                                                  "    shop: str\n")
+    (tmp_path / "schemas" / "receipt.py").write_text("from .base import Base\n\nclass Receipt(Base):\n"
+                                                     "    total: float\n")
+    loaded = load_config(write_config(tmp_path, schema="schemas.receipt:Receipt"))
+    assert loaded.contract.layout.schema.names == ["shop", "total"]
+    import schemas.invoice  # ours is untouched
+
+    assert schemas.invoice.__file__.startswith(str(ROOT))
+    # An actor gets the contract pickled, without the class, and rebuilds the model from the reference
+    shipped = pickle.loads(pickle.dumps(loaded.contract))
+    assert shipped._model is None and shipped.model.__name__ == "Receipt"
+    assert shipped.model.model_validate({"shop": "A", "total": 1.5}).total == 1.5
 
 
 def test_prompt_needs_the_document_placeholder(tmp_path):
