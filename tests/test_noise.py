@@ -37,7 +37,7 @@ def small_job(tmp_path_factory):
     table = pq.read_table(SAMPLE).slice(0, 4)
     write_docs(folder / "docs.parquet", table.column("doc_id").to_pylist(), table.column("text").to_pylist())
     return write_config(folder, **{
-        "input.uri": str(folder / "docs.parquet"), "model.max_tokens": 64,
+        "input.uri": str(folder / "docs.parquet"), "model.max_tokens": 64, "examples": False,
         "model.engine_kwargs": {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20},
     })
 
