@@ -63,9 +63,17 @@ def test_plain_transcript_without_a_chat_template() -> None:
     assert text == "System: S\n\nUser: U\n\nAssistant: "
 
 
-def test_sample_job_spec_renders_schema_and_examples_through_the_bundled_chat_template() -> None:
-    """The shipped job (no {schema} in its prompt): the tokenizer's template shows the field list, the
-    three examples, and the document last."""
+def test_auto_shows_the_fields_without_examples_and_lets_examples_show_them_otherwise() -> None:
+    examples = (("doc", '{"invoice_number":"A"}'),)
+    assert isinstance(build_chat(TEMPLATE, "d", SCHEMA, "{}", mode="auto"), Chat)  # the field list, as a system turn
+    with_examples = build_chat(TEMPLATE, "d", SCHEMA, "{}", mode="auto", examples=examples)
+    assert with_examples.messages[0]["role"] == "user"  # measured: the list on top of examples cost F1
+    assert build_chat(TEMPLATE, "d", SCHEMA, "{}", mode="fields", examples=examples).messages[0]["role"] == "system"
+
+
+def test_sample_job_spec_renders_its_examples_through_the_bundled_chat_template() -> None:
+    """The shipped job (no {schema} in its prompt, the model's three examples): the tokenizer's template
+    shows each example's document and compact output as earlier turns, and the document last."""
     transformers = pytest.importorskip("transformers")
     from workers.bundled_model import prepare
 
@@ -75,7 +83,9 @@ def test_sample_job_spec_renders_schema_and_examples_through_the_bundled_chat_te
     chat = prompt_for(spec, "INVOICE ZZZ-1", loaded.contract.json_schema, "{}")
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(prepare()))
     text = tokenizer.apply_chat_template(list(chat.messages), tokenize=False, add_generation_prompt=True)
-    assert text.index("Answer with one JSON object") < text.index('"invoice_number":') < text.index("INVOICE ZZZ-1")
+    assert len(spec.examples) == 3
+    for document, output in spec.examples:
+        assert text.index(document) < text.index(output) < text.index("INVOICE ZZZ-1")
     assert text.count("<|im_start|>assistant") == len(spec.examples) + 1
     assert text.rstrip().endswith("<|im_start|>assistant")
 

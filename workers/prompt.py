@@ -19,7 +19,9 @@ from typing import Any
 
 PLACEHOLDER = re.compile(r"\{(document|schema)\}")
 PROMPT_SCHEMA_MODES = ("auto", "json", "fields", "none")
-AUTO_MODE = "fields"  # what `auto` resolves to: measured best on the sample gold set (docs/quality.md)
+# What `auto` resolves to, with and without few-shot examples: measured on the sample gold set with the bundled
+# model (docs/quality.md). Examples show every field, in the grammar's order, already.
+AUTO_MODE = {True: "none", False: "fields"}
 JSON_INTRO = "Answer with one JSON object that follows this JSON Schema:"
 FIELDS_INTRO = "Answer with one JSON object with these fields, in this order:"
 
@@ -37,10 +39,10 @@ class Chat:
     chat_template: str | None = None
 
 
-def resolve_mode(mode: str) -> str:
+def resolve_mode(mode: str, has_examples: bool = False) -> str:
     if mode not in PROMPT_SCHEMA_MODES:
         raise ValueError(f"prompt_schema: {mode!r} is not one of {', '.join(PROMPT_SCHEMA_MODES)}")
-    return AUTO_MODE if mode == "auto" else mode
+    return AUTO_MODE[has_examples] if mode == "auto" else mode
 
 
 def presented_schema(json_schema: dict[str, Any], mode: str) -> str | None:
@@ -54,10 +56,12 @@ def presented_schema(json_schema: dict[str, Any], mode: str) -> str | None:
     return f"{FIELDS_INTRO}\n" + "\n".join(_FieldLister(json_schema).lines(json_schema, 0))
 
 
-def system_message(template: str, json_schema: dict[str, Any], mode: str, system: str | None) -> str | None:
+def system_message(template: str, json_schema: dict[str, Any], mode: str, system: str | None,
+                   has_examples: bool = False) -> str | None:
     """The system message: the `system` prompt, then the schema unless the template places it itself."""
     parts = [system.strip()] if system and system.strip() else []
-    if "{schema}" not in template and resolve_mode(mode) != "none":
+    mode = resolve_mode(mode, has_examples)
+    if "{schema}" not in template and mode != "none":
         parts.append(_presented(json.dumps(json_schema, ensure_ascii=False), mode))
     return "\n\n".join(parts) or None
 
@@ -71,7 +75,7 @@ def build_chat(template: str, document: str, json_schema: dict[str, Any], schema
                system: str | None = None, examples: tuple[tuple[str, str], ...] = (),
                chat_template: str | None = None) -> str | Chat:
     """The prompt for one document. A lone user message with no template is returned as plain text."""
-    head = system_message(template, json_schema, mode, system)
+    head = system_message(template, json_schema, mode, system, bool(examples))
     if head is None and not examples and chat_template is None:
         return render_prompt(template, document, schema_json)
     messages: list[dict[str, str]] = [{"role": "system", "content": head}] if head else []
