@@ -851,8 +851,9 @@ def run_context(record: dict[str, Any]) -> RunContext:
             prompt = loaded.config.prompt
             same = loaded.config_hash == record.get("config_hash")
             note = (f"{path}: unchanged since the run (config hash {loaded.config_hash})" if same else
-                    f"{path} as it is now: it has changed since the run (hash {loaded.config_hash}, the run's "
-                    f"{record.get('config_hash')})")
+                    f"{path} as it is now, which is not what the run used: the file changed since, or the run had "
+                    f"overrides (--set, --limit, --output); hash {loaded.config_hash}, the run's "
+                    f"{record.get('config_hash')}")
         except Exception as exc:  # noqa: BLE001 - a config that no longer loads is still worth showing
             note = f"{path} as it is now (it no longer loads: {exc})"
     return RunContext(prompt, text, note, dict(record.get("schema") or {}), record.get("model"), settings)
