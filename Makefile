@@ -18,9 +18,10 @@ run: $(STAMP)  # runs the sample job, then scores its rows against the sample go
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-# The first tier: no engine, no Ray cluster, no compile child (tests marked or auto-marked `engine` are left out).
+# The first tier: pure logic, in under a minute. Left out: tests marked (or auto-marked by their fixtures)
+# `engine` (a vLLM engine, a Ray cluster, a compile child) or `slow` (an S3 server, child processes, the CLI).
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not engine"
+	$(PY) -m pytest -q -m "not engine and not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check pipeline schemas workers tests jobs

@@ -168,9 +168,16 @@ def ray_head():
 # Fixtures that start a Ray cluster, a vLLM engine or a grammar-compile child process. A test that uses one is in
 # the `engine` tier whether or not it says so; `make test-fast` runs the rest (`-m "not engine"`).
 HEAVY_FIXTURES = frozenset({"ray_cluster", "ray_head", "engine", "compiler", "model_path"})
+# Fixtures of tests that take seconds without an engine: a real S3 server on loopback, or the CLI in a child
+# process (`cli_env`). They are `slow`, and `make test-fast` leaves them out too.
+SLOW_FIXTURES = frozenset({"s3_endpoint", "cli_env"})
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if HEAVY_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if HEAVY_FIXTURES & fixtures:
             item.add_marker(pytest.mark.engine)
+        on_s3 = "s3" in str(getattr(getattr(item, "callspec", None), "id", "")).split("-")  # [s3], [s3-step]
+        if SLOW_FIXTURES & fixtures or on_s3:
+            item.add_marker(pytest.mark.slow)

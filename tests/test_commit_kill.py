@@ -30,6 +30,8 @@ from pipeline.storage import storage_for
 from pipeline.units import plan_partition
 from tests.conftest import ROOT, s3_client, write_config, write_docs
 
+pytestmark = pytest.mark.slow  # child processes killed at every step, locally and on a moto server
+
 DOCS = ["a", "b", "c", "d"]
 COMMIT_STEPS = ["compacting", "files_written", "manifest_written", "swept", "staging_discarded", None]
 RETRY_STEPS = ["files_written", "manifest_written", "swept", None]

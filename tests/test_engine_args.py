@@ -1,5 +1,7 @@
 """The engine adapter's arguments: our defaults, the user's overrides, CPU vs GPU."""
 
+import pytest
+
 from pipeline.plan import actor_env
 from workers.engine import engine_arguments
 
@@ -56,6 +58,7 @@ def test_the_kernel_scan_guard_gives_llvmlite_an_empty_namespace():
     assert numba.njit(lambda x: x + 1)(1) == 2  # llvmlite still works behind it
 
 
+@pytest.mark.slow  # imports vLLM's drafter
 def test_the_prompt_lookup_drafter_kernel_is_cached_on_disk_only_when_the_engine_drafts(monkeypatch):
     from numba.core.caching import NullCache
     from vllm.v1.spec_decode import ngram_proposer

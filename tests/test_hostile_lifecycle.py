@@ -104,6 +104,7 @@ os._exit(0)  # a driver killed without cleaning up: its child lives on
 """
 
 
+@pytest.mark.slow
 def test_processes_recorded_by_a_dead_driver_are_stopped_and_a_live_drivers_are_not(tmp_path, monkeypatch):
     monkeypatch.setenv("EXTRACT_CACHE_DIR", str(tmp_path))
     out = subprocess.run([sys.executable, "-c", DRIVER.format(root=str(ROOT))], capture_output=True, text=True,

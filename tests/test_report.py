@@ -271,6 +271,7 @@ def test_load_run_reads_old_rows_relocated_files_and_rewritten_partitions(tmp_pa
     assert load_run(str(root)).run_id == "r2"  # the newest by default
 
 
+@pytest.mark.slow
 def test_index_lists_every_run_newest_first_and_links_each_run_page(tmp_path):
     root = write_output(tmp_path / "output")
     (root / "_eval" / "r1").mkdir(parents=True)

@@ -244,6 +244,7 @@ def _state(loaded, storage, layout, p):
     return load_state(storage, layout, p, "doc_id", {"truncated"}, loaded.output_hash, again=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", ["files_written", "manifest_written"])
 def test_merge_crash_leaves_old_or_new_state_whole(committed, step):
     cfg, loaded, storage, layout, p = committed

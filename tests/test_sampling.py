@@ -41,6 +41,7 @@ def test_an_unknown_or_ill_typed_name_fails_with_one_line(tmp_path: Path, sampli
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.slow  # imports vLLM
 def test_the_engine_passes_them_to_vllm_sampling_params() -> None:
     pytest.importorskip("vllm")
     from workers.engine import VllmEngine

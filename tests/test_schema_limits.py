@@ -149,6 +149,7 @@ def test_oversize_names_bytes_bound() -> None:
     assert message.startswith("schema size ") and message.endswith("exceeds limits.max_bytes=512000")
 
 
+@pytest.mark.slow
 def test_real_corpus_schemas_pass() -> None:
     if not BENCH.exists():
         pytest.skip(f"{BENCH} not present (shared corpora)")
