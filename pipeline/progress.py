@@ -162,10 +162,13 @@ class Progress:
 
     def _poll(self, poll_s: float) -> None:
         import ray
+        from ray.exceptions import GetTimeoutError
 
         while not self._stop.wait(poll_s):
             try:
                 snapshot = ray.get(self.board.snapshot.remote(), timeout=10)
+            except GetTimeoutError:
+                continue  # a loaded machine: ask again
             except Exception:  # noqa: BLE001 - the board went away (run ending): the display just stops
                 return
             self._take(snapshot)
