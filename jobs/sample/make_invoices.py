@@ -26,14 +26,12 @@ N_EXAMPLES = 3
 def write_examples() -> None:
     """jobs/sample/examples.jsonl: {document, output} pairs for `examples:` in extract.yaml."""
     _, texts, golds = make_corpus(40, EXAMPLES_SEED, prefix="example")
-    # Three like most documents (a customer, a due date, a total written with a thousands separator), with
-    # one, two and three items and three currencies. Few-shot outputs are copied: a null or a number that
-    # most documents do not have would be copied too.
+    # Three that between them show a long item list, a missing customer and a missing due date. (Three "like
+    # most documents" measured worse, F1 0.000 against 0.212: the model copied the last example's dates.)
+    wanted = [lambda g: len(g["line_items"]) >= 3, lambda g: g["customer"] is None, lambda g: g["due_date"] is None]
     picked: list[int] = []
-    for count in (1, 2, 3):
-        picked.append(next(i for i, g in enumerate(golds) if g["customer"] and g["due_date"] and g["total"] >= 1000
-                           and len(g["line_items"]) == count and i not in picked
-                           and g["currency"] not in {golds[j]["currency"] for j in picked}))
+    for test in wanted:
+        picked.append(next(i for i, g in enumerate(golds) if test(g) and i not in picked))
     pairs = []
     for text, gold in ((texts[i], golds[i]) for i in picked):
         record = contract_record(gold)
