@@ -130,14 +130,18 @@ class Reporter:
         while True:
             self._wake.wait()
             time.sleep(self.every_s)  # gather what finishes meanwhile into one call
-            with self._lock:
-                n, tokens, self._requests, self._tokens = self._requests, self._tokens, 0, 0
-                self._wake.clear()
-            if n:
-                try:
-                    self.board.requests_done.remote(n, tokens, time.time())
-                except Exception:  # noqa: BLE001 - the display is best effort; the run does not depend on it
-                    pass
+            self.flush()
+
+    def flush(self) -> None:
+        """Send the requests counted since the last flush, if any."""
+        with self._lock:
+            n, tokens, self._requests, self._tokens = self._requests, self._tokens, 0, 0
+            self._wake.clear()
+        if n:
+            try:
+                self.board.requests_done.remote(n, tokens, time.time())
+            except Exception:  # noqa: BLE001 - the display is best effort; the run does not depend on it
+                pass
 
 
 def board_name(run_id: str) -> str:
