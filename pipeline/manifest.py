@@ -124,9 +124,13 @@ def committed(storage: Storage, root: str) -> list[PartitionManifest]:
 
 def duckdb_recipe(root: str = "OUTPUT", kind: str = "rows") -> str:
     """The SQL a user runs in plain DuckDB to read only committed data (local output; S3 with httpfs)."""
+    # `dt` from the partition folder the manifest names (its last `dt=` segment), not hive partitioning, which
+    # would also turn a `k=v` folder above the output into a column, over a real one of the same name.
     return (f"SET VARIABLE files = (SELECT list(regexp_replace(filename, '_partitions/[^/]+/manifest[.]json$', '') "
             f"|| files.{kind}) FROM read_json('{root}/_partitions/*/manifest.json', filename = true)); "
-            f"SELECT * FROM read_parquet(getvariable('files'), hive_partitioning = true, union_by_name = true);")
+            "SELECT * EXCLUDE (_file), TRY_CAST(nullif(regexp_extract(_file, '/dt=([^/]+)/[^/]+$', 1), '') AS DATE) "
+            "AS dt FROM read_parquet(getvariable('files'), hive_partitioning = false, union_by_name = true, "
+            "filename = '_file');")
 
 
 @dataclass
