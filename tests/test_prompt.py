@@ -63,9 +63,10 @@ def test_plain_transcript_without_a_chat_template() -> None:
     assert text == "System: S\n\nUser: U\n\nAssistant: "
 
 
-def test_auto_shows_the_fields_without_examples_and_lets_examples_show_them_otherwise() -> None:
+def test_auto_shows_the_json_schema_without_examples_and_lets_examples_show_the_fields_otherwise() -> None:
     examples = (("doc", '{"invoice_number":"A"}'),)
-    assert isinstance(build_chat(TEMPLATE, "d", SCHEMA, "{}", mode="auto"), Chat)  # the field list, as a system turn
+    alone = build_chat(TEMPLATE, "d", SCHEMA, "{}", mode="auto")  # the JSON Schema, as a system turn
+    assert alone.messages[0]["content"].startswith("Answer with one JSON object that follows this JSON Schema:")
     with_examples = build_chat(TEMPLATE, "d", SCHEMA, "{}", mode="auto", examples=examples)
     assert with_examples.messages[0]["role"] == "user"  # measured: the list on top of examples cost F1
     assert build_chat(TEMPLATE, "d", SCHEMA, "{}", mode="fields", examples=examples).messages[0]["role"] == "system"

@@ -21,7 +21,7 @@ PLACEHOLDER = re.compile(r"\{(document|schema)\}")
 PROMPT_SCHEMA_MODES = ("auto", "json", "fields", "none")
 # What `auto` resolves to, with and without few-shot examples: measured on the sample gold set with the bundled
 # model (docs/quality.md). Examples show every field, in the grammar's order, already.
-AUTO_MODE = {True: "none", False: "fields"}
+AUTO_MODE = {True: "none", False: "json"}
 JSON_INTRO = "Answer with one JSON object that follows this JSON Schema:"
 FIELDS_INTRO = "Answer with one JSON object with these fields, in this order:"
 
