@@ -93,11 +93,17 @@ def test_sample_job_spec_renders_its_examples_through_the_bundled_chat_template(
 
 @pytest.mark.engine
 def test_a_job_without_schema_in_its_prompt_produces_rows_on_the_real_engine(tmp_path, cli_env) -> None:
-    from tests.conftest import run_cli, write_config
+    """A JSON Schema job (shape only: no validators, no examples) whose prompt has no {schema}: the tool
+    shows the schema itself (auto → the JSON Schema), and the model's outputs become rows."""
+    from tests.conftest import DELETE, run_cli, write_config
 
-    config = write_config(tmp_path, **{"input.limit": 4, "model.max_tokens": 192,
+    schema = {k: v for k, v in SCHEMA.items() if k != "examples"}
+    (tmp_path / "invoice.schema.json").write_text(json.dumps(schema))
+    config = write_config(tmp_path, **{"input.limit": 3, "model.max_tokens": 256, "schema": DELETE,
+                                       "schema_file": "invoice.schema.json",
                                        "prompt": "Extract the invoice from this document.\n{document}"})
-    assert "{schema}" not in load_config(config).config.prompt
+    loaded = load_config(config)
+    assert "{schema}" not in loaded.config.prompt and not loaded.examples
     result = run_cli(["run", str(config)], cli_env)
     assert result.returncode == 0, result.stdout + result.stderr
     [manifest] = [json.loads(p.read_text()) for p in (tmp_path / "out" / "_runs").glob("*.json")]
