@@ -257,10 +257,16 @@ class LoadedConfig:
         first the grammar refuses. Runs where the job's schema is routed, before any actor starts."""
         if not self.examples or not self.config.model.constrained:
             return
-        from schemas.examples import ExampleError, check_grammar
-        from workers.bundled_model import resolve_model_path
+        from schemas.examples import ExampleError, check_grammar, examples_hash
+        from workers.bundled_model import cache_root, resolve_model_path
         from workers.compiler import SchemaCompiler
 
+        # A pass is remembered on disk (schema, examples, model, backend), so a nightly job pays the compile
+        # child once; a refusal is checked again every time.
+        ident = json.dumps([self.contract.hash, examples_hash(self.examples), self.model_path, backend])
+        passed = cache_root() / "example-checks" / f"{hashlib.sha256(ident.encode()).hexdigest()[:24]}.ok"
+        if passed.exists():
+            return
         policy = self.config.schema_policy
         with SchemaCompiler(resolve_model_path(self.model_path), timeout_s=policy.compile_timeout_s,
                             backends=(backend,), limits=self.schema_limits) as compiler:
@@ -268,6 +274,11 @@ class LoadedConfig:
                 check_grammar(self.examples, self.contract.json_schema, compiler, backend)
             except ExampleError as exc:
                 raise ConfigError(f"{self.path}: examples: {exc}") from None
+        try:
+            passed.parent.mkdir(parents=True, exist_ok=True)
+            passed.touch()
+        except OSError:
+            pass  # an unwritable cache only means checking again next time
 
     def _contract(self) -> SchemaContract:
         cfg = self.config
