@@ -355,7 +355,8 @@ def test_report_writes_summary_html_and_charts(sample_run):
     record, stdout = sample_run["record"], " ".join(sample_run["stdout"].split())  # rich wraps long lines
     assert record["input_rows"] == len(DOCS)
     assert f"run {record['run_id']}" in stdout  # the no-op rerun was skipped...
-    assert "processed no documents" in stdout  # ...and the summary says so
+    assert "(2 runs, 1 with a page; newest first)" in stdout  # ...and the index says so
+    assert "no documents processed" in sample_run["index"].read_text()
     assert "empty_input" in stdout and "input_too_long" in stdout
     assert f"max_tokens {MAX_TOKENS}" in stdout
     for name in CHART_FILES:
