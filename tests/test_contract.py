@@ -73,7 +73,13 @@ def test_grounding_is_by_whole_word(contract):
 
 
 def test_dates_out_of_order_are_rejected(contract):
+    document = DOC + "\nDue: January 01, 2026"  # written in the document, so only the order is wrong
     with pytest.raises(RecordRejected, match="before issue_date"):
+        contract.check(invoice_json(due_date="2026-01-01"), {"document": document})
+
+
+def test_a_date_the_document_does_not_write_is_rejected(contract):
+    with pytest.raises(RecordRejected, match="due_date 2026-01-01 is not a date the document writes"):
         contract.check(invoice_json(due_date="2026-01-01"), {"document": DOC})
 
 
