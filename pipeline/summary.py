@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Sequence
 
 from pipeline.manifest import RunManifest
+from pipeline.secrets import looks_secret, redact
 
 RAY_TEMP_MARKERS = ("/runtime_resources/", "/ray/session_")  # Ray's per-job working dir and session folders
 
@@ -32,7 +33,9 @@ def output_flags(manifest: RunManifest, sets: Sequence[str] | None) -> list[str]
             and not s.startswith("output.uri=")]
     flags: list[str] = []
     for item in keep:
-        flags += ["--set", item]
+        key, _, value = item.partition("=")
+        # A hint is printed (and, under a Ray job, kept in its logs): a secret is masked, never repeated.
+        flags += ["--set", f"{key}={redact({key: value})[key]}" if looks_secret(key, value) else item]
     return flags + ["--set", f"output.uri={manifest.output_uri}"]
 
 

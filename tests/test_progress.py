@@ -142,6 +142,14 @@ def test_summary_commands_name_the_output_written_and_the_overrides_that_locate_
     assert cmds["retry"].startswith("extract retry jobs/extract.yaml --reason semantic_invalid")
 
 
+def test_summary_hints_never_repeat_a_secret_set_value():
+    cmds = commands(manifest("/tmp/x"), "jobs/extract.yaml",
+                    ["storage.endpoint_url=https://admin:S3cretPW@s3.internal", "storage.region=eu-west-1"])
+    assert "S3cretPW" not in " ".join(cmds.values())
+    assert "storage.endpoint_url=https://admin:***@s3.internal" in cmds["query"]
+    assert "--set storage.region=eu-west-1" in cmds["query"]
+
+
 def test_summary_names_the_dated_partition_and_flags_rays_temporary_dir():
     dated = render_summary(manifest("s3://b/out", [{"partition": "2026-11-02", "status": "committed"}]), "x.yaml")
     assert "s3://b/out/rows/dt=2026-11-02" in dated and "--date 2026-11-02" in dated
