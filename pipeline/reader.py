@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401 - pa.compute
+import pyarrow.compute  # pa.compute
 import pyarrow.parquet as pq
 import structlog
 

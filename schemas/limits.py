@@ -538,7 +538,7 @@ def _check_keywords(schema: dict[str, Any], index: RefIndex, limits: SchemaLimit
                 )
 
 
-def check_limits(json_schema: dict[str, Any], limits: SchemaLimits = SchemaLimits()) -> None:  # noqa: B008
+def check_limits(json_schema: dict[str, Any], limits: SchemaLimits = SchemaLimits()) -> None:
     """Raise `SchemaLimitError` naming the first bound `json_schema` is over; return None if within all.
 
     Checked in this order, cheapest and most hostile first: nesting depth of the document as

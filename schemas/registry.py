@@ -99,7 +99,7 @@ def import_model(ref: str, search_path: Path | None = None) -> type[BaseModel]:
     except SyntaxError as exc:
         raise SchemaNotFoundError(f"schema {ref!r}: module {module_name!r} has a syntax error: {exc.msg} "
                                   f"({exc.filename}, line {exc.lineno})") from exc
-    except Exception as exc:  # noqa: BLE001 - the user's module raised while importing: one line, where and why
+    except Exception as exc:  # the user's module raised while importing: one line, where and why
         raise SchemaNotFoundError(f"schema {ref!r}: importing module {module_name!r} raised "
                                   f"{type(exc).__name__}: {exc}{_where(exc)}") from exc
     obj = module

@@ -135,7 +135,7 @@ def test_invalid_schema_is_refused_up_front() -> None:
 class _CountingHandler(BaseHTTPRequestHandler):
     hits = 0
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:  # http.server's naming
         type(self).hits += 1
         body = json.dumps({"type": "integer"}).encode()
         self.send_response(200)

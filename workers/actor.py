@@ -63,7 +63,7 @@ def _start_engine(spec: ExtractionSpec, accelerator: bool) -> EngineThread:
             accelerator, spec.backend, sequences=spec.sequences_in_flight))
     except EngineStartError:
         raise
-    except Exception as exc:  # noqa: BLE001 - the budget, the model's files: one line, whatever the cause
+    except Exception as exc:  # the budget, the model's files: one line, whatever the cause
         raise EngineStartError(explain_start_failure(exc)) from exc
 
 

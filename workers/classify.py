@@ -126,7 +126,7 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
     except PatternBudgetExceeded as exc:
         outcome.reason = "validator_timeout"
         outcome.error = {"message": str(exc)}
-    except BaseException as exc:  # noqa: BLE001 - a user's validator may raise anything; it must not kill the batch
+    except BaseException as exc:  # a user's validator may raise anything; it must not kill the batch
         if isinstance(exc, EngineFatal | MemoryError):  # the engine's (or the process's) end, not the record's
             raise
         outcome.reason = "validator_error"

@@ -550,7 +550,7 @@ class EngineThread:
                 continue
             try:
                 finished = [o for o in engine.step() if o.finished]
-            except Exception as exc:  # noqa: BLE001 - a failed step leaves the engine in no known state
+            except Exception as exc:  # a failed step leaves the engine in no known state
                 # Per-request failures come back as finish_reason "error"; a step that raises means the engine
                 # itself broke (its core died, memory ran out). Every caller is told it is fatal and the thread
                 # ends: the actor exits, and Ray redoes the batches on a fresh engine.
@@ -585,7 +585,7 @@ class EngineThread:
             try:
                 owner[request_id] = (job, index, engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids),
                                                                     params))
-            except Exception as exc:  # noqa: BLE001 - e.g. a grammar the backend refuses: this request only
+            except Exception as exc:  # e.g. a grammar the backend refuses: this request only
                 if is_fatal(exc):
                     raise EngineFatal(f"the engine failed to take a request: {type(exc).__name__}: {exc}") from exc
                 job.outputs[index] = _Refused(f"{type(exc).__name__}: {exc}")

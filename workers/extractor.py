@@ -209,7 +209,7 @@ class BatchExtractor:
                 generations = self.engine.generate(prompts, grammars, self.spec.max_tokens, self.spec.temperature)
                 if len(generations) != len(prompts):
                     raise RuntimeError(f"engine returned {len(generations)} outputs for {len(prompts)} prompts")
-            except Exception as exc:  # noqa: BLE001 - dead-letter the batch, keep the job alive
+            except Exception as exc:  # dead-letter the batch, keep the job alive
                 if is_fatal(exc):  # the engine is gone: the batch is redone on a fresh one, not dead-lettered
                     raise
                 log.error("extract.engine_error", error=repr(exc), documents=len(prompts))
