@@ -225,6 +225,46 @@ def _guard_kernel_scan() -> None:
     lib.__class__ = _ScannableLib
 
 
+def _shield_kernel_rebind() -> bool:
+    """Let an engine start in a process that has loaded Flask (moto's S3 server does, and so may a user's app).
+
+    The same start-up scan (`vllm.triton_utils.dispatcher._rebind_kernels`, vLLM 0.32) asks every module
+    global `hasattr(value, "__dict__")`. A werkzeug context proxy such as `flask.current_app` answers that
+    with `RuntimeError: Working outside of application context`, which `hasattr` does not catch, and the
+    engine fails to start. The shield hides, for the length of the scan only, the globals that raise when
+    read that way (nothing the scan could rebind), then puts them back. Returns whether it is in place."""
+    try:
+        from vllm.triton_utils import dispatcher
+    except ImportError:
+        return False
+    original = getattr(dispatcher, "_rebind_kernels", None)
+    if original is None or getattr(original, "_extract_shielded", False):
+        return original is not None
+
+    def rebind(overrides: Any) -> None:
+        hidden = []
+        for module in list(sys.modules.values()):
+            namespace = getattr(module, "__dict__", None)
+            if not isinstance(namespace, dict):
+                continue
+            for attr, value in list(namespace.items()):
+                try:
+                    if hasattr(value, "__dict__"):
+                        vars(value).get("kernel")
+                except Exception:  # noqa: BLE001 - whatever it raises, the scan would raise it too
+                    hidden.append((namespace, attr, value))
+                    del namespace[attr]
+        try:
+            original(overrides)
+        finally:
+            for namespace, attr, value in hidden:
+                namespace[attr] = value
+
+    rebind._extract_shielded = True  # type: ignore[attr-defined]
+    dispatcher._rebind_kernels = rebind
+    return True
+
+
 def _cache_drafter_kernel(llm_args: dict[str, Any]) -> bool:
     """Keep the prompt-lookup drafter's compiled kernel on disk.
 
@@ -251,7 +291,8 @@ def cpu_patches(llm_args: dict[str, Any], accelerator: bool) -> dict[str, Any]:
 
     - the logits mask: our vectorised kernel unless EXTRACT_MASK_KERNEL=xgrammar (workers/bitmask.py);
     - the prompt-lookup drafter's kernel in numba's disk cache (imports numba, hence llvmlite: first);
-    - the kernel-scan guard that lets a second engine start in a process where the first speculated."""
+    - the kernel-scan guard that lets a second engine start in a process where the first speculated, and
+      the shield that lets one start where Flask is loaded."""
     if accelerator:
         return {"mask_kernel": "device", "drafter_cache": False, "kernel_scan_guard": False}
     from workers import bitmask
@@ -259,6 +300,7 @@ def cpu_patches(llm_args: dict[str, Any], accelerator: bool) -> dict[str, Any]:
     mask_kernel = bitmask.use(os.environ.get("EXTRACT_MASK_KERNEL", "fast"))
     cached = _cache_drafter_kernel(llm_args)
     _guard_kernel_scan()
+    _shield_kernel_rebind()
     return {"mask_kernel": mask_kernel, "drafter_cache": cached, "kernel_scan_guard": True}
 
 
