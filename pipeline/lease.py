@@ -68,6 +68,27 @@ class LeaseRecord:
             return None
 
 
+def holder_died(held: LeaseRecord) -> bool:
+    """Whether the lease's holder is a process of this host that no longer runs: a driver killed mid-run, whose
+    rerun should not wait out the lease. A pid reused by a process started after the lease was taken is not
+    the holder. A holder on another host is alive until its lease expires."""
+    if held.host != socket.gethostname():
+        return False
+    import psutil
+
+    try:
+        started = psutil.Process(held.pid).create_time()
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False
+    try:
+        acquired = datetime.fromisoformat(held.acquired_at).timestamp()
+    except ValueError:
+        return False
+    return started > acquired + 1.0
+
+
 def _iso(unix: float) -> str:
     return datetime.fromtimestamp(unix, timezone.utc).isoformat(timespec="seconds")
 
@@ -207,7 +228,7 @@ class Lease:
                 if current is None:
                     continue  # released between our create and our read
                 held = LeaseRecord.from_json(current[0])
-                if held is not None and held.expires_unix > self.clock():
+                if held is not None and held.expires_unix > self.clock() and not holder_died(held):
                     raise LeaseHeldError(
                         f"output {self.uri.rsplit('/', 1)[0]} is leased by {held.holder} on {held.host} "
                         f"(pid {held.pid}) until {held.expires_at}; wait for it, or write to another output.uri")

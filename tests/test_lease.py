@@ -8,6 +8,7 @@ nothing waits).
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -116,10 +117,34 @@ def test_two_writers_on_one_output_the_second_exits_5_and_the_dead_holders_lease
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    # The holder died without releasing: its lease stays until it expires, then the next writer takes it.
+    # The holder died without releasing. Its host is this one and its pid is gone, so the next writer takes the
+    # lease at once: a rerun after a killed driver does not wait out the lease.
     assert (tmp_path / "out" / "_lease.json").exists()
-    with pytest.raises(LeaseHeldError):
-        lease_for((output, None), "run-2").acquire()
-    taken = lease_for((output, None), "run-2", clock=lambda: record.expires_unix + 1).acquire()
+    taken = lease_for((output, None), "run-2").acquire()
     assert taken.record.holder == "run-2"
     taken.release()
+
+
+def test_a_holder_on_another_host_keeps_its_lease_until_it_expires(tmp_path):
+    """Whether a process on another host lives cannot be seen from here: only the expiry frees its lease."""
+    output = str(tmp_path / "out")
+    first = lease_for((output, None), "run-1").acquire()
+    path = tmp_path / "out" / "_lease.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "host": "elsewhere", "pid": 999999}))
+    with pytest.raises(LeaseHeldError, match="on elsewhere"):
+        lease_for((output, None), "run-2").acquire()
+    taken = lease_for((output, None), "run-2", clock=lambda: record["expires_unix"] + 1).acquire()
+    assert taken.record.holder == "run-2"
+    taken.release()
+    del first
+
+
+def test_a_reused_pid_is_not_the_holder(tmp_path):
+    """This process's pid, with a lease taken before it started: the pid was reused, the holder is dead."""
+    output = str(tmp_path / "out")
+    lease_for((output, None), "run-1").acquire()
+    path = tmp_path / "out" / "_lease.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "acquired_at": "2020-01-01T00:00:00+00:00"}))
+    assert lease_for((output, None), "run-2").acquire().record.holder == "run-2"
