@@ -446,8 +446,11 @@ def _retry(loaded: LoadedConfig, storage: Storage, layout: OutputLayout, templat
                                                     error=str(exc)))
             continue
         target = partition_for(input_template, state.partition.day).input_uri
-        with storage.atomic_output(target, join(scratch, "_tmp")) as tmp:
-            pq.write_table(docs, storage.arrow_path(tmp), filesystem=storage.arrow_fs())
+        # The same fingerprint is the same documents: a resumed retry keeps the file its crashed run read, so
+        # the inner run sees the same input version (fingerprint) and reuses what that run committed.
+        if not storage.exists(target):
+            with storage.atomic_output(target, join(scratch, "_tmp")) as tmp:
+                pq.write_table(docs, storage.arrow_path(tmp), filesystem=storage.arrow_fs())
         ready.append(state)
     if not ready:
         return
