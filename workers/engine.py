@@ -502,6 +502,7 @@ class EngineThread:
         self._engine: VllmEngine | None = None
         self._ids = itertools.count()
         self.on_request_done: Callable[[Any], None] | None = None  # called on the engine thread per finished request
+        self.on_tokens: Callable[[int], None] | None = None  # called on the engine thread per step: tokens it made
         self._thread = threading.Thread(target=self._run, args=(llm_args,), name="vllm-engine", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -569,6 +570,7 @@ class EngineThread:
             self._ready.set()
         owner: dict[str, tuple[_Job, int, str]] = {}  # request id → its job, its position, vLLM's internal id
         try:
+            self._count_tokens(self._engine.llm.llm_engine)
             self._serve(self._engine.llm.llm_engine, owner)
         except BaseException as exc:  # noqa: BLE001 - a bug here must not leave callers waiting forever
             self._failure = f"{type(exc).__name__}: {exc}"
@@ -612,6 +614,29 @@ class EngineThread:
                 if job.left == 0:
                     job.done.set()
                 self._request_done(output)
+
+    def _count_tokens(self, engine: Any) -> None:
+        """Count the tokens each step makes, for the live display (`on_tokens`), before any request finishes.
+
+        Requests are added with `FINAL_ONLY`, so `step()` returns nothing until a request is done: with a
+        few dozen documents decoding together, the first can take a minute on CPU. The tokens are counted
+        where vLLM's `LLMEngine.step` hands the core's outputs to its output processor (vLLM 0.32); where that
+        hook is missing, only finished requests are counted."""
+        processor = getattr(engine, "output_processor", None)
+        process = getattr(processor, "process_outputs", None)
+        if process is None:
+            return
+
+        def counting(outputs: Any, *args: Any, **kwargs: Any) -> Any:
+            hook = self.on_tokens
+            if hook is not None and outputs:
+                try:
+                    hook(sum(len(getattr(o, "new_token_ids", None) or ()) for o in outputs))
+                except Exception:  # noqa: BLE001 - the display is best effort; serving must go on
+                    pass
+            return process(outputs, *args, **kwargs)
+
+        processor.process_outputs = counting
 
     def _request_done(self, output: Any) -> None:
         """The optional per-request hook (the actor's live counts): it only adds to counters under a lock."""
