@@ -208,24 +208,7 @@ class Progress:
                      dead_letter_rate=round(self.dead_rate(), 3), dead_letters=self.dead_by_reason())
 
     def _start_rich(self) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            SpinnerColumn,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-        from rich.progress import Progress as RichProgress
-
-        self._rich = RichProgress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("docs · {task.fields[stats]} · {task.fields[dead]}"), TextColumn("· elapsed"),
-            TimeElapsedColumn(), TextColumn("· ETA"), TimeRemainingColumn(),
-            console=Console(file=self.stream), transient=False, refresh_per_second=4,
-            redirect_stdout=True, redirect_stderr=True,
-        )
+        self._rich = live_display(self.stream)
         self._task = self._rich.add_task(f"[bold]{self.name}[/bold] · starting", total=self.total or None,
                                          stats="", dead="")
         self._rich.start()
@@ -244,3 +227,38 @@ class Progress:
         if self._rich is not None:
             self._rich.stop()
             self._rich = None
+
+
+def live_display(stream: TextIO, width: int | None = None) -> Any:
+    """The terminal's display: a `rich.progress` panel of two lines per run, so that it fits 80 columns.
+
+        ⠋ invoices · generating ━━━━━━━━━━━━━━━━━━━━     12/52 docs · 0:01:10 · ETA 0:03:40
+          0.42 docs/s · 85 tok/s · dead letters 40% (semantic_invalid 30%, truncated 10%)
+    """
+    from rich.console import Console, Group
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as RichProgress
+    from rich.text import Text
+
+    class TwoLines(RichProgress):
+        def get_renderables(self) -> Any:
+            rows: list[Any] = [self.make_tasks_table(self.tasks)]
+            for task in self.tasks:
+                stats = " · ".join(str(part) for part in (task.fields.get("stats"), task.fields.get("dead")) if part)
+                if stats:
+                    rows.append(Text("  " + stats, overflow="ellipsis", no_wrap=True))
+            yield Group(*rows)
+
+    return TwoLines(
+        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=None), MofNCompleteColumn(),
+        TextColumn("docs ·"), TimeElapsedColumn(), TextColumn("· ETA"), TimeRemainingColumn(),
+        console=Console(file=stream, width=width), transient=False, refresh_per_second=4,
+        redirect_stdout=True, redirect_stderr=True, expand=False,
+    )

@@ -121,6 +121,24 @@ def test_the_board_counts_step_tokens_and_reports_the_most_it_knows():
     assert board.snapshot()["output_tokens"] == 80 and board.snapshot()["first_count_unix"] == 102.0
 
 
+def test_the_live_display_fits_80_columns_and_shows_every_figure():
+    import io
+
+    from pipeline.progress import live_display
+
+    out = io.StringIO()
+    display = live_display(out, width=80)
+    display.console.force_terminal = False  # plain text, no cursor moves: the frame as a user's terminal shows it
+    task = display.add_task("[bold]invoices[/bold] · generating", total=52, stats="0.42 docs/s · 85 tok/s",
+                            dead=rate_text(8, {"semantic_invalid": 3, "truncated": 1}))
+    display.update(task, completed=12)
+    display.console.print(display.get_renderable())
+    lines = [line for line in out.getvalue().splitlines() if line.strip()]
+    assert len(lines) == 2 and all(len(line) <= 80 for line in lines), lines
+    assert "invoices · generating" in lines[0] and "12/52" in lines[0] and "ETA" in lines[0]
+    assert "0.42 docs/s · 85 tok/s" in lines[1] and "semantic_invalid 25%" in lines[1]
+
+
 def test_rate_text_names_reasons_commonest_first():
     assert rate_text(0, {}) == "dead letters 0%"
     assert rate_text(6, {"truncated": 1, "semantic_invalid": 3}) == \
