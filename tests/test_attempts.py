@@ -261,7 +261,7 @@ def test_a_failed_later_attempt_keeps_each_documents_outcome_so_far() -> None:
 
 
 def test_one_attempt_keeps_the_output_hash_from_before_retry_and_more_attempts_change_it(tmp_path: Path) -> None:
-    loaded = load_config(config(tmp_path))
+    loaded = load_config(config(tmp_path, retry={"attempts": 1}))
     assert "retry" not in loaded.decisive["model"]
     one = loaded.output_hash
     (tmp_path / "b").mkdir()
