@@ -18,17 +18,18 @@ import ray
 import structlog
 
 from pipeline import lifecycle, logs
-from pipeline.commit import PartitionCommitter, PartitionResult, check_unchanged, output_parts, sweep
 from pipeline.config import ConfigError, LoadedConfig
 from pipeline.ids import check_ids
 from pipeline.lease import Lease
-from pipeline.manifest import AccountingError, PartitionManifest, RunManifest
-from pipeline.partition import OutputLayout, Partition, partition_for
+from pipeline.output.commit import PartitionCommitter, PartitionResult, check_unchanged, output_parts, sweep
+from pipeline.output.layout import OutputLayout
+from pipeline.output.manifest import AccountingError, PartitionManifest, RunManifest
+from pipeline.output.tables import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS
+from pipeline.partition import Partition, partition_for
 from pipeline.plan import build_dataset, build_spec
 from pipeline.progress import Progress
 from pipeline.reader import UNIT_COLUMN
 from pipeline.routing import SchemaRoutes, route_schemas
-from pipeline.sink import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS
 from pipeline.stats import ProgressBoard, RunStats, board_name
 from pipeline.storage import S3Settings, StorageError, storage_for
 from pipeline.units import PartitionInput, Unit, plan_partition
