@@ -1,4 +1,5 @@
-"""The house's rules, checked on the source: no import cycles, and vLLM imported only under `workers/`."""
+"""The house's rules, checked on the source: no import cycles, vLLM imported only under `workers/`, the run path
+free of the tools and the CLI, and the committed output's files named only in `pipeline/output/`."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ def _imports(path: Path) -> Iterator[tuple[str, int]]:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, node.lineno
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            yield "." * node.level + (node.module or ""), node.lineno  # relative: refused below
+        elif isinstance(node, ast.ImportFrom) and node.module:
             yield node.module, node.lineno
             for alias in node.names:
                 yield f"{node.module}.{alias.name}", node.lineno
@@ -64,4 +67,54 @@ def test_vllm_is_imported_only_under_workers():
     outside = [f"{path.relative_to(ROOT)}:{line}" for name, path in _modules().items()
                if not name.startswith("workers") for module, line in _imports(path)
                if module == "vllm" or module.startswith("vllm.")]
+    assert outside == []
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: {m for m, _ in _imports(path) if m in modules and m != name} for name, path in modules.items()}
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_imports_are_absolute_so_the_graph_sees_them():
+    relative = [f"{path.relative_to(ROOT)}:{line}" for path in _modules().values() for module, line in _imports(path)
+                if module.startswith(".")]
+    assert relative == []
+
+
+def test_the_run_path_never_imports_the_tools_or_the_cli():
+    """`pipeline.tools` (bench, evaluate, report, conformance, retry, synthetic) and `pipeline.cli` sit on top of
+    the run path: a run, its workers and its output never load them."""
+    graph = _graph()
+    lower = [m for m in graph
+             if not _in(m, "pipeline.tools") and not _in(m, "pipeline.cli") and m != "pipeline.__main__"]
+    wrong = sorted(f"{m} -> {dep}" for m in lower for dep in graph[m]
+                   if _in(dep, "pipeline.tools") or _in(dep, "pipeline.cli"))
+    assert wrong == []
+
+
+def test_only_the_cli_and_python_dash_m_import_the_cli():
+    graph = _graph()
+    wrong = sorted(f"{m} -> {dep}" for m, deps in graph.items() for dep in deps
+                   if _in(dep, "pipeline.cli") and not _in(m, "pipeline.cli") and m != "pipeline.__main__")
+    assert wrong == []
+
+
+def test_the_output_package_builds_on_the_run_paths_base_only():
+    """`pipeline.output` may use config, storage, partitions and units, never the run that drives it."""
+    graph = _graph()
+    above = ("pipeline.run", "pipeline.plan", "pipeline.routing", "pipeline.progress", "pipeline.submit",
+             "pipeline.summary", "pipeline.quality", "pipeline.lifecycle", "pipeline.lease")
+    wrong = sorted(f"{m} -> {dep}" for m in graph if _in(m, "pipeline.output") for dep in graph[m]
+                   if any(_in(dep, a) for a in above))
+    assert wrong == []
+
+
+def test_the_commit_marker_is_named_only_in_the_output_package():
+    """No consumer finds committed files by surgery on a `_SUCCESS` path: they all read `committed()`."""
+    outside = [f"{path.relative_to(ROOT)}" for name, path in _modules().items()
+               if not _in(name, "pipeline.output") and "_SUCCESS" in path.read_text()]
     assert outside == []
