@@ -1,4 +1,5 @@
-"""Outcome batches → typed row tables and dead-letter tables, with lineage columns."""
+"""Outcome batches → typed row tables and dead-letter tables, with lineage columns; and the one reader of a
+committed table file (`read_columns`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from pipeline.storage import Storage
 from schemas.contract import SchemaContract
 
 DEAD_LETTER_COLUMNS = (
@@ -120,3 +123,18 @@ class RecordTables:
             "attempts": pa.array([1] * n, pa.int64()),
         }
         return pa.table(columns, schema=self.dead_schema)
+
+
+def column_names(storage: Storage, uri: str) -> list[str]:
+    """The columns of one committed table file, in file order (the first is the input's id column)."""
+    with storage.arrow_fs().open_input_file(storage.arrow_path(uri)) as handle:
+        return pq.ParquetFile(handle).schema_arrow.names
+
+
+def read_columns(storage: Storage, uri: str, columns: list[str] | None = None) -> pa.Table:
+    """One committed table file (a file a manifest names), with those of `columns` it has, in that order (None:
+    all). Only that file is read: no Hive partition column is derived from its folder."""
+    with storage.arrow_fs().open_input_file(storage.arrow_path(uri)) as handle:
+        parquet = pq.ParquetFile(handle)
+        names = parquet.schema_arrow.names
+        return parquet.read(columns=None if columns is None else [c for c in columns if c in names])

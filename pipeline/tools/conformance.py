@@ -36,12 +36,13 @@ from typing import Any
 
 import structlog
 
+from workers.compiler import BACKENDS
+
 log = structlog.get_logger(__name__)
 
 BENCH = "jsonschemabench-dev"
 SUITE = "json-schema-test-suite"
 CORPORA = (BENCH, SUITE)
-BACKENDS = ("xgrammar", "guidance")
 # The shared corpora sit beside the project (`../shared/corpora`); EXTRACT_CORPORA points elsewhere.
 DEFAULT_CORPORA_ROOT = Path(os.environ.get("EXTRACT_CORPORA")
                             or Path(__file__).resolve().parents[3] / "shared" / "corpora")

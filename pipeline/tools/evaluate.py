@@ -61,9 +61,10 @@ import pyarrow.parquet as pq
 from pipeline.config import LoadedConfig
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import committed
+from pipeline.output.tables import read_columns
 from pipeline.storage import Storage, join, storage_for
+from schemas.contract import RECORD_COLUMN
 
-RECORD_COLUMN = "record"  # per-row-schema jobs write each record as JSON text in this column
 TEMPORAL_FORMATS = {"date", "date-time", "time"}
 KINDS = ("correct", "wrong", "missed", "spurious", "null_agree")
 
@@ -573,12 +574,6 @@ def committed_manifests(loaded: LoadedConfig, storage: Storage) -> list[dict[str
     return [{**asdict(m), "files": {k: m.uri(k, root) for k in m.files}} for m in committed(storage, root)]
 
 
-def _read_parquet(storage: Storage, uri: str, columns: list[str] | None = None) -> pa.Table:
-    # Read the one file the manifest names; no hive partition columns are added.
-    with storage.arrow_fs().open_input_file(storage.arrow_path(uri)) as handle:
-        return pq.read_table(handle, columns=columns)
-
-
 def _json_records(loaded: LoadedConfig, table: pa.Table, fields: list[str]) -> bool:
     """Whether rows hold the record as JSON text (a per-row-schema job) rather than typed columns."""
     if getattr(loaded.contract, "per_row", False):
@@ -616,7 +611,7 @@ def per_row_schemas(loaded: LoadedConfig, storage: Storage, partitions: list[dic
     schemas: dict[str, dict[str, Any]] = {}
     for manifest in partitions:
         for uri in manifest.get("input_files", []):
-            table = _read_parquet(in_storage, uri, [id_column, column])
+            table = read_columns(in_storage, uri, [id_column, column])
             for doc_id, value in zip(table.column(id_column).to_pylist(), table.column(column).to_pylist(),
                                      strict=True):
                 schema = _schema_value(loaded, value)
@@ -631,8 +626,8 @@ def read_output(loaded: LoadedConfig, manifests: list[dict[str, Any]]) -> RunOut
     rows: dict[str, dict[str, Any]] = {}
     dead: dict[str, str] = {}
     for manifest in manifests:
-        rows.update(rows_to_records(loaded, _read_parquet(storage, manifest["files"]["rows"])))
-        letters = _read_parquet(storage, manifest["files"]["dead_letters"], [id_column, "reason"])
+        rows.update(rows_to_records(loaded, read_columns(storage, manifest["files"]["rows"])))
+        letters = read_columns(storage, manifest["files"]["dead_letters"], [id_column, "reason"])
         for doc_id, reason in zip(letters.column(id_column).to_pylist(), letters.column("reason").to_pylist(),
                                   strict=True):
             dead[str(doc_id)] = reason

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from pipeline.output.manifest import committed
+from pipeline.output.tables import column_names, read_columns
 from pipeline.storage import S3Settings, Storage, StorageError, join, storage_for
 
 ROW = "row"
@@ -146,11 +146,10 @@ def _relocate(path: str, recorded_root: str, output_uri: str) -> str:
 def _read_columns(storage: Storage, uri: str, wanted: dict[str, str]) -> tuple[pa.Table, str]:
     """The `wanted` columns that the file has (renamed to their report names), and its id column's name
     (the first column: the input's id column, whatever it is called)."""
-    fs, path = storage.arrow_fs(), storage.arrow_path(uri)
-    schema = pq.read_schema(path, filesystem=fs)
-    id_column = schema.names[0]
-    present = [c for c in wanted if c in schema.names]
-    table = pq.read_table(path, columns=[id_column, *present], filesystem=fs)
+    names = column_names(storage, uri)
+    id_column = names[0]
+    present = [c for c in wanted if c in names]
+    table = read_columns(storage, uri, [id_column, *present])
     return table.rename_columns(["doc_id", *(wanted[c] for c in present)]), id_column
 
 
@@ -235,7 +234,7 @@ def _full_rows(storage: Storage, uri: str, doc_ids: pa.ChunkedArray) -> pa.Table
     """Every column of a rows file, for the documents in `doc_ids` (the rows this report shows)."""
     import pyarrow.compute as pc
 
-    table = pq.read_table(storage.arrow_path(uri), filesystem=storage.arrow_fs())
+    table = read_columns(storage, uri)
     ids = table.column(0).cast(pa.string())
     return table.filter(pc.is_in(ids, value_set=doc_ids.combine_chunks().cast(pa.string())))
 

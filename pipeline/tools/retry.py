@@ -44,6 +44,7 @@ from pipeline.lease import Lease
 from pipeline.output.commit import new_commit_id, publish, sweep
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, PartitionManifest, RunManifest, committed, read_manifest, relative
+from pipeline.output.tables import read_columns
 from pipeline.partition import WHOLE, Partition, is_templated, partition_for
 from pipeline.reader import INVALID_INPUT_COLUMN, UNIT_COLUMN, read_tasks, read_units
 from pipeline.secrets import redact
@@ -116,12 +117,6 @@ class _State:
 # ---------------------------------------------------------------------------------------------- reading
 
 
-def _read_columns(storage: Storage, uri: str, columns: list[str]) -> pa.Table:
-    fs = storage.arrow_fs()
-    names = pq.ParquetFile(storage.arrow_path(uri), filesystem=fs).schema_arrow.names
-    return pq.read_table(storage.arrow_path(uri), columns=[c for c in columns if c in names], filesystem=fs)
-
-
 def _duplicate(ids: pa.ChunkedArray | pa.Array) -> Any | None:
     """The first id that occurs more than once, or None."""
     counts = pc.value_counts(ids)
@@ -162,8 +157,8 @@ def load_state(storage: Storage, layout: OutputLayout, p: Partition, id_column: 
     if manifest is None:
         raise ConfigError(f"partition {p.label} of {layout.root} is not committed")
     rows_file, dead_file = manifest.uri("rows", layout.root), manifest.uri("dead_letters", layout.root)
-    row_ids = _read_columns(storage, rows_file, [id_column]).column(id_column)
-    dead = _read_columns(storage, dead_file, [id_column, "reason", "run_id", ATTEMPTS])
+    row_ids = read_columns(storage, rows_file, [id_column]).column(id_column)
+    dead = read_columns(storage, dead_file, [id_column, "reason", "run_id", ATTEMPTS])
     check_partition(p.label, manifest.input_rows, row_ids, dead.column(id_column))
     tried = set() if again else _tried_runs(manifest, output_hash)
     candidates: list[Any] = []
@@ -484,10 +479,8 @@ def _merge_one(storage: Storage, layout: OutputLayout, inner_layout: OutputLayou
     if inner_manifest is None:
         return RetryPartition(p.label, "failed", len(state.candidates),
                               error=f"the retry's extraction did not commit: {inner_error or 'no outcome'}")
-    fs = storage.arrow_fs()
-    recovered = pq.read_table(storage.arrow_path(inner_manifest.uri("rows", inner_layout.root)), filesystem=fs)
-    still_dead = pq.read_table(storage.arrow_path(inner_manifest.uri("dead_letters", inner_layout.root)),
-                               filesystem=fs)
+    recovered = read_columns(storage, inner_manifest.uri("rows", inner_layout.root))
+    still_dead = read_columns(storage, inner_manifest.uri("dead_letters", inner_layout.root))
     entry = {
         "run_id": report.run_id,
         "extracted_by": inner_manifest.run_id,
