@@ -402,16 +402,46 @@ def retry_job(
 def _retry(loaded: LoadedConfig, storage: Storage, layout: OutputLayout, templated: bool,
            days: list[date | None] | None, reasons: set[str], again: bool, overrides: dict[str, Any],
            report: RetryReport, record: _Record, hook: Hook | None, lease: Lease) -> None:
-    cfg = loaded.config
-    id_column = cfg.input.id_column
-    states: list[_State] = []
+    """Select the partitions with dead letters to retry, stage their documents as a scratch input, extract them
+    in one inner run, and merge each partition's outcomes back in its own commit."""
     selected = days if days is not None else committed_days(storage, layout, templated)
+    states = _retryable(loaded, storage, layout, selected, reasons, again, report)
+    if not states:
+        return
+    retry_root = join(layout.root, "_staging", RETRY_STAGING)
+    scratch = join(retry_root, _fingerprint(loaded, sorted(reasons), again, states))
+    for stale in storage.list_files(retry_root):  # the scratch of a retry with other settings or documents
+        if not stale.startswith(scratch + "/"):
+            storage.delete(stale)
+    input_template = join(scratch, "input", "{date}.parquet" if templated else f"{WHOLE}.parquet")
+    ready = _stage_documents(loaded, storage, scratch, input_template, states, report)
+    if not ready:
+        return
+    inner = load_config(loaded.path, {**_scratch_overrides(overrides), "input.uri": input_template,
+                                      "output.uri": join(scratch, "out"), "input.limit": None})
+    inner_manifest = _run_inner(inner, [s.partition.day for s in ready], report.run_id)
+    record.inner = inner_manifest
+    inner_layout = OutputLayout(inner.output_uri)
+    errors = {str(r.get("partition")): r.get("error") for r in inner_manifest.partitions}
+    for state in ready:
+        report.partitions.append(_merge_one(storage, layout, inner_layout, inner, state, report, loaded, hook,
+                                            errors.get(state.partition.label), lease))
+    if all(p.status != "failed" for p in report.partitions):
+        storage.delete_prefix(scratch)
+
+
+def _retryable(loaded: LoadedConfig, storage: Storage, layout: OutputLayout, selected: list[date | None],
+               reasons: set[str], again: bool, report: RetryReport) -> list[_State]:
+    """The state of each selected partition with dead letters to retry; the others go into `report` as skipped
+    (not committed) or nothing (no such dead letters left). A partition committed under another schema stops
+    the retry."""
+    states: list[_State] = []
     for day in selected:
         p = partition_for(loaded.input_uri, day)
         if read_manifest(storage, layout, p) is None:
             report.partitions.append(RetryPartition(p.label, "skipped", error="not committed"))
             continue
-        state = load_state(storage, layout, p, id_column, reasons, loaded.output_hash, again)
+        state = load_state(storage, layout, p, loaded.config.input.id_column, reasons, loaded.output_hash, again)
         schema_hash = state.manifest.schema.get("hash")
         if schema_hash != loaded.contract.hash:
             raise ConfigError(f"partition {p.label}: committed with schema hash {schema_hash}, but the config's "
@@ -419,20 +449,19 @@ def _retry(loaded: LoadedConfig, storage: Storage, layout: OutputLayout, templat
         sweep(storage, layout, p, state.manifest)  # files a crashed commit left
         if state.candidates:
             states.append(state)
-        else:
-            present = ", ".join(f"{r} {n}" for r, n in state.present_reasons.items()) or "none"
-            report.partitions.append(RetryPartition(
-                p.label, "nothing", rows=state.manifest.rows, dead_letters=state.manifest.dead_letters,
-                input_rows=state.manifest.input_rows,
-                note=f"no dead letters left to retry for {', '.join(sorted(reasons))} (present: {present})"))
-    retry_root = join(layout.root, "_staging", RETRY_STAGING)
-    if not states:
-        return
-    scratch = join(retry_root, _fingerprint(loaded, sorted(reasons), again, states))
-    for stale in storage.list_files(retry_root):
-        if not stale.startswith(scratch + "/"):
-            storage.delete(stale)
-    input_template = join(scratch, "input", "{date}.parquet" if templated else f"{WHOLE}.parquet")
+            continue
+        present = ", ".join(f"{r} {n}" for r, n in state.present_reasons.items()) or "none"
+        report.partitions.append(RetryPartition(
+            p.label, "nothing", rows=state.manifest.rows, dead_letters=state.manifest.dead_letters,
+            input_rows=state.manifest.input_rows,
+            note=f"no dead letters left to retry for {', '.join(sorted(reasons))} (present: {present})"))
+    return states
+
+
+def _stage_documents(loaded: LoadedConfig, storage: Storage, scratch: str, input_template: str,
+                     states: list[_State], report: RetryReport) -> list[_State]:
+    """Write each partition's documents to retry under `scratch`; the states whose documents are staged. A
+    partition whose input cannot be read goes into `report` as failed."""
     ready: list[_State] = []
     for state in states:
         try:
@@ -448,19 +477,7 @@ def _retry(loaded: LoadedConfig, storage: Storage, layout: OutputLayout, templat
             with storage.atomic_output(target, join(scratch, "_tmp")) as tmp:
                 pq.write_table(docs, storage.arrow_path(tmp), filesystem=storage.arrow_fs())
         ready.append(state)
-    if not ready:
-        return
-    inner = load_config(loaded.path, {**_scratch_overrides(overrides), "input.uri": input_template,
-                                      "output.uri": join(scratch, "out"), "input.limit": None})
-    inner_manifest = _run_inner(inner, [s.partition.day for s in ready], report.run_id)
-    record.inner = inner_manifest
-    inner_layout = OutputLayout(inner.output_uri)
-    errors = {str(r.get("partition")): r.get("error") for r in inner_manifest.partitions}
-    for state in ready:
-        report.partitions.append(_merge_one(storage, layout, inner_layout, inner, state, report, loaded, hook,
-                                            errors.get(state.partition.label), lease))
-    if all(p.status != "failed" for p in report.partitions):
-        storage.delete_prefix(scratch)
+    return ready
 
 
 def _run_inner(inner: LoadedConfig, days: list[date | None], run_id: str) -> RunManifest:
