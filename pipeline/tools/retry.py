@@ -267,32 +267,13 @@ def merge_partition(
     p = state.partition
     started = time.perf_counter()
     _check_outcomes(p.label, state.candidates, recovered.column(id_column), still_dead.column(id_column))
-    fs = storage.arrow_fs()
-    old_rows = pq.ParquetFile(storage.arrow_path(state.rows_file), filesystem=fs)
-    old_dead = pq.ParquetFile(storage.arrow_path(state.dead_file), filesystem=fs)
-    rows_schema = old_rows.schema_arrow
-    dead_schema = dead_letter_schema(old_dead.schema_arrow, still_dead.schema)
-    candidates = pa.array(state.candidates, dead_schema.field(id_column).type)
     attempts = pa.array([state.attempts[i] + 1 for i in still_dead.column(id_column).to_pylist()], pa.int64())
     still_dead = still_dead.drop_columns([c for c in (ATTEMPTS,) if c in still_dead.column_names])
     still_dead = still_dead.append_column(ATTEMPTS, attempts)
-    written = _Written()
     commit_id = new_commit_id(run_id)
     rows_path, dead_path = layout.data_file("rows", p, commit_id), layout.data_file("dead_letters", p, commit_id)
-    scratch = join(layout.staging_root(p), "_scratch")
-    with storage.atomic_output(rows_path, scratch) as rows_tmp, storage.atomic_output(dead_path, scratch) as dead_tmp:
-        with pq.ParquetWriter(storage.arrow_path(rows_tmp), rows_schema, filesystem=fs, compression="zstd") as out:
-            for batch in old_rows.iter_batches():
-                _write(out, conform(pa.Table.from_batches([batch]), rows_schema), id_column, written, "rows")
-            _write(out, conform(recovered, rows_schema), id_column, written, "rows")
-        with pq.ParquetWriter(storage.arrow_path(dead_tmp), dead_schema, filesystem=fs, compression="zstd") as out:
-            for batch in old_dead.iter_batches():
-                kept = pa.Table.from_batches([batch]).filter(
-                    pc.invert(pc.is_in(batch.column(id_column), value_set=candidates)))
-                _write(out, conform(kept, dead_schema, {ATTEMPTS: 1}), id_column, written, "dead")
-            _write(out, conform(still_dead, dead_schema), id_column, written, "dead")
-        check_partition(p.label, state.manifest.input_rows, pa.chunked_array(written.row_ids, rows_schema.field(
-            id_column).type), pa.chunked_array(written.dead_ids, dead_schema.field(id_column).type))
+    written = _write_merged(storage, join(layout.staging_root(p), "_scratch"), state, recovered, still_dead,
+                            id_column, rows_path, dead_path)
     if hook:
         hook("files_written", p)
     manifest = dataclasses.replace(
@@ -310,6 +291,34 @@ def merge_partition(
                           still_dead=still_dead.num_rows, still_dead_by_reason=dict(sorted(still.items())),
                           rows=written.rows, dead_letters=written.dead, input_rows=state.manifest.input_rows,
                           seconds=round(time.perf_counter() - started, 3))
+
+
+def _write_merged(storage: Storage, scratch: str, state: _State, recovered: pa.Table, still_dead: pa.Table,
+                  id_column: str, rows_path: str, dead_path: str) -> _Written:
+    """The partition's new rows file (its rows, then `recovered`) and dead-letters file (its dead letters but the
+    candidates, then `still_dead`), each written whole under a temporary name, checked, then put in place."""
+    fs = storage.arrow_fs()
+    old_rows = pq.ParquetFile(storage.arrow_path(state.rows_file), filesystem=fs)
+    old_dead = pq.ParquetFile(storage.arrow_path(state.dead_file), filesystem=fs)
+    rows_schema = old_rows.schema_arrow
+    dead_schema = dead_letter_schema(old_dead.schema_arrow, still_dead.schema)
+    candidates = pa.array(state.candidates, dead_schema.field(id_column).type)
+    written = _Written()
+    with storage.atomic_output(rows_path, scratch) as rows_tmp, storage.atomic_output(dead_path, scratch) as dead_tmp:
+        with pq.ParquetWriter(storage.arrow_path(rows_tmp), rows_schema, filesystem=fs, compression="zstd") as out:
+            for batch in old_rows.iter_batches():
+                _write(out, conform(pa.Table.from_batches([batch]), rows_schema), id_column, written, "rows")
+            _write(out, conform(recovered, rows_schema), id_column, written, "rows")
+        with pq.ParquetWriter(storage.arrow_path(dead_tmp), dead_schema, filesystem=fs, compression="zstd") as out:
+            for batch in old_dead.iter_batches():
+                kept = pa.Table.from_batches([batch]).filter(
+                    pc.invert(pc.is_in(batch.column(id_column), value_set=candidates)))
+                _write(out, conform(kept, dead_schema, {ATTEMPTS: 1}), id_column, written, "dead")
+            _write(out, conform(still_dead, dead_schema), id_column, written, "dead")
+        check_partition(state.partition.label, state.manifest.input_rows,
+                        pa.chunked_array(written.row_ids, rows_schema.field(id_column).type),
+                        pa.chunked_array(written.dead_ids, dead_schema.field(id_column).type))
+    return written
 
 
 def _write(out: pq.ParquetWriter, table: pa.Table, id_column: str, written: _Written, kind: str) -> None:
