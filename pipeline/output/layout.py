@@ -56,8 +56,15 @@ class OutputLayout:
     def staging(self, p: Partition, output_hash: str) -> str:
         return join(self.staging_root(p), output_hash)
 
+    def retry_staging(self) -> str:
+        """The scratch of `extract retry`: the documents it retries and its inner run's output."""
+        return join(self.root, "_staging", "_retry")
+
+    def runs_root(self) -> str:
+        return join(self.root, "_runs")
+
     def run_manifest(self, run_id: str) -> str:
-        return join(self.root, "_runs", f"{run_id}.json")
+        return join(self.runs_root(), f"{run_id}.json")
 
     def partitions_root(self) -> str:
         return join(self.root, "_partitions")

@@ -191,6 +191,6 @@ class RunManifest:
 
 def run_manifests(storage: Storage, root: str) -> list[RunManifest]:
     """Every run record under OUTPUT/_runs, oldest first (by start time)."""
-    runs = [RunManifest.from_json(storage.read_text(p), p) for p in storage.list_files(join(root, "_runs"))
+    runs = [RunManifest.from_json(storage.read_text(p), p) for p in storage.list_files(OutputLayout(root).runs_root())
             if p.endswith(".json")]
     return sorted(runs, key=lambda r: r.started_at)

@@ -33,6 +33,7 @@ import structlog
 
 from pipeline.config import LoadedConfig, load_config
 from pipeline.output.manifest import committed, run_manifests
+from pipeline.output.tables import read_columns
 from pipeline.plan import actor_env
 from pipeline.storage import storage_for
 from pipeline.tools.evaluate import score
@@ -326,7 +327,7 @@ def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], ext
     finished = datetime.fromisoformat(manifest["finished_at"]).timestamp()
     ready = max(a["ready_unix"] for a in manifest["actors"])
     steady = finished - ready
-    rows = pq.read_table(committed(storage, str(output))[0].uri("rows", str(output))).to_pylist()
+    rows = read_columns(storage, committed(storage, str(output))[0].uri("rows", str(output))).to_pylist()
     by_id = {r["doc_id"]: r for r in rows}
     records = []
     for gold in golds:

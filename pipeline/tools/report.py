@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import committed
 from pipeline.output.tables import column_names, read_columns
 from pipeline.storage import S3Settings, Storage, StorageError, join, storage_for
@@ -89,7 +90,7 @@ class RunData:
 def list_runs(storage: Storage, output_uri: str) -> list[dict[str, Any]]:
     """Every run record under OUTPUT/_runs, oldest first."""
     records = []
-    for path in storage.list_files(join(output_uri, "_runs")):
+    for path in storage.list_files(OutputLayout(output_uri).runs_root()):
         if path.endswith(".json"):
             try:
                 records.append(json.loads(storage.read_text(path)))

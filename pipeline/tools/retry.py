@@ -54,7 +54,6 @@ from pipeline.units import plan_partition
 log = structlog.get_logger(__name__)
 
 ATTEMPTS = "attempts"
-RETRY_STAGING = "_retry"
 # Keys that the retry sets on the derived config itself; never taken from the user's overrides.
 SCRATCH_KEYS = ("input.uri", "output.uri", "input.limit")
 
@@ -417,7 +416,7 @@ def _retry(loaded: LoadedConfig, storage: Storage, layout: OutputLayout, templat
     states = _retryable(loaded, storage, layout, selected, reasons, again, report)
     if not states:
         return
-    retry_root = join(layout.root, "_staging", RETRY_STAGING)
+    retry_root = layout.retry_staging()
     scratch = join(retry_root, _fingerprint(loaded, sorted(reasons), again, states))
     for stale in storage.list_files(retry_root):  # the scratch of a retry with other settings or documents
         if not stale.startswith(scratch + "/"):

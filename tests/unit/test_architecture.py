@@ -113,8 +113,15 @@ def test_the_output_package_builds_on_the_run_paths_base_only():
     assert wrong == []
 
 
-def test_the_commit_marker_is_named_only_in_the_output_package():
-    """No consumer finds committed files by surgery on a `_SUCCESS` path: they all read `committed()`."""
-    outside = [f"{path.relative_to(ROOT)}" for name, path in _modules().items()
-               if not _in(name, "pipeline.output") and "_SUCCESS" in path.read_text()]
+OUTPUT_NAMES = {"_SUCCESS", "_partitions", "_staging", "_runs", "_lease.json", "manifest.json"}
+
+
+def test_the_outputs_files_are_named_only_in_the_output_package():
+    """No consumer finds committed files by surgery on a `_SUCCESS` or manifest path: they read `committed()`,
+    and every path under OUTPUT comes from `pipeline.output.layout.OutputLayout`."""
+    outside = sorted(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}" for name, path in _modules().items()
+                     if not _in(name, "pipeline.output") for node in ast.walk(ast.parse(path.read_text()))
+                     if isinstance(node, ast.Constant) and node.value in OUTPUT_NAMES)
     assert outside == []
+    assert [str(path.relative_to(ROOT)) for name, path in _modules().items()
+            if not _in(name, "pipeline.output") and "_SUCCESS" in path.read_text()] == []
