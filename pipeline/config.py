@@ -55,6 +55,32 @@ class SamplingConfig(_Strict):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
+RETRY_REASONS = ("semantic_invalid", "schema_violation", "invalid_json", "truncated")
+
+
+class RetryConfig(_Strict):
+    """`model.retry`: more attempts, in the same batch, for a document whose output the checks refuse.
+
+    Each further attempt is the same prompt with the refused output as the assistant's turn and the checks'
+    errors as a user turn (`feedback`), and/or sampled again at `temperature` with a seed of its own (from the
+    document id and the attempt number, so a rerun samples the same). The first output that passes is the
+    row; a document that fails every attempt is one dead letter: the last attempt's reason and errors, and
+    how many attempts ran."""
+
+    attempts: int = Field(default=1, ge=1, le=10)  # 1: one attempt (no retry)
+    feedback: bool = True  # the refused output and the errors as extra chat turns ("instructor max_retries")
+    temperature: float | None = Field(default=None, ge=0)  # None: model.temperature; > 0: resample, seeded
+    on: list[Literal[RETRY_REASONS]] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: ["semantic_invalid", "schema_violation", "invalid_json"])
+
+    def policy(self, base_temperature: float, seed: int | None) -> Any:
+        from workers.spec import RetryPolicy
+
+        return RetryPolicy(attempts=self.attempts, feedback=self.feedback,
+                           temperature=base_temperature if self.temperature is None else self.temperature,
+                           on=tuple(dict.fromkeys(self.on)), seed=seed or 0)
+
+
 class ModelConfig(_Strict):
     path: str = "bundled"
     max_tokens: int = Field(default=512, gt=0)
@@ -65,6 +91,7 @@ class ModelConfig(_Strict):
     engine_kwargs: dict[str, Any] = Field(default_factory=dict)
     chat_template: str | None = None  # a Jinja chat template file, for a model whose tokenizer has none
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
 
 
 class WorkersConfig(_Strict):
@@ -156,6 +183,14 @@ class ExtractConfig(_Strict):
             raise ValueError("prompt must contain the {document} placeholder")
         if self.examples and self.input.schema_column is not None:
             raise ValueError("examples need one job schema; per-row schemas (input.schema_column) take none")
+        retry = self.model.retry
+        if retry.attempts > 1:
+            if not retry.on:
+                raise ValueError("model.retry.on: model.retry.attempts > 1 needs at least one reason to retry on")
+            temperature = self.model.temperature if retry.temperature is None else retry.temperature
+            if not retry.feedback and temperature == 0:
+                raise ValueError("model.retry: another attempt at temperature 0 without feedback repeats the same "
+                                 "output; set model.retry.feedback: true or model.retry.temperature above 0")
         return self
 
 

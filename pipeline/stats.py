@@ -63,7 +63,9 @@ class ProgressBoard:
         self.outcomes: dict[str, int] = {}  # "row" or a dead-letter reason → documents (per batch, classified)
         self.classified_generated = 0  # of those, how many went through the engine
         self.batch_tokens = 0
-        self.first_count_unix: float | None = None
+        self.step_tokens = 0  # tokens the engines made so far, counted per step (before any request finishes)
+        self.first_count_unix: float | None = None  # the first documents counted
+        self.first_tokens_unix: float | None = None  # the first tokens counted
 
     def stage(self, actor: str, stage: str, unix: float) -> None:
         self.stages[actor] = (stage, unix)
@@ -73,6 +75,11 @@ class ProgressBoard:
         self.request_tokens += output_tokens
         if n and self.first_count_unix is None:
             self.first_count_unix = unix
+
+    def tokens_made(self, n: int, unix: float) -> None:
+        self.step_tokens += n
+        if n and self.first_tokens_unix is None:
+            self.first_tokens_unix = unix
 
     def batch_done(self, outcomes: dict[str, int], generated: int, output_tokens: int, unix: float) -> None:
         for key, n in outcomes.items():
@@ -85,7 +92,8 @@ class ProgressBoard:
     def snapshot(self) -> dict[str, Any]:
         return {"stages": dict(self.stages), "requests": self.requests, "outcomes": dict(self.outcomes),
                 "classified_generated": self.classified_generated,
-                "output_tokens": max(self.request_tokens, self.batch_tokens), "first_count_unix": self.first_count_unix}
+                "output_tokens": max(self.request_tokens, self.batch_tokens, self.step_tokens),
+                "first_count_unix": self.first_count_unix, "first_tokens_unix": self.first_tokens_unix}
 
 
 class Reporter:
@@ -99,6 +107,7 @@ class Reporter:
         self._lock = threading.Lock()
         self._requests = 0
         self._tokens = 0
+        self._step_tokens = 0
         self._wake = threading.Event()
         threading.Thread(target=self._flush_loop, name="progress-reporter", daemon=True).start()
 
@@ -111,6 +120,12 @@ class Reporter:
         with self._lock:
             self._requests += 1
             self._tokens += tokens
+        self._wake.set()
+
+    def tokens(self, n: int) -> None:
+        """The engine thread's per-step hook: `n` tokens were made in the step (any request, finished or not)."""
+        with self._lock:
+            self._step_tokens += n
         self._wake.set()
 
     def batch_done(self, table: Any) -> None:
@@ -136,12 +151,15 @@ class Reporter:
         """Send the requests counted since the last flush, if any."""
         with self._lock:
             n, tokens, self._requests, self._tokens = self._requests, self._tokens, 0, 0
+            step_tokens, self._step_tokens = self._step_tokens, 0
             self._wake.clear()
-        if n:
-            try:
+        try:
+            if step_tokens:
+                self.board.tokens_made.remote(step_tokens, time.time())
+            if n:
                 self.board.requests_done.remote(n, tokens, time.time())
-            except Exception:  # noqa: BLE001 - the display is best effort; the run does not depend on it
-                pass
+        except Exception:  # noqa: BLE001 - the display is best effort; the run does not depend on it
+            pass
 
 
 def board_name(run_id: str) -> str:

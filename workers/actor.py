@@ -117,6 +117,7 @@ class ExtractionActor:
                                        "ready_unix": time.time(), "node": _node_id()})
         if self.reporter is not None:
             engine.on_request_done = self.reporter.request_done  # counted as each request finishes
+            engine.on_tokens = self.reporter.tokens  # and the tokens of every engine step, from the first one
         self._stage("ready")
 
     def _stage(self, stage: str) -> None:

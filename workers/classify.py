@@ -22,6 +22,7 @@ reads free text: the outermost {...} is taken out of any prose or code fence aro
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import traceback
@@ -135,6 +136,24 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
             "traceback": traceback.format_exception_only(type(exc), exc)[-1].strip(),
         }
     return outcome
+
+
+def settle(attempts: list[Outcome]) -> Outcome:
+    """One outcome from a document's attempts (`model.retry`), in order: the first row, else the last attempt's
+    dead letter, its error naming how many attempts ran and each one's reason."""
+    if not attempts:
+        raise ValueError("no attempt to settle")
+    for outcome in attempts:
+        if outcome.is_row:
+            return outcome
+    last = attempts[-1]
+    if len(attempts) > 1:
+        error = dict(last.error or {})
+        error["message"] = f"after {len(attempts)} attempts: {error.get('message') or last.reason}"
+        error["attempts"] = len(attempts)
+        error["attempt_reasons"] = [o.reason for o in attempts]
+        return dataclasses.replace(last, error=error, extra=dict(last.extra))
+    return last
 
 
 def error_json(error: dict[str, Any] | None) -> str | None:

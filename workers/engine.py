@@ -348,7 +348,7 @@ class VllmEngine:
         self.grammar_bounds = grammar_bounds
 
     def _sampling(self, json_schema: dict[str, Any] | None, max_tokens: int, temperature: float,
-                  min_tokens: int = 0) -> Any:
+                  min_tokens: int = 0, seed: int | None = None) -> Any:
         """Sampling parameters. The schema keeps its key order: the grammar emits properties in that order,
         so reasoning fields declared before answers are generated before them."""
         from vllm import SamplingParams
@@ -360,22 +360,25 @@ class VllmEngine:
         if json_schema is not None:
             bounded = grammar_schema(json_schema, *getattr(self, "grammar_bounds", (None, None)))
             structured = StructuredOutputsParams(json=grammar_spec(bounded))
-        extra = getattr(self, "sampling_options", {})
+        extra = dict(getattr(self, "sampling_options", {}))
+        if seed is not None:  # this request's own seed (a resampling attempt), over model.sampling.seed
+            extra["seed"] = seed
         return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured,
                               min_tokens=min_tokens, **extra)
 
     def sampling_for(self, n: int, json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
-                     max_tokens: int, temperature: float) -> list[Any]:
-        """One `SamplingParams` per prompt; prompts with the same schema share one."""
+                     max_tokens: int, temperature: float, seeds: Sequence[int | None] | None = None) -> list[Any]:
+        """One `SamplingParams` per prompt; prompts with the same schema (and seed) share one."""
         schemas = list(json_schema) if isinstance(json_schema, list | tuple) else [json_schema] * n
-        if len(schemas) != n:
-            raise ValueError(f"{len(schemas)} schemas for {n} prompts")
+        seeds = list(seeds) if seeds is not None else [None] * n
+        if len(schemas) != n or len(seeds) != n:
+            raise ValueError(f"{len(schemas)} schemas and {len(seeds)} seeds for {n} prompts")
         by_text: dict[str, Any] = {}
         params = []
-        for schema in schemas:
-            key = json.dumps(schema)
+        for schema, seed in zip(schemas, seeds, strict=True):
+            key = json.dumps([schema, seed])
             if key not in by_text:
-                by_text[key] = self._sampling(schema, max_tokens, temperature)
+                by_text[key] = self._sampling(schema, max_tokens, temperature, seed=seed)
             params.append(by_text[key])
         return params
 
@@ -445,15 +448,17 @@ class VllmEngine:
         json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
         max_tokens: int,
         temperature: float,
+        seeds: Sequence[int | None] | None = None,
     ) -> list[Generation]:
         """One `Generation` per prompt; under a JSON Schema's grammar, or free text where it is None.
 
-        `json_schema` is one schema for every prompt, or a list of one per prompt (per-row schemas)."""
+        `json_schema` is one schema for every prompt, or a list of one per prompt (per-row schemas); `seeds`,
+        if given, one sampling seed per prompt."""
         from vllm.inputs import TokensPrompt
 
         if not prompts:
             return []
-        params = self.sampling_for(len(prompts), json_schema, max_tokens, temperature)
+        params = self.sampling_for(len(prompts), json_schema, max_tokens, temperature, seeds)
         outputs = self.llm.generate(
             [TokensPrompt(prompt_token_ids=ids) for ids in prompts], params, use_tqdm=False
         )
@@ -497,6 +502,7 @@ class EngineThread:
         self._engine: VllmEngine | None = None
         self._ids = itertools.count()
         self.on_request_done: Callable[[Any], None] | None = None  # called on the engine thread per finished request
+        self.on_tokens: Callable[[int], None] | None = None  # called on the engine thread per step: tokens it made
         self._thread = threading.Thread(target=self._run, args=(llm_args,), name="vllm-engine", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -529,7 +535,7 @@ class EngineThread:
         return self._engine.compile(json_schema)
 
     def generate(self, prompts: list[list[int]], json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
-                 max_tokens: int, temperature: float) -> list[Generation]:
+                 max_tokens: int, temperature: float, seeds: Sequence[int | None] | None = None) -> list[Generation]:
         """As `VllmEngine.generate`; safe to call from several threads at once. A request the engine refuses
         comes back as a `Generation` with finish_reason "refused"; the others in the call go on."""
         if not prompts:
@@ -537,7 +543,7 @@ class EngineThread:
         assert self._engine is not None
         if not self._thread.is_alive():
             raise EngineFatal(f"the engine thread has stopped: {self._failure or 'closed'}")
-        job = _Job(prompts, self._engine.sampling_for(len(prompts), json_schema, max_tokens, temperature))
+        job = _Job(prompts, self._engine.sampling_for(len(prompts), json_schema, max_tokens, temperature, seeds))
         self._jobs.put(job)
         while not job.done.wait(5.0):
             self._engine.wake_if_core_died()
@@ -564,6 +570,7 @@ class EngineThread:
             self._ready.set()
         owner: dict[str, tuple[_Job, int, str]] = {}  # request id → its job, its position, vLLM's internal id
         try:
+            self._count_tokens(self._engine.llm.llm_engine)
             self._serve(self._engine.llm.llm_engine, owner)
         except BaseException as exc:  # noqa: BLE001 - a bug here must not leave callers waiting forever
             self._failure = f"{type(exc).__name__}: {exc}"
@@ -607,6 +614,29 @@ class EngineThread:
                 if job.left == 0:
                     job.done.set()
                 self._request_done(output)
+
+    def _count_tokens(self, engine: Any) -> None:
+        """Count the tokens each step makes, for the live display (`on_tokens`), before any request finishes.
+
+        Requests are added with `FINAL_ONLY`, so `step()` returns nothing until a request is done: with a
+        few dozen documents decoding together, the first can take a minute on CPU. The tokens are counted
+        where vLLM's `LLMEngine.step` hands the core's outputs to its output processor (vLLM 0.32); where that
+        hook is missing, only finished requests are counted."""
+        processor = getattr(engine, "output_processor", None)
+        process = getattr(processor, "process_outputs", None)
+        if process is None:
+            return
+
+        def counting(outputs: Any, *args: Any, **kwargs: Any) -> Any:
+            hook = self.on_tokens
+            if hook is not None and outputs:
+                try:
+                    hook(sum(len(getattr(o, "new_token_ids", None) or ()) for o in outputs))
+                except Exception:  # noqa: BLE001 - the display is best effort; serving must go on
+                    pass
+            return process(outputs, *args, **kwargs)
+
+        processor.process_outputs = counting
 
     def _request_done(self, output: Any) -> None:
         """The optional per-request hook (the actor's live counts): it only adds to counters under a lock."""

@@ -2,7 +2,7 @@
 
 It is the actor's whole job apart from owning the engine, so it takes the engine as an argument:
 anything with `prompt_token_ids(text)`, `warm(json_schema)` and
-`generate(prompts, json_schemas, max_tokens, temperature)`.
+`generate(prompts, json_schemas, max_tokens, temperature)` (and `seeds=`, for `model.retry.temperature` > 0).
 
 A job has one schema, or one per row (`input.schema_column`). Per-row schemas are resolved, bounded
 (`schemas.limits`) and compiled once per actor: each distinct schema is warmed the first time it
@@ -11,6 +11,7 @@ appears, and its contract is cached by the column's value.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -22,9 +23,17 @@ import pyarrow as pa
 import structlog
 
 from schemas.contract import SchemaContract
-from workers.classify import INVALID_INPUT_COLUMN, Outcome, check_input, classify, dead_letter, error_json
+from workers.classify import (
+    INVALID_INPUT_COLUMN,
+    Outcome,
+    check_input,
+    classify,
+    dead_letter,
+    error_json,
+    settle,
+)
 from workers.engine import Generation, is_fatal
-from workers.prompt import prompt_for
+from workers.prompt import Chat, feedback_text, prompt_for, with_feedback
 from workers.spec import ExtractionSpec
 
 log = structlog.get_logger(__name__)
@@ -50,7 +59,7 @@ class Engine(Protocol):
 
     def generate(
         self, prompts: list[list[int]], json_schemas: Sequence[dict[str, Any] | None], max_tokens: int,
-        temperature: float
+        temperature: float, seeds: Sequence[int | None] | None = None,
     ) -> list[Generation]: ...
 
 
@@ -178,6 +187,7 @@ class BatchExtractor:
         self._serving = True
         results: list[Outcome | None] = [None] * len(texts)
         pending: list[int] = []
+        chats: list[str | Chat] = []
         prompts: list[list[int]] = []
         contracts: list[SchemaContract] = []
         for i, text in enumerate(texts):
@@ -190,11 +200,12 @@ class BatchExtractor:
             early = check_input(text, None, self.spec.max_tokens, self.max_model_len)
             if early is None:
                 assert text is not None
-                token_ids = self.engine.prompt_token_ids(
-                    prompt_for(self.spec, text, contract.json_schema, self._schema_json(contract)))
+                chat = prompt_for(self.spec, text, contract.json_schema, self._schema_json(contract))
+                token_ids = self.engine.prompt_token_ids(chat)
                 early = check_input(text, len(token_ids), self.spec.max_tokens, self.max_model_len)
                 if early is None:
                     pending.append(i)
+                    chats.append(chat)
                     prompts.append(token_ids)
                     contracts.append(contract)
             if early is not None:
@@ -204,30 +215,92 @@ class BatchExtractor:
         self._local.generation = None
         if prompts:
             started = time.time()
-            grammars = [c.json_schema if self.spec.constrained else None for c in contracts]
-            try:
-                generations = self.engine.generate(prompts, grammars, self.spec.max_tokens, self.spec.temperature)
-                if len(generations) != len(prompts):
-                    raise RuntimeError(f"engine returned {len(generations)} outputs for {len(prompts)} prompts")
-            except Exception as exc:  # dead-letter the batch, keep the job alive
-                if is_fatal(exc):  # the engine is gone: the batch is redone on a fresh one, not dead-lettered
-                    raise
-                log.error("extract.engine_error", error=repr(exc), documents=len(prompts))
-                for i, contract in zip(pending, contracts, strict=True):
-                    results[i] = dead_letter("engine_error", f"{type(exc).__name__}: {exc}")
-                    results[i].extra["schema_hash"] = contract.hash
-            else:
-                for i, generation, contract in zip(pending, generations, contracts, strict=True):
-                    outcome = classify(generation, contract, {"document": texts[i], "document_id": ids[i]},
-                                       self.spec.constrained)
-                    outcome.extra["schema_hash"] = contract.hash
-                    results[i] = outcome
+            settled = self._attempts([ids[i] for i in pending], [texts[i] for i in pending], chats, prompts,
+                                     contracts)
+            for i, outcome in zip(pending, settled, strict=True):
+                results[i] = outcome
             self._local.generation = (started, time.time())
 
         done = [o for o in results if o is not None]
         if len(done) != len(texts):
             raise RuntimeError("internal error: a document has no outcome")
         return done
+
+    def _generate(self, prompts: list[list[int]], contracts: list[SchemaContract], ids: Sequence[Any],
+                  texts: Sequence[str | None], temperature: float,
+                  seeds: list[int] | None = None) -> list[Outcome] | Exception:
+        """One attempt: an outcome per prompt, or the (non-fatal) exception that failed the whole generation."""
+        grammars = [c.json_schema if self.spec.constrained else None for c in contracts]
+        seeded = {"seeds": seeds} if seeds is not None else {}  # only a resampling attempt seeds each request
+        try:
+            generations = self.engine.generate(prompts, grammars, self.spec.max_tokens, temperature, **seeded)
+            if len(generations) != len(prompts):
+                raise RuntimeError(f"engine returned {len(generations)} outputs for {len(prompts)} prompts")
+        except Exception as exc:
+            if is_fatal(exc):  # the engine is gone: the batch is redone on a fresh one, not dead-lettered
+                raise
+            log.error("extract.engine_error", error=repr(exc), documents=len(prompts))
+            return exc
+        outcomes = []
+        for doc_id, text, generation, contract in zip(ids, texts, generations, contracts, strict=True):
+            outcome = classify(generation, contract, {"document": text, "document_id": doc_id}, self.spec.constrained)
+            outcome.extra["schema_hash"] = contract.hash
+            outcomes.append(outcome)
+        return outcomes
+
+    def _attempts(self, ids: list[Any], texts: list[str | None], chats: list[str | Chat],
+                  prompts: list[list[int]], contracts: list[SchemaContract]) -> list[Outcome]:
+        """Every document's outcome after up to `model.retry.attempts` attempts (one outcome each, in order).
+
+        A document whose output is refused for a reason in `retry.on` is tried again, all such documents of
+        the batch together: with the refused output and its errors as chat turns (`retry.feedback`), at
+        `retry.temperature` (above 0, seeded per document and attempt). It stops at its first row, at the
+        last attempt, when the longer prompt no longer fits the context, or when the next attempt could only
+        repeat the last (temperature 0 and the same prompt as before). A generation that fails on a later
+        attempt keeps each document's outcome so far."""
+        first = self._generate(prompts, contracts, ids, texts, self.spec.temperature)
+        if isinstance(first, Exception):
+            failed = []
+            for contract in contracts:
+                outcome = dead_letter("engine_error", f"{type(first).__name__}: {first}")
+                outcome.extra["schema_hash"] = contract.hash
+                failed.append(outcome)
+            return failed
+        policy = self.spec.retry
+        history: list[list[Outcome]] = [[o] for o in first]
+        last_prompt = list(prompts)
+        open_ = set(range(len(prompts)))  # documents that may get another attempt
+        for attempt in range(2, policy.attempts + 1):
+            again, again_prompts = [], []
+            for j in sorted(open_):
+                last = history[j][-1]
+                if last.is_row or last.reason not in policy.on:
+                    open_.discard(j)
+                    continue
+                if policy.feedback:
+                    token_ids = self.engine.prompt_token_ids(
+                        with_feedback(chats[j], last.raw_output or "", feedback_text(last.reason, last.error)))
+                else:
+                    token_ids = prompts[j]
+                repeats = policy.temperature == 0 and token_ids == last_prompt[j]
+                if repeats or len(token_ids) + self.spec.max_tokens > self.max_model_len:
+                    open_.discard(j)
+                    continue
+                again.append(j)
+                again_prompts.append(token_ids)
+            if not again:
+                break
+            seeds = [retry_seed(policy.seed, ids[j], attempt) for j in again] if policy.temperature > 0 else None
+            outcomes = self._generate(again_prompts, [contracts[j] for j in again], [ids[j] for j in again],
+                                      [texts[j] for j in again], policy.temperature, seeds)
+            if isinstance(outcomes, Exception):
+                break  # each document keeps the outcome of its last attempt that ran
+            for j, token_ids, outcome in zip(again, again_prompts, outcomes, strict=True):
+                history[j].append(outcome)
+                last_prompt[j] = token_ids
+            log.debug("extract.retry", attempt=attempt, documents=len(again),
+                      rows=sum(o.is_row for o in outcomes))
+        return [settle(h) for h in history]
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Outcomes for a batch; every input column but the text and schema (the id, the unit) passes through."""
@@ -242,6 +315,13 @@ class BatchExtractor:
         drop = [self.spec.text_column] + ([column] if column else [])
         drop += [c for c in (BACKEND_COLUMN, INVALID_INPUT_COLUMN) if c in batch.column_names]
         return outcome_table(batch.drop_columns(drop), outcomes)
+
+
+def retry_seed(base: int, document_id: Any, attempt: int) -> int:
+    """The sampling seed of a document's `attempt` (model.retry.temperature > 0): the same on every rerun and
+    whatever batch the document lands in, different per document and attempt."""
+    digest = hashlib.sha256(json.dumps([base, str(document_id), attempt]).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 BACKEND_COLUMN = "_backend"  # which actor pool (structured-output backend) a row is routed to

@@ -92,6 +92,41 @@ def prompt_for(spec: Any, document: str, json_schema: dict[str, Any], schema_jso
                       system=spec.system, examples=spec.examples, chat_template=spec.chat_template)
 
 
+# -- another attempt (model.retry.feedback) ---------------------------------------------------------------
+
+FEEDBACK = "Your answer failed validation: {errors}. Answer again."
+TRUNCATED_FEEDBACK = "Your answer was cut off at the token limit. Answer again, shorter."
+MAX_FEEDBACK_ERRORS = 5
+MAX_FEEDBACK_MESSAGE = 200
+
+
+def feedback_text(reason: str | None, error: dict[str, Any] | None) -> str:
+    """The user turn after a refused output: each error as `field: message` (Pydantic's "Value error, "
+    prefix dropped, repeats once, at most five), or, for a cut-off output, that it was cut off."""
+    if reason == "truncated":
+        return TRUNCATED_FEEDBACK
+    parts: list[str] = []
+    errors = (error or {}).get("errors") or [{"loc": [], "msg": (error or {}).get("message") or reason or "refused"}]
+    for err in errors:
+        message = str(err.get("msg") or "").removeprefix("Value error, ").strip()
+        message = message[:MAX_FEEDBACK_MESSAGE]
+        field_path = ".".join(str(part) for part in err.get("loc") or [])
+        part = f"{field_path}: {message}" if field_path and not message.startswith(field_path) else message
+        if part and part not in parts:
+            parts.append(part)
+    shown = parts[:MAX_FEEDBACK_ERRORS]
+    if len(parts) > len(shown):
+        shown.append(f"and {len(parts) - len(shown)} more")
+    return FEEDBACK.format(errors="; ".join(shown) or reason or "refused")
+
+
+def with_feedback(prompt: str | Chat, answer: str, feedback: str) -> Chat:
+    """`prompt` continued: the refused `answer` as the assistant's turn, then `feedback` as the user's."""
+    chat = prompt if isinstance(prompt, Chat) else Chat(({"role": "user", "content": prompt},))
+    turns = ({"role": "assistant", "content": answer}, {"role": "user", "content": feedback})
+    return Chat(chat.messages + turns, chat.chat_template)
+
+
 def plain_transcript(messages: list[dict[str, str]]) -> str:
     """Messages as plain text, for a tokenizer with no chat template. One user message is its own text."""
     if len(messages) == 1 and messages[0]["role"] == "user":

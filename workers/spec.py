@@ -9,6 +9,19 @@ from schemas.contract import SchemaContract
 
 
 @dataclass(frozen=True)
+class RetryPolicy:
+    """`model.retry` (pipeline.config.RetryConfig): up to `attempts` outputs per document, the first that passes
+    kept. A further attempt adds the refused output and its errors as chat turns (`feedback`) and samples at
+    `temperature`; above 0 each attempt has its own seed, from `seed`, the document id and the attempt."""
+
+    attempts: int = 1
+    feedback: bool = True
+    temperature: float = 0.0
+    on: tuple[str, ...] = ("semantic_invalid", "schema_violation", "invalid_json")
+    seed: int = 0
+
+
+@dataclass(frozen=True)
 class ExtractionSpec:
     run_id: str
     id_column: str
@@ -42,3 +55,4 @@ class ExtractionSpec:
     chat_template: str | None = None
     sampling: dict[str, Any] = field(default_factory=dict)
     grammar_bounds: tuple[int | None, int | None] = (None, None)  # schema_policy.max_string_length, max_array_items
+    retry: RetryPolicy = field(default_factory=RetryPolicy)  # model.retry

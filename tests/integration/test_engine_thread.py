@@ -80,6 +80,23 @@ def test_concurrent_callers_each_get_their_own_outputs_in_order(engine):
             assert g.finish_reason == "stop" and g.output_tokens > 0 and g.prompt_tokens > 0
 
 
+def test_the_tokens_of_every_step_are_counted_before_the_requests_finish(engine):
+    steps: list[int] = []
+    finished: list[int] = []
+    engine.on_tokens = steps.append
+    engine.on_request_done = lambda output: finished.append(sum(len(c.token_ids) for c in output.outputs))
+    try:
+        prompts = [engine.prompt_token_ids(f"Write count and the digit {i}.") for i in range(3)]
+        outputs = engine.generate(prompts, schema_for("count"), 32, 0.0)
+    finally:
+        engine.on_tokens = None
+        engine.on_request_done = None
+    made = sum(g.output_tokens for g in outputs)
+    assert len(finished) == 3 and sum(finished) == made
+    # the steps' counts add up to the tokens the requests kept, and came in more than one step each
+    assert sum(steps) == made and len(steps) > 1, (steps, made)
+
+
 def test_a_refused_request_fails_alone(engine):
     good: list = []
 
@@ -163,6 +180,32 @@ def test_drafts_from_the_prompt_are_verified_under_the_grammar(engine, monkeypat
     assert set(json.loads(out.text)) == {"code"}
     assert max(rows) > 1, rows  # some step verified a draft
     assert len(rows) < out.output_tokens, (len(rows), out.output_tokens)  # fewer steps than tokens
+
+
+def test_a_refused_output_is_tried_again_on_the_real_engine_and_settles_to_one_outcome(engine):
+    """`model.retry` through the real engine: the refused output and its errors go back as chat turns, each
+    later attempt is sampled with a seed of its own, and every document ends as exactly one outcome. A
+    REJECT-ME document cannot pass (its validator refuses any output), so it uses every attempt."""
+    import pyarrow as pa
+
+    from schemas.contract import SchemaContract
+    from workers.extractor import BatchExtractor
+    from workers.spec import ExtractionSpec, RetryPolicy
+
+    spec = ExtractionSpec(
+        run_id="r", id_column="id", text_column="text", contract=SchemaContract.from_model_ref(
+            "tests.fixtures.models:Ticket"), prompt_template="Extract the support ticket as JSON.\n{document}",
+        model_path="m", model_name="m", max_tokens=96, temperature=0.0, max_model_len=1024,
+        retry=RetryPolicy(attempts=3, temperature=0.8, on=("semantic_invalid", "schema_violation", "truncated")))
+    out = BatchExtractor(engine, spec, 1024)(pa.table({"id": ["ok", "rejected"], "text": [
+        "From Ann: my Kettle is broken, low priority.", "REJECT-ME. From Bob: the Toaster smokes, high priority."]}))
+    assert out.column("id").to_pylist() == ["ok", "rejected"]
+    kind, reason, error = (out.column(c).to_pylist()[1] for c in ("_kind", "_reason", "_error"))
+    error = json.loads(error)
+    assert kind == "dead_letter" and reason in ("semantic_invalid", "truncated"), error
+    assert error["attempts"] == 3 and len(error["attempt_reasons"]) == 3, error
+    assert error["message"].startswith("after 3 attempts: ")
+    assert out.column("_kind").to_pylist()[0] == "row" or out.column("_reason").to_pylist()[0] is not None
 
 
 def test_after_close_a_caller_is_told_rather_than_left_waiting(engine):

@@ -94,6 +94,51 @@ def test_progress_takes_stages_and_counts_from_the_board():
     assert progress.documents() == 3
 
 
+def test_the_engines_tokens_are_the_first_counts_before_any_document_finishes():
+    progress = Progress(10, "job", live=False)
+    progress._take({"stages": {"a": ("ready", 0.0)}, "requests": 0, "outcomes": {}, "classified_generated": 0,
+                    "output_tokens": 120, "first_tokens_unix": progress.started_unix + 2.0})
+    assert progress.documents() == 0 and progress.tokens_rate() > 0
+    assert "first_progress_s" in progress.marks and "first_document_s" not in progress.marks
+    assert progress.marks["first_count_s"] == pytest.approx(2.0, abs=0.01)
+    progress._take({"stages": {"a": ("ready", 0.0)}, "requests": 1, "outcomes": {}, "classified_generated": 0,
+                    "output_tokens": 400, "first_tokens_unix": progress.started_unix + 2.0,
+                    "first_count_unix": progress.started_unix + 9.0})
+    assert progress.documents() == 1 and "first_document_s" in progress.marks
+    assert progress.marks["first_count_s"] == pytest.approx(2.0, abs=0.01)  # still the tokens' time
+
+
+def test_the_board_counts_step_tokens_and_reports_the_most_it_knows():
+    from pipeline.stats import ProgressBoard
+
+    board = ProgressBoard.__ray_metadata__.modified_class() if hasattr(ProgressBoard, "__ray_metadata__") \
+        else ProgressBoard()
+    board.tokens_made(50, 100.0)
+    board.tokens_made(30, 101.0)
+    snap = board.snapshot()
+    assert snap["output_tokens"] == 80 and snap["first_tokens_unix"] == 100.0 and snap["first_count_unix"] is None
+    board.requests_done(1, 60, 102.0)  # a finished request's tokens were already counted per step
+    assert board.snapshot()["output_tokens"] == 80 and board.snapshot()["first_count_unix"] == 102.0
+
+
+def test_the_live_display_fits_80_columns_and_shows_every_figure():
+    import io
+
+    from pipeline.progress import live_display
+
+    out = io.StringIO()
+    display = live_display(out, width=80)
+    display.console.force_terminal = False  # plain text, no cursor moves: the frame as a user's terminal shows it
+    task = display.add_task("[bold]invoices[/bold] · generating", total=52, stats="0.42 docs/s · 85 tok/s",
+                            dead=rate_text(8, {"semantic_invalid": 3, "truncated": 1}))
+    display.update(task, completed=12)
+    display.console.print(display.get_renderable())
+    lines = [line for line in out.getvalue().splitlines() if line.strip()]
+    assert len(lines) == 2 and all(len(line) <= 80 for line in lines), lines
+    assert "invoices · generating" in lines[0] and "12/52" in lines[0] and "ETA" in lines[0]
+    assert "0.42 docs/s · 85 tok/s" in lines[1] and "semantic_invalid 25%" in lines[1]
+
+
 def test_rate_text_names_reasons_commonest_first():
     assert rate_text(0, {}) == "dead letters 0%"
     assert rate_text(6, {"truncated": 1, "semantic_invalid": 3}) == \
