@@ -35,7 +35,7 @@ from pipeline.config import LoadedConfig, load_config
 from pipeline.output.manifest import committed, run_manifests
 from pipeline.output.tables import read_columns
 from pipeline.plan import actor_env
-from pipeline.storage import storage_for
+from pipeline.storage import Storage, storage_for
 from pipeline.tools.evaluate import score
 from pipeline.tools.synthetic import contract_record, make_corpus
 from schemas.contract import RecordRejected, SchemaContract
@@ -309,6 +309,18 @@ class _RssSampler(threading.Thread):
             self.stop.wait(0.2)
 
 
+def _committed_records(storage: Storage, output: str, golds: list[dict]) -> list[dict[str, Any] | None]:
+    """The committed row of each gold document (dates as ISO text, as the engine arms' records), or None."""
+    rows = read_columns(storage, committed(storage, output)[0].uri("rows", output)).to_pylist()
+    by_id = {r["doc_id"]: r for r in rows}
+    records: list[dict[str, Any] | None] = []
+    for gold in golds:
+        row = by_id.get(gold["doc_id"])
+        records.append(None if row is None else {k: (v.isoformat() if hasattr(v, "isoformat") else v)
+                                                 for k, v in row.items()})
+    return records
+
+
 def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], extra: list[str]) -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("RAY_ADDRESS", None)  # a cluster of its own, like a user's first `extract run`
@@ -327,14 +339,7 @@ def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], ext
     finished = datetime.fromisoformat(manifest["finished_at"]).timestamp()
     ready = max(a["ready_unix"] for a in manifest["actors"])
     steady = finished - ready
-    rows = read_columns(storage, committed(storage, str(output))[0].uri("rows", str(output))).to_pylist()
-    by_id = {r["doc_id"]: r for r in rows}
-    records = []
-    for gold in golds:
-        row = by_id.get(gold["doc_id"])
-        if row is not None:
-            row = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
-        records.append(row)
+    records = _committed_records(storage, str(output), golds)
     t = manifest["timings"]
     run_start = datetime.fromisoformat(manifest["started_at"]).timestamp()
 
