@@ -24,6 +24,69 @@ DENIED = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Cod
           b"<Message>Access Denied</Message></Error>")
 
 
+class _FaultHandler(BaseHTTPRequestHandler):
+    """Forwards each request to the proxy's upstream, or answers it with the fault the proxy is set to inject."""
+
+    proxy: FaultProxy
+    protocol_version = "HTTP/1.1"  # answers `Expect: 100-continue`, which the AWS C++ SDK sends
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        chunks = []
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+            if size == 0:
+                self.rfile.readline()
+                return b"".join(chunks)
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()
+
+    def _handle(self) -> None:
+        body = self._body()
+        with self.proxy.lock:
+            self.proxy.requests += 1
+            inject = self.proxy.fail_next > 0
+            if inject:
+                self.proxy.fail_next -= 1
+                self.proxy.failures += 1
+        if self.path.lstrip("/").split("/", 1)[0].split("?")[0] == self.proxy.denied_bucket:
+            return self._reply(403, DENIED)
+        if inject:
+            return self._reply(503, SLOW_DOWN)
+        conn = http.client.HTTPConnection(self.proxy.upstream.hostname, self.proxy.upstream.port, timeout=30)
+        headers = {k: v for k, v in self.headers.items()
+                   if k.lower() not in {"host", "transfer-encoding", "expect", "content-length"}}
+        headers["Host"] = self.proxy.upstream.netloc
+        headers["Content-Length"] = str(len(body))
+        conn.request(self.command, self.path, body=body, headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+        self.send_response(response.status)
+        for key, value in response.getheaders():
+            if key.lower() not in {"transfer-encoding", "connection", "content-length"}:
+                self.send_header(key, value)
+        # A HEAD answer carries the object's length, not its own (empty) body's.
+        length = response.getheader("Content-Length") if self.command == "HEAD" else None
+        self.send_header("Content-Length", length or str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _reply(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
+
+
 class FaultProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = urlparse(upstream)
@@ -32,68 +95,8 @@ class FaultProxy:
         self.requests = 0
         self.failures = 0
         self.lock = threading.Lock()
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # answers `Expect: 100-continue`, which the AWS C++ SDK sends
-
-            def log_message(self, *args) -> None:
-                pass
-
-            def _body(self) -> bytes:
-                if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
-                    return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                chunks = []
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip(), 16)
-                    if size == 0:
-                        self.rfile.readline()
-                        return b"".join(chunks)
-                    chunks.append(self.rfile.read(size))
-                    self.rfile.readline()
-
-            def _handle(self) -> None:
-                body = self._body()
-                with proxy.lock:
-                    proxy.requests += 1
-                    inject = proxy.fail_next > 0
-                    if inject:
-                        proxy.fail_next -= 1
-                        proxy.failures += 1
-                if self.path.lstrip("/").split("/", 1)[0].split("?")[0] == proxy.denied_bucket:
-                    return self._reply(403, DENIED)
-                if inject:
-                    return self._reply(503, SLOW_DOWN)
-                conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port, timeout=30)
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in {"host", "transfer-encoding", "expect", "content-length"}}
-                headers["Host"] = proxy.upstream.netloc
-                headers["Content-Length"] = str(len(body))
-                conn.request(self.command, self.path, body=body, headers=headers)
-                response = conn.getresponse()
-                data = response.read()
-                self.send_response(response.status)
-                for key, value in response.getheaders():
-                    if key.lower() not in {"transfer-encoding", "connection", "content-length"}:
-                        self.send_header(key, value)
-                # A HEAD answer carries the object's length, not its own (empty) body's.
-                length = response.getheader("Content-Length") if self.command == "HEAD" else None
-                self.send_header("Content-Length", length or str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-
-            def _reply(self, status: int, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/xml")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(body)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        handler = type("Handler", (_FaultHandler,), {"proxy": self})
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
