@@ -63,7 +63,7 @@ def child_retry(cfg: Path, step: str | None) -> None:
 
 
 def run_child(kind: str, cfg: Path, step: str | None) -> int:
-    code = (f"import sys; from pathlib import Path; from tests.fixtures.commits import child_{kind}; "
+    code = (f"import sys; from pathlib import Path; from tests.integration.test_commit_kill import child_{kind}; "
             f"child_{kind}(Path(sys.argv[1]), sys.argv[2] or None)")
     done = subprocess.run([sys.executable, "-c", code, str(cfg), step or ""], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
