@@ -24,7 +24,7 @@ from workers.extractor import BatchExtractor, retry_seed
 from workers.prompt import Chat, feedback_text, with_feedback
 from workers.spec import ExtractionSpec, RetryPolicy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOOD = {"customer": {"name": "Ann"}, "product": "Kettle", "priority": "low", "summary": "Broken"}
 BAD = {**GOOD, "priority": "urgent"}  # not in the enum: schema_violation
 
