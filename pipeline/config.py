@@ -341,7 +341,10 @@ class LoadedConfig:
 
         prompting = {"schema": cfg.prompt_schema, "system": cfg.system, "examples": examples_hash(self.examples),
                      "chat_template": self.chat_template}
-        return {"schema": self.contract.hash, "model": cfg.model.model_dump(), "prompt": cfg.prompt,
+        model = cfg.model.model_dump()
+        if cfg.model.retry.attempts == 1:  # one attempt is the behaviour from before model.retry: the same hash
+            model.pop("retry")
+        return {"schema": self.contract.hash, "model": model, "prompt": cfg.prompt,
                 "prompting": prompting, "id": cfg.input.id_column, "text": cfg.input.text_column,
                 "policy": cfg.schema_policy.model_dump()}
 

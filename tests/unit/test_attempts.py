@@ -258,3 +258,13 @@ def test_a_failed_later_attempt_keeps_each_documents_outcome_so_far() -> None:
     engine.fail_on_call = 1
     out = run(engine, spec(attempts=3), ["ok", "bad"])
     assert out.column("_reason").to_pylist() == ["engine_error", "engine_error"] and len(engine.calls) == 1
+
+
+def test_one_attempt_keeps_the_output_hash_from_before_retry_and_more_attempts_change_it(tmp_path: Path) -> None:
+    loaded = load_config(config(tmp_path, retry={"attempts": 1}))
+    assert "retry" not in loaded.decisive["model"]
+    one = loaded.output_hash
+    (tmp_path / "b").mkdir()
+    assert load_config(config(tmp_path / "b", retry={"attempts": 1, "temperature": 0.5})).output_hash == one
+    (tmp_path / "c").mkdir()
+    assert load_config(config(tmp_path / "c", retry={"attempts": 3})).output_hash != one
