@@ -1,6 +1,6 @@
 # `make run`: set up .venv if it is missing, then run the sample job with the bundled model.
-# `make test`: set up the same way, then run the test suite (`make test-fast`: only the tests that start no
-# engine, Ray cluster or compile child).
+# `make test`: set up the same way, then run the test suite, tests/unit and tests/integration (`make test-fast`:
+# tests/unit only, the tests that start no engine, Ray cluster, compile child, S3 server or CLI subprocess).
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-complete
@@ -18,10 +18,11 @@ run: $(STAMP)  # runs the sample job, then scores its rows against the sample go
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-# The first tier: pure logic, in under a minute. Left out: tests marked (or auto-marked by their fixtures)
-# `engine` (a vLLM engine, a Ray cluster, a compile child) or `slow` (an S3 server, child processes, the CLI).
+# The first tier: pure logic, in under a minute. tests/integration holds the tests marked (or auto-marked by
+# their fixtures) `engine` (a vLLM engine, a Ray cluster, a compile child) or `slow` (an S3 server, child
+# processes, the CLI); tests/conftest.py refuses such a test under tests/unit.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not engine and not slow"
+	$(PY) -m pytest -q tests/unit
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check pipeline schemas workers tests jobs

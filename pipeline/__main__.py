@@ -1,5 +1,5 @@
 import sys
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 
 sys.exit(main())

@@ -29,7 +29,7 @@ from typing import Any
 
 import structlog
 
-from pipeline.partition import OutputLayout
+from pipeline.output.layout import OutputLayout
 from pipeline.storage import S3Storage, Storage, StorageError, split_s3
 
 log = structlog.get_logger(__name__)

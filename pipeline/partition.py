@@ -1,16 +1,6 @@
 """Partitions: one day of a date-templated input (`s3://corpus/docs/dt={date}/`), or the whole input.
 
-Output layout under OUTPUT, per partition KEY (`dt=YYYY-MM-DD`, or none for an undated input):
-    rows/KEY/part-<commit_id>.parquet          typed rows of one commit
-    dead_letters/KEY/part-<commit_id>.parquet  dead letters of the same commit
-    _partitions/KEY|all/manifest.json          the commit point: names the two files above (relative paths)
-    _staging/KEY|all/<output_hash>/            unit files of a run in progress (never read as output)
-    _runs/<run_id>.json                        one manifest per run
-    _lease.json                                the writer holding the output (see pipeline.lease)
-
-Every commit writes files under names no other commit uses; the manifest write publishes them; files
-the manifest does not name (superseded, or left by a crash) are deleted after the publish. See
-docs/outputs.md.
+Where a partition's output goes is `pipeline.output.layout`.
 """
 
 from __future__ import annotations
@@ -18,11 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
-from pipeline.storage import join
-
 DATE_TOKEN = "{date}"
 WHOLE = "all"
-KINDS = ("rows", "dead_letters")  # the two tables of an output
 
 
 class DateError(ValueError):
@@ -70,46 +57,3 @@ def partition_for(input_template: str, day: date | None) -> Partition:
     if day is None:
         return Partition(None, input_template)
     return Partition(day, input_template.replace(DATE_TOKEN, day.isoformat()))
-
-
-@dataclass(frozen=True)
-class OutputLayout:
-    root: str
-
-    def folder(self, kind: str, p: Partition) -> str:
-        """The folder of one table's files for one partition (the output root's table folder if undated)."""
-        return join(self.root, kind, p.key)
-
-    def data_file(self, kind: str, p: Partition, commit_id: str) -> str:
-        return join(self.folder(kind, p), f"part-{commit_id}.parquet")
-
-    def rows_file(self, p: Partition, commit_id: str = "0") -> str:
-        return self.data_file("rows", p, commit_id)
-
-    def dead_letters_file(self, p: Partition, commit_id: str = "0") -> str:
-        return self.data_file("dead_letters", p, commit_id)
-
-    def _meta(self, p: Partition) -> str:
-        return join(self.root, "_partitions", p.key or WHOLE)
-
-    def manifest(self, p: Partition) -> str:
-        return join(self._meta(p), "manifest.json")
-
-    def success(self, p: Partition) -> str:
-        """The marker format-1 outputs wrote after the manifest; no longer written, deleted on the next commit."""
-        return join(self._meta(p), "_SUCCESS")
-
-    def staging_root(self, p: Partition) -> str:
-        return join(self.root, "_staging", p.key or WHOLE)
-
-    def staging(self, p: Partition, output_hash: str) -> str:
-        return join(self.staging_root(p), output_hash)
-
-    def run_manifest(self, run_id: str) -> str:
-        return join(self.root, "_runs", f"{run_id}.json")
-
-    def partitions_root(self) -> str:
-        return join(self.root, "_partitions")
-
-    def lease(self) -> str:
-        return join(self.root, "_lease.json")

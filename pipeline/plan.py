@@ -12,7 +12,7 @@ import ray
 import ray.data
 
 from pipeline import logs
-from pipeline.config import LoadedConfig
+from pipeline.config import InputConfig, LoadedConfig, WorkersConfig
 from pipeline.reader import read_tasks, read_units
 from pipeline.routing import SchemaRoutes
 from pipeline.storage import Storage
@@ -99,50 +99,58 @@ def build_dataset(
     # holds outcomes only for units with a batch still out; it accounts for every unit whatever the order.
     ctx.execution_options.preserve_order = False
     ctx.enable_progress_bars = False
-    # One read task (so one block) per batch: Ray Data hands an actor whole blocks and runs the batches of
-    # one block one after another, so only separate blocks can be in flight in an actor at once.
-    tasks = read_tasks(units, cfg.workers.batch_size)
-    documents = ray.data.from_items(tasks, override_num_blocks=len(tasks)).map_batches(
+    documents = _documents(units, storage, id_field, cfg.input, cfg.workers.batch_size, routes, split)
+    if not split:
+        return _actor_pool(documents, cfg.workers, dataclasses.replace(spec, backend=routes.default), stats)
+    branches = [_actor_pool(documents.map_batches(_only_backend, fn_kwargs={"backend": b}, batch_size=None,
+                                                  batch_format="pyarrow", num_cpus=READ_TASK_CPUS),
+                            cfg.workers, dataclasses.replace(spec, backend=b), stats)
+                for b in routes.backends]
+    return branches[0].union(*branches[1:])
+
+
+def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, source: InputConfig, batch_size: int,
+               routes: SchemaRoutes, split: bool) -> ray.data.Dataset:
+    """The units' documents, one read task (so one block) per batch: Ray Data hands an actor whole blocks and
+    runs the batches of one block one after another, so only separate blocks can be in flight in an actor at
+    once. With `split`, each row carries the backend its schema routes to."""
+    tasks = read_tasks(units, batch_size)
+    return ray.data.from_items(tasks, override_num_blocks=len(tasks)).map_batches(
         read_units,
         batch_size=1,
         batch_format="pyarrow",
-        fn_kwargs={"storage": storage, "id_field": id_field, "text_column": cfg.input.text_column,
-                   "schema_column": cfg.input.schema_column, "routes": routes.by_value if split else None,
+        fn_kwargs={"storage": storage, "id_field": id_field, "text_column": source.text_column,
+                   "schema_column": source.schema_column, "routes": routes.by_value if split else None,
                    "default_backend": routes.default},
         num_cpus=READ_TASK_CPUS,
     )
-    resources = cfg.workers.ray_resources()
 
-    def pool(rows: ray.data.Dataset, backend: str) -> ray.data.Dataset:
-        return rows.map_batches(
-            ExtractionActor,
-            fn_constructor_kwargs={"spec": dataclasses.replace(spec, backend=backend), "stats": stats},
-            # Each block is one batch already (one read task per batch, above). A batch size here would make
-            # Ray Data bundle blocks up to it, e.g. a short last block with a full one, run as one task.
-            batch_size=None,
-            batch_format="pyarrow",
-            compute=ray.data.ActorPoolStrategy(
-                size=cfg.workers.actors,
-                # Up to this many batches run their (thread-safe) UDF at once in each actor; their requests
-                # meet in the actor's one engine thread (workers.engine.EngineThread).
-                max_tasks_in_flight_per_actor=cfg.workers.batches_in_flight,
-                max_concurrent_calls_per_actor=cfg.workers.batches_in_flight,
-                enable_true_multi_threading=True),
-            num_cpus=resources["num_cpus"],
-            num_gpus=resources["num_gpus"],
-            # An actor whose engine died exits (workers/actor.py); Ray restarts it this many times and retries
-            # the batches it held. Ray Data's default is to restart forever.
-            max_restarts=cfg.workers.max_restarts,
-            max_task_retries=-1 if cfg.workers.max_restarts else 0,
-            runtime_env={"env_vars": actor_env(cfg.workers.gpus_per_actor)},
-        )
 
-    if not split:
-        return pool(documents, routes.default)
-    branches = [pool(documents.map_batches(_only_backend, fn_kwargs={"backend": b}, batch_size=None,
-                                           batch_format="pyarrow", num_cpus=READ_TASK_CPUS), b)
-                for b in routes.backends]
-    return branches[0].union(*branches[1:])
+def _actor_pool(rows: ray.data.Dataset, workers: WorkersConfig, spec: ExtractionSpec, stats: Any) -> ray.data.Dataset:
+    """`rows` through a pool of extraction actors for `spec` (its backend)."""
+    resources = workers.ray_resources()
+    return rows.map_batches(
+        ExtractionActor,
+        fn_constructor_kwargs={"spec": spec, "stats": stats},
+        # Each block is one batch already (one read task per batch, above). A batch size here would make
+        # Ray Data bundle blocks up to it, e.g. a short last block with a full one, run as one task.
+        batch_size=None,
+        batch_format="pyarrow",
+        compute=ray.data.ActorPoolStrategy(
+            size=workers.actors,
+            # Up to this many batches run their (thread-safe) UDF at once in each actor; their requests
+            # meet in the actor's one engine thread (workers.engine.EngineThread).
+            max_tasks_in_flight_per_actor=workers.batches_in_flight,
+            max_concurrent_calls_per_actor=workers.batches_in_flight,
+            enable_true_multi_threading=True),
+        num_cpus=resources["num_cpus"],
+        num_gpus=resources["num_gpus"],
+        # An actor whose engine died exits (workers/actor.py); Ray restarts it this many times and retries
+        # the batches it held. Ray Data's default is to restart forever.
+        max_restarts=workers.max_restarts,
+        max_task_retries=-1 if workers.max_restarts else 0,
+        runtime_env={"env_vars": actor_env(workers.gpus_per_actor)},
+    )
 
 
 def _only_backend(batch: pa.Table, backend: str) -> pa.Table:

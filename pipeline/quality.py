@@ -32,7 +32,7 @@ def quality_alert(manifest: Any, output: Any) -> str | None:
 
 def apply_gate(loaded: Any, manifest: Any) -> str | None:
     """Judge a committed run; on an alert, record it in the run's manifest (rewritten in place)."""
-    from pipeline.partition import OutputLayout
+    from pipeline.output.layout import OutputLayout
     from pipeline.storage import storage_for
 
     if manifest.status != "committed":

@@ -10,6 +10,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from datetime import date, datetime, timezone
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -18,17 +19,18 @@ import ray
 import structlog
 
 from pipeline import lifecycle, logs
-from pipeline.commit import PartitionCommitter, PartitionResult, check_unchanged, output_parts, sweep
 from pipeline.config import ConfigError, LoadedConfig
 from pipeline.ids import check_ids
 from pipeline.lease import Lease
-from pipeline.manifest import AccountingError, PartitionManifest, RunManifest
-from pipeline.partition import OutputLayout, Partition, partition_for
+from pipeline.output.commit import PartitionCommitter, PartitionResult, check_unchanged, output_parts, sweep
+from pipeline.output.layout import OutputLayout
+from pipeline.output.manifest import AccountingError, PartitionManifest, RunManifest
+from pipeline.output.tables import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS
+from pipeline.partition import Partition, partition_for
 from pipeline.plan import build_dataset, build_spec
 from pipeline.progress import Progress
 from pipeline.reader import UNIT_COLUMN
 from pipeline.routing import SchemaRoutes, route_schemas
-from pipeline.sink import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS
 from pipeline.stats import ProgressBoard, RunStats, board_name
 from pipeline.storage import S3Settings, StorageError, storage_for
 from pipeline.units import PartitionInput, Unit, plan_partition
@@ -137,86 +139,30 @@ def _plan_or_none(loaded: LoadedConfig, p: Partition) -> PartitionInput | None:
 
 def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fast: bool, run_id: str,
              lease: Lease, fail_fast_after: int | None = None) -> RunManifest:
-    cfg = loaded.config
-    settings = loaded.s3_settings
-    out_storage = storage_for(loaded.output_uri, settings)
+    """Plan the partitions, resume what an earlier run staged, stream the rest, commit each partition as its
+    last unit is staged, and finalise the run's manifest (written whatever happens)."""
+    out_storage = storage_for(loaded.output_uri, loaded.s3_settings)
     layout = OutputLayout(loaded.output_uri)
     structlog.contextvars.bind_contextvars(run_id=run_id)
-    committer = PartitionCommitter(out_storage, layout, loaded.contract, cfg.model.path, loaded.output_hash, run_id,
-                                   parts=output_parts(loaded.decisive), guard=lease.ensure)
+    committer = PartitionCommitter(out_storage, layout, loaded.contract, loaded.config.model.path, loaded.output_hash,
+                                   run_id, parts=output_parts(loaded.decisive), guard=lease.ensure)
     skip = _resumable(committer, loaded, days, force)
-    manifest = RunManifest(
-        run_id=run_id, name=cfg.name, config_path=str(loaded.path), config_hash=loaded.config_hash,
-        status="running", started_at=datetime.now(timezone.utc).isoformat(), input_uri=loaded.input_uri,
-        output_uri=loaded.output_uri, model=cfg.model.path, max_tokens=cfg.model.max_tokens,
-        constrained=cfg.model.constrained,
-        schema={"name": loaded.contract.name, "version": loaded.contract.version, "hash": loaded.contract.hash},
-    )
+    manifest = _new_manifest(loaded, run_id)
     started = time.perf_counter()
     results: dict[str, PartitionResult] = {}
-    work: list[_Work] = []
-    for day in days:
-        partition = partition_for(loaded.input_uri, day)
-        if partition.label in skip:
-            committer.discard_staging(partition)
-            sweep(out_storage, layout, partition, skip[partition.label])  # files a crashed commit left
-            results[partition.label] = PartitionResult(partition.label, "skipped", error="already committed")
-            continue
-        try:
-            pinput = plan_one(loaded, partition)
-        except (ConfigError, StorageError) as exc:
-            if fail_fast:
-                raise
-            results[partition.label] = PartitionResult(partition.label, "failed", error=str(exc))
-            continue
-        staged = committer.prepare(partition, fresh=force)
-        if stale := staged - {u.id for u in pinput.units}:  # unit ids carry each file's version: redone
-            log.warning("partition.stale_staging", partition=partition.label, units=len(stale),
-                        reason="staged from another version of the input files; those units are redone")
-        pending = [u for u in pinput.units if u.id not in staged]
-        work.append(_Work(pinput, pending))
-        manifest.input_files += len(pinput.files)
-        if len(pending) < len(pinput.units):
-            log.info("partition.resume", partition=partition.label, staged_units=len(pinput.units) - len(pending),
-                     pending_units=len(pending))
-
-    last_commit = [time.perf_counter()]
-
-    def commit(w: _Work) -> None:
-        # A partition's seconds run from the previous commit (or the start) to its own commit, so the
-        # days of a backfill add up to the run.
-        label = w.input.partition.label
-        try:
-            results[label] = committer.commit(w.input, last_commit[0], w.resumed)
-            last_commit[0] = time.perf_counter()
-        except (AccountingError, StorageError, OSError) as exc:
-            if fail_fast:
-                raise
-            log.error("partition.failed", partition=label, error=str(exc))
-            results[label] = PartitionResult(label, "failed", error=str(exc))
-
-    for w in work:
-        if not w.pending:  # everything was staged by an earlier run that died before committing
-            commit(w)
-    streaming = [w for w in work if w.pending]
-    progress = Progress(sum(u.rows for w in streaming for u in w.pending), cfg.name, fail_fast_after=fail_fast_after)
-    stats = board = None
+    work = _plan_partitions([partition_for(loaded.input_uri, d) for d in days], partial(plan_one, loaded), skip,
+                            committer, results, fail_fast=fail_fast, force=force)
+    manifest.input_files = sum(len(w.input.files) for w in work)
+    commit = _Commits(committer, results, fail_fast)
+    streaming = _resume(work, commit)
+    progress = Progress(sum(u.rows for w in streaming for u in w.pending), loaded.config.name,
+                        fail_fast_after=fail_fast_after)
+    actors: list[Any] = []  # the run's stats and progress board, killed at the end
     generation_s: float | None = None
     lifecycle.begin(out_storage, layout, manifest)  # dead writers' leftovers cleaned; our record says running
     try:
         if streaming:
-            routes = route_schemas(loaded, [(storage_for(w.input.partition.input_uri, settings), w.pending)
-                                            for w in streaming])
-            manifest.schema_checks = [v.__dict__ for v in routes.verdicts]
-            progress.stage("starting Ray")
-            connect_ray()
-            stats = RunStats.remote()
-            board = ProgressBoard.options(name=board_name(run_id)).remote()  # actors report live counts here
-            progress.watch(board)
-            _stream(loaded, streaming, committer, commit, progress, stats, settings, routes)
-            snapshot = ray.get(stats.snapshot.remote())
-            manifest.actors = snapshot["actors"]
-            generation_s = snapshot["generation_s"]
+            generation_s = _stream_outcomes(loaded, streaming, committer, commit, progress, manifest, actors)
         manifest.status = "failed" if any(r.status == "failed" for r in results.values()) else "committed"
     except BaseException as exc:
         manifest.status = "failed"
@@ -224,15 +170,116 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
         raise
     finally:
         progress.close()
-        _finish(manifest, results, days, loaded, progress, started, generation_s)
+        _finalise(manifest, results, [partition_for(loaded.input_uri, d).label for d in days], progress, started,
+                  generation_s)
         out_storage.write_text(layout.run_manifest(run_id), manifest.to_json())
-        for actor in (stats, board):
-            if actor is not None:
-                ray.kill(actor, no_restart=True)
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
         structlog.contextvars.unbind_contextvars("run_id")
     log.info("run.done", status=manifest.status, rows=manifest.rows, dead_letters=manifest.dead_letters,
              seconds=round(time.perf_counter() - started, 1))
     return manifest
+
+
+def _new_manifest(loaded: LoadedConfig, run_id: str) -> RunManifest:
+    cfg = loaded.config
+    return RunManifest(
+        run_id=run_id, name=cfg.name, config_path=str(loaded.path), config_hash=loaded.config_hash,
+        status="running", started_at=datetime.now(timezone.utc).isoformat(), input_uri=loaded.input_uri,
+        output_uri=loaded.output_uri, model=cfg.model.path, max_tokens=cfg.model.max_tokens,
+        constrained=cfg.model.constrained,
+        schema={"name": loaded.contract.name, "version": loaded.contract.version, "hash": loaded.contract.hash},
+    )
+
+
+def _plan_partitions(partitions: list[Partition], plan: Callable[[Partition], PartitionInput],
+                     skip: dict[str, PartitionManifest], committer: PartitionCommitter,
+                     results: dict[str, PartitionResult], fail_fast: bool, force: bool) -> list[_Work]:
+    """The work of each partition to run: its plan and the units no earlier run staged. A committed partition in
+    `skip` is skipped (after sweeping what a crashed commit left); one that cannot be planned raises with
+    `fail_fast`, else is recorded as failed in `results`."""
+    work: list[_Work] = []
+    for partition in partitions:
+        if partition.label in skip:
+            committer.discard_staging(partition)
+            sweep(committer.storage, committer.layout, partition, skip[partition.label])  # a crashed commit's files
+            results[partition.label] = PartitionResult(partition.label, "skipped", error="already committed")
+            continue
+        try:
+            pinput = plan(partition)
+        except (ConfigError, StorageError) as exc:
+            if fail_fast:
+                raise
+            results[partition.label] = PartitionResult(partition.label, "failed", error=str(exc))
+            continue
+        work.append(_pending_work(committer, pinput, force))
+    return work
+
+
+def _pending_work(committer: PartitionCommitter, pinput: PartitionInput, force: bool) -> _Work:
+    """One partition's plan, less the units an earlier run already staged (`force`: none are kept)."""
+    partition = pinput.partition
+    staged = committer.prepare(partition, fresh=force)
+    if stale := staged - {u.id for u in pinput.units}:  # unit ids carry each file's version: redone
+        log.warning("partition.stale_staging", partition=partition.label, units=len(stale),
+                    reason="staged from another version of the input files; those units are redone")
+    pending = [u for u in pinput.units if u.id not in staged]
+    if len(pending) < len(pinput.units):
+        log.info("partition.resume", partition=partition.label, staged_units=len(pinput.units) - len(pending),
+                 pending_units=len(pending))
+    return _Work(pinput, pending)
+
+
+class _Commits:
+    """Commits one partition when its last unit is staged, and records the result."""
+
+    def __init__(self, committer: PartitionCommitter, results: dict[str, PartitionResult], fail_fast: bool) -> None:
+        self.committer = committer
+        self.results = results
+        self.fail_fast = fail_fast
+        # A partition's seconds run from the previous commit (or the start) to its own commit, so the days of a
+        # backfill add up to the run.
+        self.last_commit = time.perf_counter()
+
+    def __call__(self, w: _Work) -> None:
+        label = w.input.partition.label
+        try:
+            self.results[label] = self.committer.commit(w.input, self.last_commit, w.resumed)
+            self.last_commit = time.perf_counter()
+        except (AccountingError, StorageError, OSError) as exc:
+            if self.fail_fast:
+                raise
+            log.error("partition.failed", partition=label, error=str(exc))
+            self.results[label] = PartitionResult(label, "failed", error=str(exc))
+
+
+def _resume(work: list[_Work], commit: Callable[[_Work], None]) -> list[_Work]:
+    """Commit each partition an earlier run staged in full but died before committing; the rest still stream."""
+    for w in work:
+        if not w.pending:
+            commit(w)
+    return [w for w in work if w.pending]
+
+
+def _stream_outcomes(loaded: LoadedConfig, streaming: list[_Work], committer: PartitionCommitter,
+                     commit: Callable[[_Work], None], progress: Progress, manifest: RunManifest,
+                     actors: list[Any]) -> float | None:
+    """Route the schemas, start Ray and stream every pending unit; the engines' generation seconds."""
+    settings = loaded.s3_settings
+    routes = route_schemas(loaded, [(storage_for(w.input.partition.input_uri, settings), w.pending)
+                                    for w in streaming])
+    manifest.schema_checks = [v.__dict__ for v in routes.verdicts]
+    progress.stage("starting Ray")
+    connect_ray()
+    stats = RunStats.remote()
+    actors.append(stats)
+    board = ProgressBoard.options(name=board_name(committer.run_id)).remote()  # actors report live counts here
+    actors.append(board)
+    progress.watch(board)
+    _stream(loaded, streaming, committer, commit, progress, stats, settings, routes)
+    snapshot = ray.get(stats.snapshot.remote())
+    manifest.actors = snapshot["actors"]
+    return snapshot["generation_s"]
 
 
 def _stream(
@@ -293,10 +340,10 @@ def outcome_batches(dataset: Any) -> Any:
     return dataset.iter_batches(batch_format="pyarrow", batch_size=None, prefetch_batches=0)
 
 
-def _finish(manifest: RunManifest, results: dict[str, PartitionResult], days: list[date | None],
-            loaded: LoadedConfig, progress: Progress, started: float, generation_s: float | None) -> None:
-    ordered = [results[partition_for(loaded.input_uri, d).label] for d in days
-               if partition_for(loaded.input_uri, d).label in results]
+def _finalise(manifest: RunManifest, results: dict[str, PartitionResult], labels: list[str], progress: Progress,
+              started: float, generation_s: float | None) -> None:
+    """The run's totals, per partition in the order of `labels` and over the committed ones, and its timings."""
+    ordered = [results[label] for label in labels if label in results]
     manifest.partitions = [r.__dict__ for r in ordered]
     committed = [r for r in ordered if r.status == "committed"]
     manifest.input_rows = sum(r.input_rows for r in committed)

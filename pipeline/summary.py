@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from pipeline.manifest import RunManifest
+from pipeline.output.manifest import RunManifest
 from pipeline.secrets import looks_secret, redact
 
 RAY_TEMP_MARKERS = ("/runtime_resources/", "/ray/session_")  # Ray's per-job working dir and session folders

@@ -376,30 +376,46 @@ def _ambiguous_body(items: Any) -> str | None:
     for index, (op, arg) in enumerate(items):
         rest = items[:index] + items[index + 1:]
         rep = _repeat_parts(op, arg)
-        if rep is not None and _unbounded(rep[0], rep[1]):
-            chars = _all_chars(rep[2])
-            if all(_item_nullable(o, a, anchors=False) or _all_chars([(o, a)]) & chars for o, a in rest):
-                return "nested quantifiers"
-        if str(op) == "SUBPATTERN" and _nullable(rest, anchors=False):
-            inner = _ambiguous_body(arg[-1])
-            if inner:
-                return inner
-        if str(op) == "BRANCH":
-            alts = arg[1]
-            for i in range(len(alts)):
-                for j in range(i + 1, len(alts)):
-                    both_empty = _nullable(alts[i]) and _nullable(alts[j])
-                    if both_empty or _single(alts[i]) & _single(alts[j]):
-                        return "overlapping alternatives"
-            inner = next((w for w in map(_ambiguous_body, alts) if w), None) if _nullable(rest, anchors=False) else None
-            if inner:
-                return inner
-        if index + 1 < len(items):
-            nxt_op, nxt_arg = items[index + 1]
-            nxt = _repeat_parts(nxt_op, nxt_arg)
-            if rep is not None and nxt is not None and (_unbounded(*rep[:2]) or _unbounded(*nxt[:2])):
-                if rep[1] > 1 and nxt[1] > 1 and _all_chars(rep[2]) & _first(nxt[2]):
-                    return "adjacent overlapping quantifiers"
+        following = items[index + 1] if index + 1 < len(items) else None
+        why = _nested_repeat(rep, rest) or _ambiguous_group(op, arg, rest) or _adjacent_overlap(rep, following)
+        if why:
+            return why
+    return None
+
+
+def _nested_repeat(rep: Any, rest: list[Any]) -> str | None:
+    """An unbounded repeat whose siblings are all optional or characters the repeat could also match."""
+    if rep is not None and _unbounded(rep[0], rep[1]):
+        chars = _all_chars(rep[2])
+        if all(_item_nullable(o, a, anchors=False) or _all_chars([(o, a)]) & chars for o, a in rest):
+            return "nested quantifiers"
+    return None
+
+
+def _ambiguous_group(op: Any, arg: Any, rest: list[Any]) -> str | None:
+    """A group or alternation that is ambiguous itself (two alternatives overlap), or whose inside is, when the
+    rest of the body can match nothing."""
+    if str(op) == "SUBPATTERN" and _nullable(rest, anchors=False):
+        return _ambiguous_body(arg[-1])
+    if str(op) != "BRANCH":
+        return None
+    alts = arg[1]
+    for i in range(len(alts)):
+        for j in range(i + 1, len(alts)):
+            both_empty = _nullable(alts[i]) and _nullable(alts[j])
+            if both_empty or _single(alts[i]) & _single(alts[j]):
+                return "overlapping alternatives"
+    return next((w for w in map(_ambiguous_body, alts) if w), None) if _nullable(rest, anchors=False) else None
+
+
+def _adjacent_overlap(rep: Any, following: Any) -> str | None:
+    """Two adjacent repeats, one unbounded, both allowing more than one, where the first can run into the next."""
+    if rep is None or following is None:
+        return None
+    nxt = _repeat_parts(*following)
+    if nxt is not None and (_unbounded(*rep[:2]) or _unbounded(*nxt[:2])):
+        if rep[1] > 1 and nxt[1] > 1 and _all_chars(rep[2]) & _first(nxt[2]):
+            return "adjacent overlapping quantifiers"
     return None
 
 

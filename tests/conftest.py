@@ -173,7 +173,11 @@ HEAVY_FIXTURES = frozenset({"ray_cluster", "ray_head", "engine", "compiler", "mo
 SLOW_FIXTURES = frozenset({"s3_endpoint", "cli_env"})
 
 
+UNIT = Path(__file__).resolve().parent / "unit"
+
+
 def pytest_collection_modifyitems(config, items):
+    misplaced = []
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if HEAVY_FIXTURES & fixtures:
@@ -181,3 +185,8 @@ def pytest_collection_modifyitems(config, items):
         on_s3 = "s3" in str(getattr(getattr(item, "callspec", None), "id", "")).split("-")  # [s3], [s3-step]
         if SLOW_FIXTURES & fixtures or on_s3:
             item.add_marker(pytest.mark.slow)
+        if UNIT in Path(str(item.fspath)).parents and any(item.get_closest_marker(m) for m in ("engine", "slow")):
+            misplaced.append(item.nodeid)
+    if misplaced:  # tests/unit is `make test-fast`: what starts an engine or takes seconds belongs in integration
+        raise pytest.UsageError(f"engine or slow tests under tests/unit (move them to tests/integration): "
+                                f"{', '.join(misplaced)}")

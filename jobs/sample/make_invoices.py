@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.synthetic import contract_record, make_corpus
+from pipeline.tools.synthetic import contract_record, make_corpus
 
 HERE = Path(__file__).resolve().parent
 SEED = 20261130

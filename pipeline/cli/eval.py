@@ -1,0 +1,118 @@
+"""`extract eval extract.yaml --gold GOLD [--run RUN_ID] [--out DIR]`: how right are the rows?
+
+Without `--run` it runs the job first (as `extract run` does, same overrides) and scores what that run
+committed or found committed; with `--run` it scores an existing run's committed output (repeat it to
+score several runs' partitions together, e.g. a corpus run one date partition per command). The scoring
+rules are in `pipeline.tools.evaluate`. Writes DIR/eval.json and DIR/eval.md (DIR defaults to
+OUTPUT/_eval/RUN_ID) and prints eval.md.
+
+GOLD is JSONL (one object per line) or Parquet (one row per document). Each entry holds the
+document id under the job's `input.id_column` and the expected record, either as
+`{"doc_id": "inv-1", "record": {...}}` (the record may also be JSON text) or flat as
+`{"doc_id": "inv-1", "invoice_number": "...", ...}`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pipeline.cli.options import config_options, days, overrides
+from pipeline.config import ConfigError, LoadedConfig, load_config
+from pipeline.storage import is_s3, join, storage_for
+from pipeline.tools.evaluate import (
+    EvalError,
+    EvalOptions,
+    RunOutput,
+    Tolerance,
+    build_report,
+    evaluate,
+    load_gold,
+    output_of_labels,
+    output_of_run,
+    render_markdown,
+    write_report,
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", parents=[config_options()],
+                       help="score a run against gold records: per-field precision and recall, exact match, "
+                       "coverage, dead letters by reason")
+    p.add_argument("--gold", required=True,
+                   help="JSONL or Parquet: per document id (the input.id_column key) the expected record, as "
+                        "{id, \"record\": {...}} or {id, field: value, ...}")
+    p.add_argument("--run", metavar="RUN_ID", action="append",
+                   help="score this run's committed output instead of running the job; repeat to score several "
+                        "runs together (e.g. one partition each)")
+    p.add_argument("--out", metavar="DIR", help="folder for eval.json and eval.md (default OUTPUT/_eval/RUN_ID)")
+    p.add_argument("--limit", type=int, help="process at most N documents (overrides input.limit)")
+    p.add_argument("--output", help="output URI (overrides output.uri)")
+    p.add_argument("--date", help="the partition to run when input.uri has {date}")
+    p.add_argument("--force", action="store_true", help="redo a committed partition before scoring it")
+    p.add_argument("--rel-tol", type=float, default=1e-6, help="relative tolerance for numbers (default 1e-6)")
+    p.add_argument("--abs-tol", type=float, default=0.01, help="absolute tolerance for numbers (default 0.01)")
+    p.add_argument("--unordered", action="append", default=[], metavar="PATH",
+                   help="match the list at PATH (e.g. items, order.lines) as a set; repeatable")
+    p.add_argument("--all-lists-unordered", action="store_true", help="match every list as a set")
+    p.set_defaults(func=cmd_eval)
+
+
+def _options(args: argparse.Namespace) -> EvalOptions:
+    if args.rel_tol < 0 or args.abs_tol < 0:
+        raise ConfigError("--rel-tol and --abs-tol must be >= 0")
+    return EvalOptions(Tolerance(args.rel_tol, args.abs_tol), frozenset(args.unordered), args.all_lists_unordered)
+
+
+def _fresh_run(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[RunOutput, str, bool]:
+    """Run the job like `extract run`, then read what it committed (or skipped as already committed)."""
+    from pipeline.run import run_job
+    from pipeline.summary import render_summary
+
+    manifest = run_job(loaded, days(loaded, args.date), force=args.force)
+    print(render_summary(manifest))
+    labels = {p["partition"] for p in manifest.partitions if p["status"] in ("committed", "skipped")}
+    return output_of_labels(loaded, labels, manifest.run_id), manifest.run_id, manifest.status == "committed"
+
+
+def _context(loaded: LoadedConfig, args: argparse.Namespace, output: RunOutput) -> dict[str, Any]:
+    model = loaded.config.model
+    return {
+        "name": loaded.config.name,
+        "config": str(loaded.path),
+        "gold": str(Path(args.gold).resolve()),
+        "run_ids": output.run_ids,
+        "output_uri": loaded.output_uri,
+        "partitions": [m["partition"] for m in output.partitions],
+        "model": model.path,
+        "constrained": getattr(model, "constrained", True),
+        "max_tokens": model.max_tokens,
+        "config_matches_run": all(m.get("output_hash") == loaded.output_hash for m in output.partitions),
+        "evaluated_at": datetime.now(timezone.utc).isoformat(),
+    }
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    if args.run and (args.force or args.limit is not None or args.date):
+        raise ConfigError("--force, --limit and --date apply to a fresh run, not to --run")
+    options = _options(args)
+    loaded = load_config(args.config, overrides(args))
+    try:
+        golds = load_gold(args.gold, loaded.config.input.id_column)  # a bad gold file fails before the run
+        if args.run:
+            output, run_id, ok = output_of_run(loaded, args.run), "+".join(dict.fromkeys(args.run)), True
+        else:
+            output, run_id, ok = _fresh_run(loaded, args)
+    except EvalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report = build_report(evaluate(loaded, golds, output, options), _context(loaded, args, output), options)
+    out_dir = args.out if args.out and is_s3(args.out) else str(Path(args.out).resolve()) if args.out else \
+        join(loaded.output_uri, "_eval", run_id)
+    json_path, md_path = write_report(report, out_dir, storage_for(out_dir, loaded.s3_settings))
+    print(render_markdown(report))
+    print(f"wrote {json_path} and {md_path}")
+    return 0 if ok else 1

@@ -1,0 +1,23 @@
+"""Config errors fail before Ray starts, with one line naming the key or column."""
+
+
+import pytest
+
+from tests.conftest import run_cli, write_config
+
+
+def test_cli_reports_config_error_in_one_line_without_starting_ray(tmp_path, cli_env):
+    config = write_config(tmp_path, **{"model.max_tokenz": 5})
+    result = run_cli(["run", str(config)], cli_env, timeout=120)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [f"error: {config}: model.max_tokenz: unknown key"]
+    assert "ray" not in result.stderr.lower()
+
+
+@pytest.mark.engine  # compiles the schema in a child process, against the model's tokenizer
+def test_cli_validate_reports_the_plan(cli_env):
+    result = run_cli(["validate", "jobs/extract.yaml"], cli_env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "52 of 52 documents in 1 file(s), 1 unit(s)" in result.stdout
+    assert "issue_date: date32" in result.stdout

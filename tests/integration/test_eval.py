@@ -1,0 +1,104 @@
+"""`extract eval`: the scorer's rules on hand-computed cases, output reading on hand-made committed
+partitions, and one real run of the sample job scored against the sample gold."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import ROOT, run_cli, write_config
+
+SAMPLE_GOLD = ROOT / "jobs" / "sample" / "invoices_gold.jsonl"
+
+
+# -- leaves --------------------------------------------------------------------------------------
+
+
+# -- records ---------------------------------------------------------------------------------------
+
+
+# -- gold files ------------------------------------------------------------------------------------
+
+
+# -- reading committed output (real Parquet, hand-made partitions) ---------------------------------
+
+
+# -- one real run: the sample job on six documents, scored against the sample gold -----------------
+
+
+@pytest.fixture(scope="module")
+def sample_eval(tmp_path_factory, cli_env_module):
+    folder = tmp_path_factory.mktemp("eval")
+    cfg = write_config(folder, **{"model.engine_kwargs": {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20},
+                                  "workers.batch_size": 6})
+    gold = SAMPLE_GOLD  # jobs/sample/make_invoices.py writes it in the Invoice contract's shape
+    result = run_cli(["eval", str(cfg), "--gold", str(gold), "--limit", "6", "--unordered", "items"], cli_env_module)
+    return folder, cfg, gold, result
+
+
+@pytest.fixture(scope="module")
+def cli_env_module():
+    import os
+
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+@pytest.mark.engine
+def test_sample_eval_writes_consistent_reports(sample_eval):
+    folder, _, _, result = sample_eval
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = folder / "out"
+    (run_file,) = (out / "_runs").glob("*.json")
+    run_id = run_file.stem
+    report_dir = out / "_eval" / run_id
+    report = json.loads((report_dir / "eval.json").read_text())
+    md = (report_dir / "eval.md").read_text()
+    (rows_file,), (dead_file,) = (out / "rows").glob("part-*.parquet"), (out / "dead_letters").glob("part-*.parquet")
+    rows, dead = pq.read_table(rows_file), pq.read_table(dead_file)
+
+    docs, o = report["documents"], report["overall"]
+    assert report["run_ids"] == [run_id]
+    assert docs["gold"] == 50 and docs["scored"] == 6 and docs["gold_not_in_run"] == 44
+    assert docs["with_row"] == rows.num_rows and docs["dead_letters"] == dead.num_rows
+    assert o["coverage"] == round(rows.num_rows / 6, 4)
+    assert sum(v["count"] for v in report["dead_letters_by_reason"].values()) == dead.num_rows
+    assert report["dead_letters_by_reason"] == {
+        r: {"count": n, "rate": round(n / 6, 4)} for r, n in sorted(
+            {r: dead.column("reason").to_pylist().count(r) for r in set(dead.column("reason").to_pylist())}.items())}
+    leaves = o["leaves"]
+    for key in ("gold", "predicted", "correct", "wrong", "missed", "spurious"):
+        assert leaves[key] == sum(f[key] for f in report["fields"].values())
+    assert leaves["gold"] == leaves["correct"] + leaves["wrong"] + leaves["missed"]
+    assert o["precision"] == (round(leaves["correct"] / leaves["predicted"], 4) if leaves["predicted"] else None)
+    assert o["recall"] == round(leaves["correct"] / leaves["gold"], 4)
+    per_doc = report["per_document"]
+    assert sum(d["correct"] for d in per_doc) == leaves["correct"]
+    assert o["exact_match_rate"] == round(sum(d["exact"] for d in per_doc) / 6, 4)
+    assert {d["doc_id"] for d in per_doc if d["status"] == "row"} == set(rows.column("doc_id").to_pylist())
+    # every Invoice field path is reported, and nothing outside the contract was asked for
+    assert set(report["fields"]) == {"invoice_number", "vendor.name", "vendor.address", "customer", "issue_date",
+                                     "due_date", "currency", "items[]", "total"}
+    assert report["not_in_schema"] == {}
+    assert md.startswith(f"# extract eval: invoices run {run_id}")
+    assert f"| coverage | {o['coverage']:.3f} |" in md
+    assert "| items[] |" in md and "| vendor.name |" in md
+    assert f"wrote {report_dir / 'eval.json'}" in result.stdout
+
+
+@pytest.mark.engine
+def test_scoring_an_existing_run_gives_the_same_numbers(sample_eval, cli_env_module):
+    folder, cfg, gold, _ = sample_eval
+    (run_file,) = (folder / "out" / "_runs").glob("*.json")
+    again = run_cli(["eval", str(cfg), "--gold", str(gold), "--run", run_file.stem, "--out", str(folder / "again"),
+                     "--unordered", "items"], cli_env_module)
+    assert again.returncode == 0, again.stderr[-3000:]
+    first = json.loads((folder / "out" / "_eval" / run_file.stem / "eval.json").read_text())
+    second = json.loads((folder / "again" / "eval.json").read_text())
+    for key in ("documents", "overall", "fields", "dead_letters_by_reason", "per_document"):
+        assert first[key] == second[key]
+    missing = run_cli(["eval", str(cfg), "--gold", str(gold), "--run", "no-such-run"], cli_env_module)
+    assert missing.returncode == 2 and "--run no-such-run: no such run" in missing.stderr

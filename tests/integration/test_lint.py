@@ -1,0 +1,47 @@
+"""Schema design help (`schemas.lint`): escape hatches, reasoning order, unbounded lists and strings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from schemas.lint import lint
+from tests.conftest import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPORA = ROOT.parent / "shared" / "corpora"
+
+
+@pytest.mark.slow
+def test_real_corpus_schemas() -> None:
+    deep = CORPORA / "deepjsoneval-dev"
+    bench = CORPORA / "jsonschemabench-dev" / "schemas"
+    if not bench.exists():
+        pytest.skip(f"{bench} not present (shared corpora)")
+    seen: dict[str, int] = {}
+    for path in sorted(bench.glob("*/*.json")):
+        for warning in lint(json.loads(path.read_text())):
+            assert warning.code in {"no_escape_hatch", "answer_before_reasoning", "unbounded_array",
+                                    "unbounded_string"}
+            seen[warning.code] = seen.get(warning.code, 0) + 1
+    assert set(seen) == {"no_escape_hatch", "answer_before_reasoning", "unbounded_array", "unbounded_string"}
+    items = [json.loads(line) for path in sorted(deep.glob("*.jsonl")) for line in path.read_text().splitlines()]
+    for item in items:
+        schema = item["schema"] if isinstance(item["schema"], dict) else json.loads(item["schema"])
+        assert lint(schema), item["idx"]  # real extraction schemas: unbounded strings at least
+    assert len(items) > 100 or not deep.exists()
+
+
+def test_cli_schemas_lint(cli_env: dict, tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"type": "object", "properties": {"answer": {"type": "integer"},
+                                                                 "reasoning": {"type": "string"}},
+                                "required": ["answer"]}))
+    done = run_cli(["schemas", "lint", str(path), "schemas.invoice:Invoice"], cli_env)
+    assert done.returncode == 0, done.stderr
+    assert "no_escape_hatch at answer" in done.stdout and "answer_before_reasoning at reasoning" in done.stdout
+    assert "schemas.invoice:Invoice: 0 warning(s)" in done.stdout
+    done = run_cli(["schemas", "lint", str(tmp_path / "missing.json")], cli_env)
+    assert done.returncode == 2 and "missing.json" in done.stderr

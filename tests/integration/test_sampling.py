@@ -1,0 +1,21 @@
+"""`model.sampling`: SamplingParams by name, validated before Ray starts, and passed to every request."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+
+@pytest.mark.slow  # imports vLLM
+def test_the_engine_passes_them_to_vllm_sampling_params() -> None:
+    pytest.importorskip("vllm")
+    from workers.engine import VllmEngine
+
+    engine = SimpleNamespace(sampling_options={})
+    VllmEngine.use_sampling(engine, {"repetition_penalty": 1.2, "seed": 3})
+    params = VllmEngine._sampling(engine, {"type": "object"}, 64, 0.0)
+    assert params.repetition_penalty == 1.2 and params.seed == 3 and params.max_tokens == 64
+    assert VllmEngine._sampling(SimpleNamespace(), None, 8, 0.0).repetition_penalty == 1.0  # none set: vLLM's own
+
+

@@ -1,0 +1,127 @@
+"""The house's rules, checked on the source: no import cycles, vLLM imported only under `workers/`, the run path
+free of the tools and the CLI, and the committed output's files named only in `pipeline/output/`."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("pipeline", "schemas", "workers")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            found[name] = path
+    return found
+
+
+def _imports(path: Path) -> Iterator[tuple[str, int]]:
+    """Every module an import statement names, anywhere in the file (function-local imports included: a cycle
+    kept alive by a local import is still a cycle), with its line."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            yield "." * node.level + (node.module or ""), node.lineno  # relative: refused below
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module, node.lineno
+            for alias in node.names:
+                yield f"{node.module}.{alias.name}", node.lineno
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    cycles: set[tuple[str, ...]] = set()
+
+    def walk(node: str, path: list[str], seen: set[str]) -> None:
+        for nxt in sorted(graph[node]):
+            if nxt in path:
+                cycle = path[path.index(nxt):]
+                first = cycle.index(min(cycle))
+                cycles.add(tuple(cycle[first:] + cycle[:first]))
+            elif nxt not in seen:
+                seen.add(nxt)
+                walk(nxt, [*path, nxt], seen)
+
+    for start in graph:
+        walk(start, [start], {start})
+    return [list(c) for c in sorted(cycles)]
+
+
+def test_the_packages_import_one_another_without_a_cycle():
+    modules = _modules()
+    graph = {name: {m for m, _ in _imports(path) if m in modules and m != name} for name, path in modules.items()}
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_vllm_is_imported_only_under_workers():
+    outside = [f"{path.relative_to(ROOT)}:{line}" for name, path in _modules().items()
+               if not name.startswith("workers") for module, line in _imports(path)
+               if module == "vllm" or module.startswith("vllm.")]
+    assert outside == []
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: {m for m, _ in _imports(path) if m in modules and m != name} for name, path in modules.items()}
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_imports_are_absolute_so_the_graph_sees_them():
+    relative = [f"{path.relative_to(ROOT)}:{line}" for path in _modules().values() for module, line in _imports(path)
+                if module.startswith(".")]
+    assert relative == []
+
+
+def test_the_run_path_never_imports_the_tools_or_the_cli():
+    """`pipeline.tools` (bench, evaluate, report, conformance, retry, synthetic) and `pipeline.cli` sit on top of
+    the run path: a run, its workers and its output never load them."""
+    graph = _graph()
+    lower = [m for m in graph
+             if not _in(m, "pipeline.tools") and not _in(m, "pipeline.cli") and m != "pipeline.__main__"]
+    wrong = sorted(f"{m} -> {dep}" for m in lower for dep in graph[m]
+                   if _in(dep, "pipeline.tools") or _in(dep, "pipeline.cli"))
+    assert wrong == []
+
+
+def test_only_the_cli_and_python_dash_m_import_the_cli():
+    graph = _graph()
+    wrong = sorted(f"{m} -> {dep}" for m, deps in graph.items() for dep in deps
+                   if _in(dep, "pipeline.cli") and not _in(m, "pipeline.cli") and m != "pipeline.__main__")
+    assert wrong == []
+
+
+def test_the_output_package_builds_on_the_run_paths_base_only():
+    """`pipeline.output` may use config, storage, partitions and units, never the run that drives it."""
+    graph = _graph()
+    above = ("pipeline.run", "pipeline.plan", "pipeline.routing", "pipeline.progress", "pipeline.submit",
+             "pipeline.summary", "pipeline.quality", "pipeline.lifecycle", "pipeline.lease")
+    wrong = sorted(f"{m} -> {dep}" for m in graph if _in(m, "pipeline.output") for dep in graph[m]
+                   if any(_in(dep, a) for a in above))
+    assert wrong == []
+
+
+OUTPUT_NAMES = {"_SUCCESS", "_partitions", "_staging", "_runs", "_lease.json", "manifest.json"}
+
+
+def test_the_outputs_files_are_named_only_in_the_output_package():
+    """No consumer finds committed files by surgery on a `_SUCCESS` or manifest path: they read `committed()`,
+    and every path under OUTPUT comes from `pipeline.output.layout.OutputLayout`."""
+    outside = sorted(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}" for name, path in _modules().items()
+                     if not _in(name, "pipeline.output") for node in ast.walk(ast.parse(path.read_text()))
+                     if isinstance(node, ast.Constant) and node.value in OUTPUT_NAMES)
+    assert outside == []
+    assert [str(path.relative_to(ROOT)) for name, path in _modules().items()
+            if not _in(name, "pipeline.output") and "_SUCCESS" in path.read_text()] == []
