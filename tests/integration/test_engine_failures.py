@@ -104,6 +104,9 @@ def test_when_the_restarts_are_used_up_the_run_stops_in_one_line_with_exit_3(tmp
     returncode, output, killed = _run_killing_the_engine_once(config, cli_env)
     assert killed, output[-3000:]
     assert returncode == exit_codes.ENGINE, output[-4000:]
-    last = output.strip().splitlines()[-1]
-    assert last.startswith("error: an extraction actor died and Ray's restarts (workers.max_restarts) are used up")
-    assert "staged units are kept" in last
+    # One error line. The run is verbose here (the test waits for actor.warm), so Ray may still print a late
+    # warning of its own after it; what the tool says is that one line, never a traceback of ours.
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, output[-4000:]
+    assert errors[0].startswith("error: an extraction actor died and Ray's restarts (workers.max_restarts) are used up")
+    assert "staged units are kept" in errors[0]
