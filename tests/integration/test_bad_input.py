@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from tests.conftest import run_cli, write_config, write_docs
-
-
-def _job(tmp_path, ids, **overrides):
-    docs = write_docs(tmp_path / "docs.parquet", ids, [f"Invoice {i}. Total 10.00 EUR." for i in range(len(ids))])
-    return write_config(tmp_path, **{"input.uri": str(docs), **overrides})
+from tests.conftest import run_cli, write_config
+from tests.unit.test_bad_input import _job
 
 
 def test_a_run_on_repeated_ids_is_one_line_and_exit_2(tmp_path, cli_env):

@@ -4,30 +4,18 @@ harness (2 benchmark subsets x 3 schemas with generation on the bundled model, 3
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from pipeline.tools import conformance as c
 from tests.conftest import run_cli
+from tests.unit.test_conformance import user_folder
 
 CORPORA = c.DEFAULT_CORPORA_ROOT
 needs_corpora = pytest.mark.skipif(not (CORPORA / c.BENCH).is_dir(), reason=f"no shared corpora at {CORPORA}")
 
 
 # -- pure logic ----------------------------------------------------------------------------------------
-
-def user_folder(tmp_path: Path) -> Path:
-    """A user's own folder of schemas, under a name of its own, with instances (no subset column)."""
-    folder = tmp_path / "receipts v2"
-    folder.mkdir()
-    (folder / "receipt.json").write_text(json.dumps({"type": "object", "properties": {"total": {"type": "number"}},
-                                                     "required": ["total"]}))
-    (folder / "tag.json").write_text(json.dumps({"type": "string", "enum": ["a", "b"]}))
-    (folder / "instances.jsonl").write_text(json.dumps({"id": "tag", "tests": [
-        {"description": "a", "valid": True, "data": "a"}, {"description": "c", "valid": False, "data": "c"}]}) + "\n")
-    return folder
-
 
 @pytest.mark.engine
 def test_the_cli_checks_a_users_folder(tmp_path, cli_env):

@@ -2,42 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pipeline.config import load_config
-from schemas.contract import SchemaContract
+from tests.unit.test_examples import job, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
-def invoice() -> SchemaContract:
-    return SchemaContract.from_model_ref("schemas.invoice:Invoice", ROOT)
-
-
-def write_jsonl(path: Path, entries: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
-    return path
-
-
-def job(tmp_path: Path, schema: dict, examples: list[dict], **extra) -> Path:
-    (tmp_path / "schema.json").write_text(json.dumps(schema))
-    write_jsonl(tmp_path / "examples.jsonl", examples)
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.table({"doc_id": ["d1"], "text": ["Code: 123"]}), tmp_path / "in.parquet")
-    config = {"name": "ex", "input": {"uri": "in.parquet"}, "schema_file": "schema.json",
-              "prompt": "Extract.\n{document}", "examples": "examples.jsonl", "output": {"uri": "out"},
-              "model": {"max_tokens": 16}, **extra}
-    path = tmp_path / "extract.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
 # XGrammar full-matches `pattern`; JSON Schema searches it. "INV-123" holds a digit run, so it is valid,
 # but the grammar only lets the model write strings that are all digits.
 PATTERN_SCHEMA = {"type": "object", "properties": {"code": {"type": "string", "pattern": "[0-9]+"}},

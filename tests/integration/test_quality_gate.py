@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from pipeline import exit_codes
-from pipeline.config import OutputConfig
 from tests.conftest import run_cli, write_config
-
-
-def run(rows: int, dead: int, truncated: int = 0) -> SimpleNamespace:
-    return SimpleNamespace(rows=rows, dead_letters=dead, dead_letters_by_reason={"truncated": truncated} if truncated
-                           else {}, status="committed")
-
-
-def bar(**keys) -> OutputConfig:
-    return OutputConfig(uri="out", **keys)
 
 
 @pytest.mark.engine

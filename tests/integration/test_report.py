@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -18,11 +15,11 @@ from pipeline.tools.report import (
     CHART_FILES,
     COLORS,
     ROW,
-    Outcome,
     load_run,
     write_index,
 )
 from tests.conftest import SAMPLE, run_cli, write_config, write_docs
+from tests.unit.test_report import check_r1, chromium, write_output
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -36,58 +33,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 # ---------------------------------------------------------------- token budget and run choice
 
 
-def outcome(kind: str, output_tokens: int | None = None, error: dict | None = None) -> Outcome:
-    return Outcome("d", kind, None, 100, output_tokens, json.dumps(error) if error else None)
-
-
 # ---------------------------------------------------------------- reading an output (real Parquet, no engine)
-
-
-def _write_partition(root: Path, label: str, run_id: str, rows: pa.Table, dead: pa.Table) -> None:
-    key = "" if label == "all" else f"dt={label}"
-    files = {}
-    for kind, table in (("rows", rows), ("dead_letters", dead)):
-        path = root / kind / key / "part-0.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, path)
-        files[kind] = str(path).replace(str(root), "/somewhere/else/out")  # the run wrote elsewhere
-    meta = root / "_partitions" / (key or "all")
-    meta.mkdir(parents=True)
-    (meta / "manifest.json").write_text(json.dumps({"partition": label, "run_id": run_id, "files": files}))
-    (meta / "_SUCCESS").write_text("")
-
-
-def write_output(tmp_path: Path) -> Path:
-    """Two days written by run r1; day 2 then rewritten by run r2. Rows in the old format (no token
-    columns), and manifests naming the folder the runs wrote to, not where the output is now."""
-    at = pa.array([datetime(2026, 11, 1, 3, 0, 5, tzinfo=timezone.utc)] * 2, pa.timestamp("us", tz="UTC"))
-    old_rows = pa.table({"ticket": ["a", "b"], "_run_id": ["r1", "r1"], "_extracted_at": at})  # no token columns
-    dead = pa.table({"ticket": ["c", "d"], "reason": ["truncated", "semantic_invalid"],
-                     "error": ['{"message": "output hit the token limit after 64 tokens"}', None],
-                     "raw_output": ['{"ticket": "<b>bold</b>', None],
-                     "prompt_tokens": [50, 60], "output_tokens": [64, 30], "run_id": ["r1", "r2"],
-                     "failed_at": at})
-    _write_partition(tmp_path, "2026-11-01", "r1", old_rows, dead.slice(0, 1))
-    _write_partition(tmp_path, "2026-11-02", "r2", old_rows.slice(0, 1), dead.slice(1, 1))  # rewritten by r2
-    runs = tmp_path / "_runs"
-    runs.mkdir()
-    for run_id, day in (("r1", 1), ("r2", 2)):
-        (runs / f"{run_id}.json").write_text(json.dumps({
-            "run_id": run_id, "started_at": f"2026-11-0{day}T03:00:00+00:00", "input_rows": 3,
-            "output_uri": "/somewhere/else/out", "rows": 2, "dead_letters_by_reason": {"truncated": 1},
-            "partitions": [{"partition": "2026-11-01", "status": "committed"},
-                           {"partition": "2026-11-02", "status": "committed"}] if run_id == "r1" else
-                          [{"partition": "2026-11-02", "status": "committed"}]}))
-    return tmp_path
-
-
-def check_r1(data) -> None:
-    got = sorted((o.doc_id, o.outcome) for o in data.outcomes)
-    # Day 1 is r1's commit: everything. Day 2 was rewritten by r2: only records still carrying r1's id.
-    assert got == [("a", ROW), ("a", ROW), ("b", ROW), ("c", "truncated")]
-    assert any("since rewritten by r2" in n for n in data.notes)
-    assert any("no token counts" in n for n in data.notes)
-    assert not data.rows_have_tokens
 
 
 @pytest.mark.slow
@@ -208,16 +154,6 @@ def test_report_run_selection_and_default_folder(sample_run, cli_env_module):
     missing = run_cli(["report", str(sample_run["output"]), "--run", "no-such-run"], cli_env_module, cwd=cwd)
     assert missing.returncode == 1
     assert "error: run 'no-such-run' not found under" in missing.stderr
-
-
-def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `bash infra/install-chromium.sh` (as root) to install Debian's "
-                    "chromium for the report rendering check")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--hide-scrollbars", "--force-device-scale-factor=1", f"--user-data-dir={profile}"]
-    return subprocess.run([str(CHROMIUM), *flags, *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.engine
