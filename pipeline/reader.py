@@ -1,9 +1,9 @@
-"""The read stage: one block per unit, each row tagged with its unit.
+"""The read stage: one read task per `batch_size` rows of a unit, each row tagged with its unit.
 
-A unit is the grain the driver stages, so it is also the grain that flows: one unit is one input
-block, hence one actor task, whose outcomes reach the driver as soon as that unit is done (Ray Data
-would otherwise merge a task's small outputs into one block and release them only at its end).
-Consecutive units of one row group are cut from a single read of it, cached per worker process.
+A unit is the grain the driver stages and commits; its slices keep its id, so the driver accounts and stages
+whole units while the documents flow batch by batch (a small task per slice, so Ray Data does not merge a
+unit's outputs into one block released only at its end). Consecutive slices of one row group are cut from a
+single read of it, cached per worker process.
 
 One bad document is one dead letter, never a failed block: a value of the id, text or schema column that is
 not valid UTF-8, or a row group whose text pages cannot be read (corrupt data pages under an intact footer),

@@ -1,7 +1,8 @@
 """The engine adapter: one vLLM `LLM`, generating under a JSON Schema grammar (XGrammar backend).
 
 The rest of the project talks to `VllmEngine` only: token counting for the context check, one
-warm-up per schema, and batched constrained generation. vLLM is imported here and nowhere else.
+warm-up per schema, and batched constrained generation. vLLM is imported only under `workers/`
+(`tests/unit/test_architecture.py` checks it).
 """
 
 from __future__ import annotations

@@ -57,6 +57,11 @@ class Engine(Protocol):
 
     def warm(self, json_schema: dict[str, Any]) -> float: ...
 
+    def compile(self, json_schema: dict[str, Any]) -> float | None:
+        """Compile a grammar beside a busy engine (seconds, or None where the engine cannot): optional, an engine
+        without it has its grammars compiled by the rows' own requests (`BatchExtractor.warm`)."""
+        ...
+
     def generate(
         self, prompts: list[list[int]], json_schemas: Sequence[dict[str, Any] | None], max_tokens: int,
         temperature: float, seeds: Sequence[int | None] | None = None,

@@ -10,6 +10,7 @@ from typing import Any
 from pipeline.cli.options import config_options, overrides
 from pipeline.config import ConfigError, load_config
 from pipeline.partition import day_range, is_templated, parse_day
+from workers.classify import DEAD_LETTER_REASONS
 
 
 def retry_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -57,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("retry", parents=[config_options()],
                        help="reprocess dead letters with new settings; recovered documents move to rows in one "
                        "atomic commit per partition")
-    p.add_argument("--reason", action="append", required=True,
+    p.add_argument("--reason", action="append", required=True, choices=DEAD_LETTER_REASONS, metavar="REASON",
                    help="dead-letter reason to retry, e.g. truncated (repeatable)")
     p.add_argument("--max-tokens", type=int, help="overrides model.max_tokens for the retry")
     p.add_argument("--model", help="overrides model.path for the retry (a Hugging Face id or folder)")

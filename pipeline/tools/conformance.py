@@ -90,7 +90,7 @@ def share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def percentile(values: Iterable[float], q: float) -> float | None:
+def nearest_rank(values: Iterable[float], q: float) -> float | None:
     """Nearest-rank percentile (q in (0, 1]); None for no values."""
     ordered = sorted(values)
     if not ordered:
@@ -722,7 +722,7 @@ def summarize_bench(items: list[dict[str, Any]]) -> dict[str, Any]:
 def compile_times(items: list[dict[str, Any]], backend: str) -> dict[str, Any]:
     """p50/p99 compile seconds over the schemas this backend compiled."""
     seconds = [i["compile"][backend]["seconds"] for i in items if i["compile"].get(backend, {}).get("ok")]
-    return {"n": len(seconds), "p50": percentile(seconds, 0.5), "p99": percentile(seconds, 0.99)}
+    return {"n": len(seconds), "p50": nearest_rank(seconds, 0.5), "p99": nearest_rank(seconds, 0.99)}
 
 
 def agreement_sum(tallies: list[dict[str, Any]]) -> dict[str, Any]:

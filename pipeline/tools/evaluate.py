@@ -568,7 +568,7 @@ class RunOutput:
     schemas: dict[str, dict[str, Any]]  # per-row-schema jobs: each document's schema
 
 
-def committed_manifests(loaded: LoadedConfig, storage: Storage) -> list[dict[str, Any]]:
+def committed_partition_manifests(loaded: LoadedConfig, storage: Storage) -> list[dict[str, Any]]:
     """The committed partitions' manifests (`pipeline.manifest.committed`), files resolved to full paths."""
     root = loaded.output_uri
     return [{**asdict(m), "files": {k: m.uri(k, root) for k in m.files}} for m in committed(storage, root)]
@@ -641,7 +641,7 @@ def output_of_run(loaded: LoadedConfig, run_ids: str | list[str]) -> RunOutput:
     Several runs are scored together when each committed some of the partitions, e.g. one day each.
     """
     storage = storage_for(loaded.output_uri, loaded.s3_settings)
-    committed = committed_manifests(loaded, storage)
+    committed = committed_partition_manifests(loaded, storage)
     manifests = []
     for run_id in [run_ids] if isinstance(run_ids, str) else run_ids:
         mine = [m for m in committed if m.get("run_id") == run_id]
@@ -658,7 +658,7 @@ def output_of_run(loaded: LoadedConfig, run_ids: str | list[str]) -> RunOutput:
 def output_of_labels(loaded: LoadedConfig, labels: set[str], run_id: str) -> RunOutput:
     """The committed partitions a fresh run committed or skipped; a skipped one must match this config."""
     storage = storage_for(loaded.output_uri, loaded.s3_settings)
-    manifests = [m for m in committed_manifests(loaded, storage) if m.get("partition") in labels]
+    manifests = [m for m in committed_partition_manifests(loaded, storage) if m.get("partition") in labels]
     for m in manifests:
         if m.get("run_id") != run_id and m.get("output_hash") != loaded.output_hash:
             raise EvalError(

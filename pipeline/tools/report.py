@@ -60,7 +60,7 @@ class ReportError(RuntimeError):
 
 
 @dataclass
-class Outcome:
+class RecordOutcome:
     """One document's outcome, reduced to what the report needs."""
 
     doc_id: str
@@ -76,7 +76,7 @@ class Outcome:
 @dataclass
 class RunData:
     record: dict[str, Any]
-    outcomes: list[Outcome]
+    outcomes: list[RecordOutcome]
     output_uri: str
     notes: list[str] = field(default_factory=list)
     rows_have_tokens: bool = False
@@ -129,7 +129,7 @@ def _partition_states(record: dict[str, Any]) -> str:
     return ", ".join(f"{n} {s}" for s, n in states.items()) or "no partitions"
 
 
-def committed_manifests(storage: Storage, output_uri: str) -> dict[str, dict[str, Any]]:
+def committed_by_partition(storage: Storage, output_uri: str) -> dict[str, dict[str, Any]]:
     """Partition label → manifest (`pipeline.manifest.committed`), its files resolved under `output_uri`."""
     return {m.partition: {**asdict(m), "files": {k: m.uri(k, output_uri) for k in m.files}}
             for m in committed(storage, output_uri)}
@@ -161,12 +161,12 @@ DEAD_COLUMNS = {"reason": "reason", "error": "error", "run_id": "run_id", "faile
                 "raw_output": "raw_output"}
 
 
-def _outcomes(table: pa.Table, outcome: str | None) -> list[Outcome]:
+def _outcomes(table: pa.Table, outcome: str | None) -> list[RecordOutcome]:
     columns = {name: table.column(name).to_pylist() for name in table.column_names}
     n = table.num_rows
     empty = [None] * n
     return [
-        Outcome(
+        RecordOutcome(
             doc_id=str(columns["doc_id"][i]),
             outcome=outcome or str(columns["reason"][i]),
             at=columns.get("at", empty)[i],
@@ -188,7 +188,7 @@ def load_run(output_uri: str, run_id: str | None = None, settings: S3Settings | 
     data = RunData(record=record, outcomes=[], output_uri=output_uri, notes=[note] if note else [])
     if record.get("error"):
         data.notes.append(f"the run failed: {record['error']}")
-    manifests = committed_manifests(storage, output_uri)
+    manifests = committed_by_partition(storage, output_uri)
     recorded_root = str(record.get("output_uri", ""))
     for part in record.get("partitions", []):
         label = str(part.get("partition"))
@@ -397,7 +397,7 @@ class TokenBudget:
     max_model_len: int | None = None
 
 
-def token_budget(record: dict[str, Any], outcomes: Sequence[Outcome]) -> TokenBudget:
+def token_budget(record: dict[str, Any], outcomes: Sequence[RecordOutcome]) -> TokenBudget:
     """The run's `max_tokens`: from the run record when it has it; else from an `input_too_long` dead
     letter (its error names the budget); else the length of a truncated output (truncation means the
     output reached the limit); else only the largest output seen, which is a lower bound."""
@@ -444,13 +444,13 @@ def _as_utc(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
-def counts_by_outcome(outcomes: Sequence[Outcome]) -> list[tuple[str, int]]:
+def counts_by_outcome(outcomes: Sequence[RecordOutcome]) -> list[tuple[str, int]]:
     counts = Counter(o.outcome for o in outcomes)
     ordered = sorted((k for k in counts if k != ROW), key=_reason_rank)
     return [(ROW, counts.get(ROW, 0)), *((k, counts[k]) for k in ordered)]
 
 
-def percentile(values: Sequence[int], q: float) -> float | None:
+def interpolated_percentile(values: Sequence[int], q: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
@@ -736,7 +736,7 @@ class DeadSample:
     output_tokens: int | None
 
 
-def dead_samples(outcomes: Sequence[Outcome], per_reason: int = 3) -> dict[str, list[DeadSample]]:
+def dead_samples(outcomes: Sequence[RecordOutcome], per_reason: int = 3) -> dict[str, list[DeadSample]]:
     """For each reason, the first few dead letters with their raw output."""
     out: dict[str, list[DeadSample]] = {}
     for o in outcomes:
@@ -946,7 +946,8 @@ def write_charts(report: Report, out_dir: Path) -> dict[str, Path]:
 def token_stats(values: Sequence[int]) -> str:
     if not values:
         return "—"
-    return (f"p50 {percentile(values, 0.5):.0f} · p95 {percentile(values, 0.95):.0f} · max {max(values)}")
+    p50, p95 = interpolated_percentile(values, 0.5), interpolated_percentile(values, 0.95)
+    return f"p50 {p50:.0f} · p95 {p95:.0f} · max {max(values)}"
 
 
 def near_limit(report: Report, share: float = 0.9) -> tuple[int, int]:

@@ -230,7 +230,7 @@ def conform(table: pa.Table, schema: pa.Schema, fill: dict[str, Any] | None = No
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def dead_letter_schema(old: pa.Schema, new: pa.Schema) -> pa.Schema:
+def merged_dead_letter_schema(old: pa.Schema, new: pa.Schema) -> pa.Schema:
     """The merged dead-letter layout: the partition's columns, then any the new outcomes add (nullable),
     then `attempts` if neither has it."""
     fields = list(old)
@@ -300,7 +300,7 @@ def _write_merged(storage: Storage, scratch: str, state: _State, recovered: pa.T
     old_rows = pq.ParquetFile(storage.arrow_path(state.rows_file), filesystem=fs)
     old_dead = pq.ParquetFile(storage.arrow_path(state.dead_file), filesystem=fs)
     rows_schema = old_rows.schema_arrow
-    dead_schema = dead_letter_schema(old_dead.schema_arrow, still_dead.schema)
+    dead_schema = merged_dead_letter_schema(old_dead.schema_arrow, still_dead.schema)
     candidates = pa.array(state.candidates, dead_schema.field(id_column).type)
     written = _Written()
     with storage.atomic_output(rows_path, scratch) as rows_tmp, storage.atomic_output(dead_path, scratch) as dead_tmp:

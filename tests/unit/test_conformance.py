@@ -20,10 +20,10 @@ needs_corpora = pytest.mark.skipif(not (CORPORA / c.BENCH).is_dir(), reason=f"no
 
 def test_percentile_is_nearest_rank():
     values = [float(v) for v in range(100, 0, -1)]
-    assert c.percentile(values, 0.5) == 50.0
-    assert c.percentile(values, 0.99) == 99.0
-    assert c.percentile([0.3], 0.99) == 0.3
-    assert c.percentile([], 0.5) is None
+    assert c.nearest_rank(values, 0.5) == 50.0
+    assert c.nearest_rank(values, 0.99) == 99.0
+    assert c.nearest_rank([0.3], 0.99) == 0.3
+    assert c.nearest_rank([], 0.5) is None
 
 
 def test_verdict_from_rejected_invalid_instances():

@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.tools.report import (
     ROW,
-    Outcome,
+    RecordOutcome,
     ReportError,
     bin_times,
     bin_width,
@@ -112,10 +112,10 @@ def test_field_errors_count_documents_per_field_path_with_their_messages():
 
 def test_dead_samples_keep_raw_output_per_reason_truncated_with_a_marker():
     long = "{" + "x" * 2000
-    outcomes = [Outcome("a", "truncated", None, 1, 512, json.dumps({"message": "cut"}), raw_output=long),
-                Outcome("b", "truncated", None, 1, 512, None, raw_output="<script>alert(1)</script>"),
-                Outcome("c", ROW, None, 1, 10),
-                Outcome("d", "empty_input", None, None, None, json.dumps({"message": "no text"}))]
+    outcomes = [RecordOutcome("a", "truncated", None, 1, 512, json.dumps({"message": "cut"}), raw_output=long),
+                RecordOutcome("b", "truncated", None, 1, 512, None, raw_output="<script>alert(1)</script>"),
+                RecordOutcome("c", ROW, None, 1, 10),
+                RecordOutcome("d", "empty_input", None, None, None, json.dumps({"message": "no text"}))]
     samples = dead_samples(outcomes, per_reason=5)
     assert list(samples) == ["truncated", "empty_input"]
     first = samples["truncated"][0]
@@ -178,8 +178,8 @@ def test_bin_times_handles_times_before_the_start_and_empty_input():
 # ---------------------------------------------------------------- token budget and run choice
 
 
-def outcome(kind: str, output_tokens: int | None = None, error: dict | None = None) -> Outcome:
-    return Outcome("d", kind, None, 100, output_tokens, json.dumps(error) if error else None)
+def outcome(kind: str, output_tokens: int | None = None, error: dict | None = None) -> RecordOutcome:
+    return RecordOutcome("d", kind, None, 100, output_tokens, json.dumps(error) if error else None)
 
 
 def test_token_budget_prefers_the_record_then_the_error_then_truncation():

@@ -152,3 +152,14 @@ def test_a_forced_rerun_after_a_retry_replaces_its_files(committed):
 def test_every_committed_day_is_found(committed):
     _, loaded, storage, layout, p = committed
     assert committed_days(storage, layout, is_templated(loaded.input_uri)) == [p.day]
+
+
+def test_retry_refuses_a_reason_that_is_no_dead_letter_reason(capsys):
+    """A typo would retry nothing: argparse refuses it in one line, naming the reasons there are."""
+    from pipeline.cli.main import parser
+
+    assert parser().parse_args(["retry", "x.yaml", "--reason", "truncated"]).reason == ["truncated"]
+    with pytest.raises(SystemExit) as exit_:
+        parser().parse_args(["retry", "x.yaml", "--reason", "truncatd"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'truncatd'" in capsys.readouterr().err
