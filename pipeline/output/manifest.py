@@ -164,13 +164,6 @@ class RunManifest:
     kind: str = "run"  # run | retry
     extra: dict[str, Any] = field(default_factory=dict)  # keys a kind adds (a retry's settings)
 
-    def check_accounting(self) -> None:
-        if self.input_rows != self.rows + self.dead_letters:
-            raise AccountingError(
-                f"accounting failed: input_rows {self.input_rows} != "
-                f"rows {self.rows} + dead_letters {self.dead_letters}"
-            )
-
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         return {**{k: v for k, v in out.items() if k != "extra"}, **self.extra}
