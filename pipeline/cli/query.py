@@ -1,10 +1,13 @@
-"""`extract query CONFIG SQL`: SQL (DuckDB) over the committed output, as views `rows` and `dead_letters`."""
+"""`extract query CONFIG|OUTPUT SQL`: SQL (DuckDB) over the committed output, as views `rows` and `dead_letters`.
+
+Like `extract report`, it takes the job's extract.yaml or the output folder (or s3:// prefix) itself."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from pipeline.cli.options import config_options, overrides
 from pipeline.config import load_config
@@ -13,9 +16,15 @@ from pipeline.config import load_config
 def cmd_query(args: argparse.Namespace) -> int:
     from pipeline.output.query import NothingCommittedError, run_query
 
-    loaded = load_config(args.config, overrides(args))
+    target = args.config
+    if target.endswith((".yaml", ".yml")) or Path(target).is_file():
+        target = load_config(target, overrides(args))
+    elif args.set:
+        print("error: --set applies to a config; this is an output folder (query it through its extract.yaml "
+              "to use the job's storage settings)", file=sys.stderr)
+        return 2
     try:
-        relation = run_query(loaded, args.sql)
+        relation = run_query(target, args.sql)
     except NothingCommittedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -34,7 +43,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    query = sub.add_parser("query", parents=[config_options()],
+    query = sub.add_parser("query", parents=[config_options("the job's extract.yaml, or its output folder or "
+                                                            "s3:// prefix")],
                            help="SQL over the committed output: views `rows` and `dead_letters`")
     query.add_argument("sql", help="a DuckDB query, e.g. \"SELECT reason, count(*) FROM dead_letters GROUP BY 1\"")
     query.add_argument("--format", choices=["table", "csv", "json"], default="table",

@@ -15,37 +15,43 @@ import pyarrow.dataset as pads
 from pipeline.config import LoadedConfig
 from pipeline.output.layout import KINDS
 from pipeline.output.manifest import committed
-from pipeline.storage import Storage, is_s3, join, storage_for
+from pipeline.storage import S3Settings, Storage, is_s3, join, storage_for
 
 
 class NothingCommittedError(LookupError):
     """The output has no committed partition to query."""
 
 
-def committed_files(loaded: LoadedConfig, storage: Storage) -> dict[str, list[str]]:
-    manifests = committed(storage, loaded.output_uri)
+def committed_files(output_uri: str, storage: Storage) -> dict[str, list[str]]:
+    manifests = committed(storage, output_uri)
     if not manifests:
-        raise NothingCommittedError(f"no committed partition under {loaded.output_uri}")
-    return {kind: [m.uri(kind, loaded.output_uri) for m in manifests] for kind in KINDS}
+        raise NothingCommittedError(f"no committed partition under {output_uri}")
+    return {kind: [m.uri(kind, output_uri) for m in manifests] for kind in KINDS}
 
 
-def connect(loaded: LoadedConfig) -> duckdb.DuckDBPyConnection:
-    storage = storage_for(loaded.output_uri, loaded.s3_settings)
-    files = committed_files(loaded, storage)
+def connect(target: LoadedConfig | str, s3_settings: S3Settings | None = None) -> duckdb.DuckDBPyConnection:
+    """DuckDB over a job's committed output: `target` is its loaded config, or the output folder / s3:// prefix
+    itself (with `s3_settings` for an endpoint other than AWS's)."""
+    if isinstance(target, LoadedConfig):
+        output_uri, s3_settings = target.output_uri, target.s3_settings
+    else:
+        output_uri = target
+    storage = storage_for(output_uri, s3_settings)
+    files = committed_files(output_uri, storage)
     con = duckdb.connect()
-    if is_s3(loaded.output_uri):
+    if is_s3(output_uri):
         fs = storage.arrow_fs()
         for kind in KINDS:
             dataset = pads.dataset(
                 [storage.arrow_path(f) for f in files[kind]], filesystem=fs, format="parquet",
-                partitioning="hive", partition_base_dir=storage.arrow_path(join(loaded.output_uri, kind)),
+                partitioning="hive", partition_base_dir=storage.arrow_path(join(output_uri, kind)),
             )
             con.register(f"_{kind}_dataset", dataset)
             con.execute(f"CREATE VIEW {kind} AS SELECT * FROM _{kind}_dataset")
     else:
         # `dt` from the partition folder below the output root only: hive partitioning would also turn a `k=v`
         # folder above it (…/currency=FAKE/out) into a column, overwriting a real one.
-        below = len(loaded.output_uri.rstrip("/")) + 2
+        below = len(output_uri.rstrip("/")) + 2
         for kind in KINDS:
             listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files[kind])
             dated = any("/dt=" in f[below - 2:] for f in files[kind])
@@ -56,5 +62,5 @@ def connect(loaded: LoadedConfig) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def run_query(loaded: LoadedConfig, sql: str) -> duckdb.DuckDBPyRelation | None:
-    return connect(loaded).sql(sql)
+def run_query(target: LoadedConfig | str, sql: str) -> duckdb.DuckDBPyRelation | None:
+    return connect(target).sql(sql)

@@ -51,3 +51,18 @@ def test_query_reads_partition_keys_only_below_the_output_root(tmp_path):
     con = connect(load_config(cfg))
     assert con.sql("SELECT doc_id, currency, dt FROM rows").fetchall() == [("a", "USD", date(2026, 11, 1))]
     assert con.sql("SELECT count(*) FROM dead_letters").fetchall() == [(0,)]
+
+
+def test_query_takes_the_output_folder_as_well_as_the_config(tmp_path, capsys):
+    from pipeline.cli.main import parser
+    from pipeline.cli.query import cmd_query
+
+    (tmp_path / "in").mkdir()
+    write_docs(tmp_path / "in" / "2026-11-01.parquet", ["a"], ["A-1 1.0"])
+    output = tmp_path / "out"
+    cfg = write_config(tmp_path, **{"input.uri": str(tmp_path / "in" / "{date}.parquet"), "output.uri": str(output)})
+    commit_one(cfg, date(2026, 11, 1), "a")
+    assert connect(str(output)).sql("SELECT doc_id, dt FROM rows").fetchall() == [("a", date(2026, 11, 1))]
+    for target in (str(cfg), str(output)):
+        assert cmd_query(parser().parse_args(["query", target, "SELECT doc_id FROM rows", "--format", "json"])) == 0
+        assert capsys.readouterr().out.strip().splitlines()[-1] == '{"doc_id": "a"}'
