@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -74,7 +75,14 @@ def _from_job_folder(module_name: str, search_path: Path | None) -> ModuleType |
     if search_path is None:
         return None
     base = Path(search_path).joinpath(*module_name.split("."))
-    if not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()):
+    candidate = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+    if not candidate.is_file():
+        return None
+    try:  # the very file its plain name imports (a job beside our own schemas/): one module, one registration
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin and Path(spec.origin).resolve() == candidate.resolve():
         return None
     folder = str(Path(search_path).resolve())
     root = f"_extract_job_{hashlib.sha256(folder.encode()).hexdigest()[:12]}"
