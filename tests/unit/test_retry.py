@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import date, datetime, timezone
+from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +25,7 @@ from pipeline.storage import storage_for
 from pipeline.tools.retry import committed_days, load_state, merge_partition
 from pipeline.units import plan_partition
 from tests.conftest import s3_client, write_config, write_docs
+from tests.fixtures.commits import outcomes
 
 
 def state_of(cfg: Path) -> dict:
@@ -38,24 +39,9 @@ def state_of(cfg: Path) -> dict:
 
 
 def _outcomes(contract_hash: str, rows: dict[str, dict], dead: dict[str, str], run_id: str) -> pa.Table:
-    """Outcome rows as the actors emit them (the columns of workers.extractor.OUTCOME_FIELDS)."""
-    ids = [*rows, *dead]
-    now = datetime.now(timezone.utc)
-    n = len(ids)
-    return pa.table({
-        "doc_id": ids,
-        "_kind": ["row"] * len(rows) + ["dead_letter"] * len(dead),
-        "_record": [json.dumps(r) for r in rows.values()] + [None] * len(dead),
-        "_reason": [None] * len(rows) + list(dead.values()),
-        "_error": [None] * len(rows) + ['{"message": "x"}'] * len(dead),
-        "_raw_output": ["{}"] * n,
-        "_finish_reason": ["stop"] * n,
-        "_prompt_tokens": pa.array([10] * n, pa.int64()),
-        "_output_tokens": pa.array([5] * n, pa.int64()),
-        "_schema_hash": [contract_hash] * n,
-        "_extracted_at": pa.array([now] * n, pa.timestamp("us", tz="UTC")),
-        "_run_id": [run_id] * n,
-    })
+    """Outcome rows as the actors emit them (`tests.fixtures.commits.outcomes`), with the run they belong to."""
+    table = outcomes(contract_hash, rows, dead)
+    return table.append_column("_run_id", pa.array([run_id] * table.num_rows, pa.string()))
 
 
 INVOICE = {"invoice_number": "A-1", "vendor": {"name": "Acme", "address": None}, "customer": None,
