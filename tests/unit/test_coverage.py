@@ -1,29 +1,11 @@
-"""Compile coverage (`workers.compiler`): real vLLM request validation and real grammar compilation
-against the bundled model's tokenizer, in a child process with a hard timeout. No engine is started."""
+"""Compile coverage (`workers.compiler`), the pure part: which backend enforces which keyword. The real
+compilations in a child process are in tests/integration/test_coverage.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from workers.compiler import (
-    SchemaCompiler,
-    enforced_by,
-    unenforced_keywords,
-)
-
-
-# Several keywords per backend, with each status represented: enforced, ignored, rejected.
-@pytest.fixture(scope="module")
-def model_path() -> str:
-    from workers.bundled_model import resolve_model_path
-
-    return resolve_model_path("bundled")
-
-
-@pytest.fixture(scope="module")
-def compiler(model_path: str):
-    with SchemaCompiler(model_path, timeout_s=120) as shared:
-        yield shared
+from workers.compiler import enforced_by, unenforced_keywords
 
 
 def test_enforced_by_names_formats_nothing_checks() -> None:
