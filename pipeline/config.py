@@ -146,6 +146,8 @@ class SchemaPolicyConfig(_Strict):
     # Opt-in: bound unbounded strings / arrays in the grammar only (the post-check keeps the schema as written).
     max_string_length: int | None = Field(default=None, gt=0)
     max_array_items: int | None = Field(default=None, gt=0)
+    # Fields the schema marks `x-grounded` get, per document, an enum of the values it writes (schemas.grounding).
+    grounding: bool = True
 
 
 class StorageConfig(_Strict):
@@ -283,7 +285,7 @@ class LoadedConfig:
             ref = self.config.examples
             found = load_examples_file(Path(_resolve_local(ref, self.base_dir))) if ref else \
                 model_examples(self.contract)
-            return check_examples(found, self.contract)
+            return check_examples(found, self.contract, self.config.schema_policy.grounding)
         except ExampleError as exc:
             raise ConfigError(f"{self.path}: examples: {exc}") from None
 
@@ -320,14 +322,22 @@ class LoadedConfig:
         if cfg.input.schema_column is not None:
             table_hash = hashlib.sha256(json.dumps(self.schema_table, sort_keys=True).encode()).hexdigest()[:16]
             return SchemaContract.for_rows(cfg.name, f"input.schema_column: {cfg.input.schema_column}", table_hash)
+        from schemas.grounding import bad_marks
+
+        key = "schema" if cfg.schema_ref is not None else "schema_file"
         try:
             if cfg.schema_ref is not None:
-                return SchemaContract.from_model_ref(cfg.schema_ref, self.base_dir)
-            assert cfg.schema_file is not None
-            return SchemaContract.from_file(Path(_resolve_local(cfg.schema_file, self.base_dir)), self.schema_limits)
+                contract = SchemaContract.from_model_ref(cfg.schema_ref, self.base_dir)
+            else:
+                assert cfg.schema_file is not None
+                contract = SchemaContract.from_file(Path(_resolve_local(cfg.schema_file, self.base_dir)),
+                                                    self.schema_limits)
         except (SchemaNotFoundError, ValueError) as exc:
-            key = "schema" if cfg.schema_ref is not None else "schema_file"
             raise ConfigError(f"{self.path}: {key}: {exc}") from exc
+        marks = bad_marks(contract.json_schema)
+        if marks:
+            raise ConfigError(f"{self.path}: {key}: {marks[0]}")
+        return contract
 
     @property
     def s3_settings(self) -> S3Settings:
@@ -344,9 +354,12 @@ class LoadedConfig:
         model = cfg.model.model_dump()
         if cfg.model.retry.attempts == 1:  # one attempt is the behaviour from before model.retry: the same hash
             model.pop("retry")
+        policy = cfg.schema_policy.model_dump()
+        if policy["grounding"]:  # the default, and all there was before the key: the same hash
+            policy.pop("grounding")
         return {"schema": self.contract.hash, "model": model, "prompt": cfg.prompt,
                 "prompting": prompting, "id": cfg.input.id_column, "text": cfg.input.text_column,
-                "policy": cfg.schema_policy.model_dump()}
+                "policy": policy}
 
     @property
     def output_hash(self) -> str:

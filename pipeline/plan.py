@@ -74,6 +74,7 @@ def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = 
         sampling=cfg.model.sampling.options(),
         retry=cfg.model.retry.policy(cfg.model.temperature, cfg.model.sampling.seed),
         grammar_bounds=(cfg.schema_policy.max_string_length, cfg.schema_policy.max_array_items),
+        grounding=cfg.schema_policy.grounding,
     )
 
 

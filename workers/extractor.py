@@ -23,6 +23,7 @@ import pyarrow as pa
 import structlog
 
 from schemas.contract import SchemaContract
+from schemas.grounding import ground
 from workers.classify import (
     INVALID_INPUT_COLUMN,
     Outcome,
@@ -235,7 +236,7 @@ class BatchExtractor:
                   texts: Sequence[str | None], temperature: float,
                   seeds: list[int] | None = None) -> list[Outcome] | Exception:
         """One attempt: an outcome per prompt, or the (non-fatal) exception that failed the whole generation."""
-        grammars = [c.json_schema if self.spec.constrained else None for c in contracts]
+        grammars = [self._grammar(c, text) for c, text in zip(contracts, texts, strict=True)]
         seeded = {"seeds": seeds} if seeds is not None else {}  # only a resampling attempt seeds each request
         try:
             generations = self.engine.generate(prompts, grammars, self.spec.max_tokens, temperature, **seeded)
@@ -252,6 +253,13 @@ class BatchExtractor:
             outcome.extra["schema_hash"] = contract.hash
             outcomes.append(outcome)
         return outcomes
+
+    def _grammar(self, contract: SchemaContract, text: str | None) -> dict[str, Any] | None:
+        """The schema this document's output is decoded under: none for free generation; with grounding, the
+        contract's `x-grounded` fields narrowed to the values this document writes."""
+        if not self.spec.constrained:
+            return None
+        return ground(contract.json_schema, text) if self.spec.grounding else contract.json_schema
 
     def _attempts(self, ids: list[Any], texts: list[str | None], chats: list[str | Chat],
                   prompts: list[list[int]], contracts: list[SchemaContract]) -> list[Outcome]:

@@ -56,3 +56,4 @@ class ExtractionSpec:
     sampling: dict[str, Any] = field(default_factory=dict)
     grammar_bounds: tuple[int | None, int | None] = (None, None)  # schema_policy.max_string_length, max_array_items
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # model.retry
+    grounding: bool = True  # schema_policy.grounding: x-grounded fields narrowed to each document's values

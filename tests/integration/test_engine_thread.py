@@ -213,3 +213,30 @@ def test_after_close_a_caller_is_told_rather_than_left_waiting(engine):
     engine.close()
     with pytest.raises(RuntimeError, match="engine thread has stopped"):
         engine.generate([engine.prompt_token_ids("late")], schema_for("eta"), 8, 0.0)
+
+
+def test_each_document_decodes_under_its_own_grounded_grammar_in_one_batch(engine):
+    """`x-grounded` fields on the real engine: documents of one batch each get the enum of their own values,
+    so every row's amount and code are ones its own document writes (a grammar shared across the batch, or
+    one from another document, would show here)."""
+    import pyarrow as pa
+
+    from schemas.contract import SchemaContract
+    from schemas.grounding import words
+    from workers.extractor import BatchExtractor
+    from workers.spec import ExtractionSpec
+
+    schema = {"type": "object", "properties": {"amount": {"type": "number", "x-grounded": "number"},
+                                               "code": {"type": "string", "x-grounded": "word"}},
+              "required": ["amount", "code"], "additionalProperties": False}
+    spec = ExtractionSpec(
+        run_id="r", id_column="id", text_column="text", contract=SchemaContract.from_dict(schema, "order"),
+        prompt_template="Extract the order's amount and code as JSON.\n{document}", model_path="m", model_name="m",
+        max_tokens=64, temperature=0.0, max_model_len=1024)
+    texts = {"a": "Order QX-11 for a kettle: 12.50 EUR.", "b": "Order ZR-73 for a toaster: 74.25 USD."}
+    out = BatchExtractor(engine, spec, 1024)(pa.table({"id": list(texts), "text": list(texts.values())}))
+    assert out.column("_kind").to_pylist() == ["row", "row"], out.column("_error").to_pylist()
+    for doc_id, record in zip(out.column("id").to_pylist(), out.column("_record").to_pylist(), strict=True):
+        record = json.loads(record)
+        assert record["amount"] in {"a": (11, 12.5), "b": (73, 74.25)}[doc_id], (doc_id, record)
+        assert record["code"] in words(texts[doc_id]), (doc_id, record)

@@ -1,0 +1,208 @@
+"""Grounded fields: values the grammar lets the model copy from its document, and nothing else.
+
+A validator that checks "this value appears in the document" turns a wrong value into a dead letter after
+the fact. A field marked `"x-grounded": KIND` in the JSON Schema (in Pydantic,
+`Field(json_schema_extra={"x-grounded": "number"})`) is checked *before* the fact instead: for each
+document, the schema the grammar is compiled from replaces that field with an `enum` of the candidates the
+document holds, so the model can only choose among values the document really writes. The kinds:
+
+- `number`: every number the document writes (`€1,450.61` gives 1450.61);
+- `date`: every date the document writes in a usual form (`January 30, 2026`, `01 Mar 2026`, `30.01.2026`,
+  `2026-01-30`, ...), as `YYYY-MM-DD`;
+- `word`: every whitespace-delimited word, without surrounding punctuation (codes, numbers, ids);
+- `text`: every run of up to `MAX_WORDS` consecutive words inside one cell of a line (a line is cut into
+  cells at `|`, tabs, runs of spaces and after a `label:`), with and without trailing punctuation;
+- `cell`: every whole cell (a table cell, a line, what follows a `label:`), with and without the
+  punctuation around it: names, addresses, line items.
+
+A `null` the field allowed stays allowed (the honest "not stated"). Candidates the field's own bounds refuse
+(`maxLength`, `minimum`, ...) are left out. A field whose document holds no candidate keeps its schema as
+written (or only `null`, when it is nullable). Like `schema_policy.max_string_length`, this shapes the
+grammar only: the user's schema, the validators and the output columns stay as written.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+import jsonschema
+
+from schemas.bounds import SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, SUBSCHEMA_ONE
+
+KEY = "x-grounded"
+KINDS = ("number", "date", "word", "text", "cell")
+MAX_WORDS = 12  # the longest `text` candidate, in words
+MAX_CANDIDATES = 2000  # per field and document: beyond this the field keeps its schema (a grammar stays small)
+
+NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])-?\d+(?:\.\d+)?(?![\d])")
+MONTH = r"[A-Z][a-z]{2,8}\.?"
+DATE_SHAPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b"), ("%Y-%m-%d",)),
+    (re.compile(rf"\b{MONTH} \d{{1,2}},? \d{{4}}\b"), ("%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%b %d %Y")),
+    (re.compile(rf"\b\d{{1,2}} {MONTH},? \d{{4}}\b"), ("%d %B %Y", "%d %b %Y", "%d %B, %Y", "%d %b, %Y")),
+    (re.compile(r"\b\d{1,2}[./-]\d{1,2}[./-]\d{4}\b"), ("%d.%m.%Y", "%d/%m/%Y", "%m/%d/%Y", "%d-%m-%Y", "%m-%d-%Y")),
+)
+CELL_BREAK = re.compile(r"\s*(?:\||\t| {2,})\s*|(?<=:)\s+")
+EDGE_PUNCTUATION = ".,;:!?()[]{}|\"'"
+
+
+def numbers(text: str) -> list[float | int]:
+    """Every number the text writes, thousands separators removed, in order of first appearance."""
+    found: dict[str, float | int] = {}
+    for match in NUMBER.finditer(text):
+        written = match.group().replace(",", "")
+        value: float | int = float(written) if "." in written else int(written)
+        found.setdefault(json.dumps(value), value)
+    return list(found.values())
+
+
+def dates(text: str) -> list[str]:
+    """Every date the text writes in a usual form, as YYYY-MM-DD (an ambiguous 01/02/2026 gives both)."""
+    found: dict[str, None] = {}
+    for shape, formats in DATE_SHAPES:
+        for match in shape.finditer(text):
+            written = match.group().replace(".,", ",").replace(". ", " ")
+            for fmt in formats:
+                try:
+                    found[datetime.strptime(written, fmt).date().isoformat()] = None
+                except ValueError:
+                    continue
+    return list(found)
+
+
+def words(text: str) -> list[str]:
+    """Every whitespace-delimited word, without the punctuation around it."""
+    found: dict[str, None] = {}
+    for word in text.split():
+        stripped = word.strip(EDGE_PUNCTUATION)
+        if stripped:
+            found[stripped] = None
+    return list(found)
+
+
+def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
+    """Every run of up to `max_words` consecutive words inside one cell of a line, as the text writes it."""
+    found: dict[str, None] = {}
+    for line in text.splitlines():
+        for cell in CELL_BREAK.split(line):
+            bounds = [m.span() for m in re.finditer(r"\S+", cell)]
+            for i, (start, _) in enumerate(bounds):
+                for _, end in bounds[i:i + max_words]:
+                    span = cell[start:end]
+                    for candidate in (span, span.rstrip(EDGE_PUNCTUATION), span.strip(EDGE_PUNCTUATION)):
+                        if candidate:
+                            found[candidate] = None
+    return list(found)
+
+
+def cells(text: str) -> list[str]:
+    """Every whole cell of every line, as written and without the punctuation around it."""
+    found: dict[str, None] = {}
+    for line in text.splitlines():
+        for cell in CELL_BREAK.split(line):
+            for candidate in (cell.strip(), cell.strip().rstrip(".,;:")):
+                if candidate:
+                    found[candidate] = None
+    return list(found)
+
+
+FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells}
+
+
+def _nullable(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(isinstance(b, dict) and b.get("type") == "null" for b in node.get("anyOf") or node.get("oneOf") or [])
+
+
+def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
+    """The field's schema for a value (its non-null alternative), to filter candidates with."""
+    branches = [b for b in node.get("anyOf") or node.get("oneOf") or [] if isinstance(b, dict)
+                and b.get("type") != "null"]
+    branch = branches[0] if len(branches) == 1 else {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
+    if isinstance(branch.get("type"), list):
+        branch = {**branch, "type": [t for t in branch["type"] if t != "null"]}
+    return {k: v for k, v in branch.items() if k not in (KEY, "format")}
+
+
+def _grounded(node: dict[str, Any], document: str, cache: dict[str, list[Any]]) -> dict[str, Any]:
+    kind = node[KEY]
+    if kind not in cache:
+        cache[kind] = FINDERS[kind](document)
+    check = jsonschema.Draft202012Validator(_value_branch(node))
+    candidates = [c for c in cache[kind] if check.is_valid(c)]
+    if kind in ("number", "date"):
+        candidates = [c for c in candidates if not isinstance(c, bool)]
+    if not candidates or len(candidates) > MAX_CANDIDATES:
+        return {"type": "null"} if _nullable(node) and not candidates else _without_key(node)
+    choice: dict[str, Any] = {"enum": candidates}
+    return {"anyOf": [choice, {"type": "null"}]} if _nullable(node) else choice
+
+
+def _without_key(node: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in node.items() if k != KEY}
+
+
+def _walk(node: Any, document: str, cache: dict[str, list[Any]]) -> Any:
+    if not isinstance(node, dict):
+        return node
+    if node.get(KEY) in KINDS:
+        return _grounded(node, document, cache)
+    for key in SUBSCHEMA_LISTS:
+        if isinstance(node.get(key), list):
+            node[key] = [_walk(sub, document, cache) for sub in node[key]]
+    for key in SUBSCHEMA_MAPS:
+        if isinstance(node.get(key), dict):
+            node[key] = {name: _walk(sub, document, cache) for name, sub in node[key].items()}
+    for key in SUBSCHEMA_ONE:
+        if key in node:
+            node[key] = _walk(node[key], document, cache)
+    return node
+
+
+def has_grounded(node: Any) -> bool:
+    """Whether any field of the schema is marked `x-grounded`."""
+    if isinstance(node, dict):
+        return node.get(KEY) in KINDS or any(has_grounded(v) for v in node.values())
+    if isinstance(node, list):
+        return any(has_grounded(v) for v in node)
+    return False
+
+
+def bad_marks(node: Any, path: str = "#") -> list[str]:
+    """Every `x-grounded` whose kind is not one of `KINDS`, by its place in the schema."""
+    found = []
+    if isinstance(node, dict):
+        if KEY in node and node[KEY] not in KINDS:
+            found.append(f"{path}: x-grounded {node[KEY]!r} is not one of {', '.join(KINDS)}")
+        for key, value in node.items():
+            found += bad_marks(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += bad_marks(value, f"{path}/{i}")
+    return found
+
+
+def refusal(json_schema: dict[str, Any], document: str, value: Any) -> str | None:
+    """Why grounding would keep the model from writing `value` for this document (None: it would not): a value
+    of an `x-grounded` field that is not among the candidates its finder takes from the document."""
+    grounded = ground(json_schema, document)
+    if grounded is json_schema:
+        return None
+    for error in jsonschema.Draft202012Validator(grounded).iter_errors(value):
+        where = ".".join(str(p) for p in error.absolute_path) or "(record)"
+        return f"{where} {error.instance!r} is not a value the document writes, as its x-grounded finder reads it"
+    return None
+
+
+def ground(json_schema: dict[str, Any], document: str | None) -> dict[str, Any]:
+    """The schema for this document's grammar: every `x-grounded` field narrowed to the document's candidates
+    (the schema itself when it marks none, or without a document)."""
+    if document is None or not has_grounded(json_schema):
+        return json_schema
+    return _walk(copy.deepcopy(json_schema), document, {})

@@ -1,0 +1,122 @@
+"""Grounded fields: per document, the grammar's schema offers only values the document writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from pipeline.config import ConfigError, load_config
+from schemas.contract import SchemaContract
+from schemas.examples import ExampleError, check_examples, load_examples_file
+from schemas.grounding import bad_marks, cells, dates, ground, has_grounded, numbers, refusal, spans, words
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ("Acme Office Supply\n77 Market St, San Francisco, CA 94105\n\nINVOICE ACM-2026-7186\n"
+       "Date of issue: May 01, 2026\nPayment due: 15/06/2026\n\nDescription | Qty | Amount\n"
+       "Design revisions | 6 | $420.60\nTotal due (USD): $1,872.60\n")
+
+
+def invoice_schema() -> dict:
+    return SchemaContract.from_model_ref("schemas.invoice:Invoice", ROOT).json_schema
+
+
+def test_the_finders_read_numbers_dates_words_spans_and_cells_as_the_document_writes_them() -> None:
+    assert numbers(DOC) == [77, 94105, 2026, 7186, 1, 15, 6, 420.6, 1872.6]
+    assert dates(DOC) == ["2026-05-01", "2026-06-15"]  # 15/06/2026 can only be day first
+    assert "ACM-2026-7186" in words(DOC) and "USD" in words(DOC) and "|" not in words(DOC)
+    found = spans(DOC)
+    assert "Acme Office Supply" in found and "San Francisco" in found and "Design revisions" in found
+    assert "Supply 77" not in found  # a span never crosses a line
+    assert "revisions 6" not in found  # nor a table cell
+    assert cells(DOC)[:2] == ["Acme Office Supply", "77 Market St, San Francisco, CA 94105"]
+    assert "Office Supply" not in cells(DOC) and "Design revisions" in cells(DOC)
+
+
+def test_an_ambiguous_numeric_date_offers_both_readings() -> None:
+    assert dates("Date: 03/04/2026") == ["2026-04-03", "2026-03-04"]
+
+
+def test_a_grounded_field_becomes_an_enum_of_the_candidates_its_own_bounds_allow_and_keeps_null() -> None:
+    schema = {"type": "object", "properties": {
+        "total": {"anyOf": [{"type": "number", "minimum": 100}, {"type": "null"}], "x-grounded": "number"},
+        "code": {"type": "string", "maxLength": 8, "x-grounded": "word"},
+        "note": {"type": "string"}}}
+    grounded = ground(schema, DOC)
+    assert grounded["properties"]["total"] == {"anyOf": [{"enum": [94105, 2026, 7186, 420.6, 1872.6]},
+                                                         {"type": "null"}]}
+    assert "ACM-2026-7186" not in grounded["properties"]["code"]["enum"]  # longer than maxLength 8
+    assert "Acme" in grounded["properties"]["code"]["enum"]
+    assert grounded["properties"]["note"] == {"type": "string"}  # unmarked: as written
+    assert schema["properties"]["total"]["x-grounded"] == "number"  # the schema itself is not changed
+
+
+def test_no_candidate_leaves_only_null_or_the_schema_as_written() -> None:
+    nullable = {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}], "x-grounded": "date"}
+    required = {"type": "string", "format": "date", "x-grounded": "date"}
+    schema = {"type": "object", "properties": {"a": nullable, "b": required}}
+    grounded = ground(schema, "no dates here")
+    assert grounded["properties"]["a"] == {"type": "null"}
+    assert grounded["properties"]["b"] == {"type": "string", "format": "date"}
+
+
+def test_a_schema_without_marks_or_a_missing_document_is_used_as_it_is() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    assert ground(schema, DOC) is schema and not has_grounded(schema)
+    marked = invoice_schema()
+    assert has_grounded(marked) and ground(marked, None) is marked
+
+
+def test_every_gold_record_of_the_sample_is_allowed_by_its_documents_grounded_schema() -> None:
+    """The finders never take the right answer away: each of the 50 gold records validates against the schema
+    grounded in its own document (enums are what the grammar allows)."""
+    texts = dict(zip(*pq.read_table(ROOT / "jobs/sample/invoices.parquet").to_pydict().values(), strict=True))
+    schema = invoice_schema()
+    golds = [json.loads(line) for line in (ROOT / "jobs/sample/invoices_gold.jsonl").read_text().splitlines()]
+    assert len(golds) == 50
+    for gold in golds:
+        doc_id = gold.pop("doc_id")
+        assert refusal(schema, texts[doc_id], gold) is None, doc_id
+    wrong = {**golds[0], "total": 1337.78}
+    assert "total 1337.78 is not a value the document writes" in refusal(schema, texts["inv-0000"], wrong)
+
+
+def test_grounded_schemas_stay_valid_json_schema() -> None:
+    texts = pq.read_table(ROOT / "jobs/sample/invoices.parquet").column("text").to_pylist()
+    for text in texts[:5]:
+        jsonschema.Draft202012Validator.check_schema(ground(invoice_schema(), text))
+
+
+def test_an_example_the_grounding_refuses_fails_naming_it_and_grounding_off_lets_it_pass(tmp_path: Path) -> None:
+    doc = "ACME Ltd\nINVOICE A-17\nDate of issue: March 02, 2026\nTotal due (USD): $1,250.00\n"
+    output = {"total": 1250.0, "vendor": {"address": None, "name": "ACME Ltd"}, "invoice_number": "A-17",
+              "issue_date": "2026-03-02", "currency": "USD", "items": ["Consulting"]}
+    path = tmp_path / "ex.jsonl"
+    path.write_text(json.dumps({"document": doc, "output": output}) + "\n")
+    contract = SchemaContract.from_model_ref("schemas.invoice:Invoice", ROOT)
+    with pytest.raises(ExampleError, match=r"example ex.jsonl:1: grounding refuses it: items.0 'Consulting'"):
+        check_examples(load_examples_file(path), contract)
+    assert len(check_examples(load_examples_file(path), contract, grounding=False)) == 1
+
+
+def test_an_unknown_grounding_kind_fails_the_config_naming_where(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"total": {"type": "number", "x-grounded": "numbr"}}}
+    assert bad_marks(schema) == ["#/properties/total: x-grounded 'numbr' is not one of number, date, word, text, "
+                                 "cell"]
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    (tmp_path / "extract.yaml").write_text(yaml.safe_dump({
+        "name": "t", "input": {"uri": "docs.parquet"}, "schema_file": "schema.json", "prompt": "{document}",
+        "output": {"uri": "out"}}))
+    with pytest.raises(ConfigError, match=r"schema_file: #/properties/total: x-grounded 'numbr'"):
+        load_config(tmp_path / "extract.yaml")
+
+
+def test_grounding_off_is_a_new_output_and_on_keeps_the_hash_of_before() -> None:
+    on = load_config(ROOT / "jobs/extract.yaml")
+    off = load_config(ROOT / "jobs/extract.yaml", {"schema_policy.grounding": False})
+    assert "grounding" not in on.decisive["policy"] and off.decisive["policy"]["grounding"] is False
+    assert on.output_hash != off.output_hash
