@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from schemas.invoice_examples import EXAMPLES
 from schemas.registry import register
 
+# Grounded fields (schemas.grounding): the grammar offers only values this document writes.
+TEXT, CELL, DATE, WORD = ({"x-grounded": kind} for kind in ("text", "cell", "date", "word"))
 AMOUNT = re.compile(r"\d[\d,]*(?:\.\d+)?")
 YEARS = (1990, 2100)  # a plausible invoice date; 0477-04-20 or 9000-09-01 are generation artefacts
 # The ways a document may write a date, as strftime formats (day and month with and without a leading 0).
@@ -57,8 +59,10 @@ def _check_date(value: date | None, info: ValidationInfo) -> date | None:
 
 
 class Party(BaseModel):
-    name: str | None = Field(max_length=120, description="the company's name exactly as written; null if not stated")
-    address: str | None = Field(default=None, max_length=200, description="its postal address as written, or null")
+    name: str | None = Field(max_length=120, description="the company's name exactly as written; null if not stated",
+                             json_schema_extra=TEXT)
+    address: str | None = Field(default=None, max_length=200, description="its postal address as written, or null",
+                                json_schema_extra=TEXT)
 
     @field_validator("name")
     @classmethod
@@ -75,17 +79,21 @@ class Invoice(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": EXAMPLES})
 
     invoice_number: str | None = Field(
-        max_length=40, description="the invoice's own number or code as printed (not a name or a date); null if none")
+        max_length=40, description="the invoice's own number or code as printed (not a name or a date); null if none",
+        json_schema_extra=WORD)
     vendor: Party = Field(description="who issued the invoice (usually named at the top)")
-    customer: str | None = Field(default=None, max_length=120, description="who is billed ('Bill to'), or null")
-    issue_date: date | None = Field(description="the date of issue, as YYYY-MM-DD; null if not stated")
-    due_date: date | None = Field(default=None, description="the payment due date, as YYYY-MM-DD; null if not stated")
+    customer: str | None = Field(default=None, max_length=120, description="who is billed ('Bill to'), or null",
+                                 json_schema_extra=TEXT)
+    issue_date: date | None = Field(description="the date of issue, as YYYY-MM-DD; null if not stated",
+                                    json_schema_extra=DATE)
+    due_date: date | None = Field(default=None, description="the payment due date, as YYYY-MM-DD; null if not stated",
+                                  json_schema_extra=DATE)
     currency: Literal["USD", "EUR", "GBP", "CHF", "JPY", "CAD", "AUD"] | None = Field(
-        description="ISO code of the invoice's currency; null if not stated")
-    items: list[Annotated[str, Field(max_length=80)]] = Field(default_factory=list, max_length=6,
-                             description="each line item's description, in table order")
+        description="ISO code of the invoice's currency; null if not stated", json_schema_extra=WORD)
+    items: list[Annotated[str, Field(max_length=80, json_schema_extra=CELL)]] = Field(
+        default_factory=list, max_length=6, description="each line item's description, in table order")
     total: float | None = Field(ge=0, description="the total due (the last, largest amount), a plain number; "
-                                "null if not stated")
+                                "null if not stated", json_schema_extra={"x-grounded": "number"})
 
     @field_validator("invoice_number")
     @classmethod

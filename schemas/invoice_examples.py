@@ -1,33 +1,7 @@
 """Few-shot examples of the sample `Invoice` (made by jobs/sample/make_invoices.py, from another seed than the
 evaluated documents)."""
 
-EXAMPLES = [{'document': 'Northwind Traders\n'
-              '114 Harbor Way, Seattle, WA 98101\n'
-              '\n'
-              'INVOICE NOR-2026-8005\n'
-              'Date of issue: April 16, 2026\n'
-              'Payment due: 31 May 2026\n'
-              'Bill to: Litware Inc\n'
-              '\n'
-              'Description | Qty | Unit price | Amount\n'
-              'Monthly hosting | 5 | $86.26 | $431.30\n'
-              'Printer toner cartridge | 3 | $75.76 | $227.28\n'
-              'On-site installation | 4 | $328.65 | $1,314.60\n'
-              '\n'
-              'Subtotal: $1,973.18\n'
-              'Tax: $162.79\n'
-              'Total due (USD): $2,135.97\n'
-              '\n'
-              'Thank you for your business.',
-  'output': {'currency': 'USD',
-             'customer': 'Litware Inc',
-             'due_date': '2026-05-31',
-             'invoice_number': 'NOR-2026-8005',
-             'issue_date': '2026-04-16',
-             'items': ['Monthly hosting', 'Printer toner cartridge', 'On-site installation'],
-             'total': 2135.97,
-             'vendor': {'address': '114 Harbor Way, Seattle, WA 98101', 'name': 'Northwind Traders'}}},
- {'document': 'Kestrel Logistics Ltd\n'
+EXAMPLES = [{'document': 'Kestrel Logistics Ltd\n'
               '9 Dock Road, Liverpool L3 4AB\n'
               '\n'
               'INVOICE KES-2026-8301\n'
@@ -75,4 +49,30 @@ EXAMPLES = [{'document': 'Northwind Traders\n'
              'issue_date': '2026-09-11',
              'items': ['Printer toner cartridge', 'A4 copy paper, box of 5 reams', 'Design revisions'],
              'total': 1635.96,
-             'vendor': {'address': '9 Dock Road, Liverpool L3 4AB', 'name': 'Kestrel Logistics Ltd'}}}]
+             'vendor': {'address': '9 Dock Road, Liverpool L3 4AB', 'name': 'Kestrel Logistics Ltd'}}},
+ {'document': 'Northwind Traders\n'
+              '114 Harbor Way, Seattle, WA 98101\n'
+              '\n'
+              'INVOICE NOR-2026-8005\n'
+              'Date of issue: April 16, 2026\n'
+              'Payment due: 31 May 2026\n'
+              'Bill to: Litware Inc\n'
+              '\n'
+              'Description | Qty | Unit price | Amount\n'
+              'Monthly hosting | 5 | $86.26 | $431.30\n'
+              'Printer toner cartridge | 3 | $75.76 | $227.28\n'
+              'On-site installation | 4 | $328.65 | $1,314.60\n'
+              '\n'
+              'Subtotal: $1,973.18\n'
+              'Tax: $162.79\n'
+              'Total due (USD): $2,135.97\n'
+              '\n'
+              'Thank you for your business.',
+  'output': {'currency': 'USD',
+             'customer': 'Litware Inc',
+             'due_date': '2026-05-31',
+             'invoice_number': 'NOR-2026-8005',
+             'issue_date': '2026-04-16',
+             'items': ['Monthly hosting', 'Printer toner cartridge', 'On-site installation'],
+             'total': 2135.97,
+             'vendor': {'address': '114 Harbor Way, Seattle, WA 98101', 'name': 'Northwind Traders'}}}]

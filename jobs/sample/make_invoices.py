@@ -26,9 +26,12 @@ N_EXAMPLES = 3
 def write_examples() -> None:
     """jobs/sample/examples.jsonl: {document, output} pairs for `examples:` in extract.yaml."""
     _, texts, golds = make_corpus(40, EXAMPLES_SEED, prefix="example")
-    # Three that between them show a long item list, a missing customer and a missing due date. (Three "like
-    # most documents" measured worse, F1 0.000 against 0.212: the model copied the last example's dates.)
-    wanted = [lambda g: len(g["line_items"]) >= 3, lambda g: g["customer"] is None, lambda g: g["due_date"] is None]
+    # Three that between them show a missing customer, a missing due date and a long item list, in that order:
+    # the bundled model leans on the last example, so the last one states every field. (Before grounded fields
+    # the full one went first: three "like most documents" measured F1 0.000 against 0.212, the model copied
+    # the last example's dates. Grounding makes a date the document does not write impossible; with it, the
+    # full example last measured F1 0.682 against 0.639 first: due dates found 23 times against 0.)
+    wanted = [lambda g: g["customer"] is None, lambda g: g["due_date"] is None, lambda g: len(g["line_items"]) >= 3]
     picked: list[int] = []
     for test in wanted:
         picked.append(next(i for i, g in enumerate(golds) if test(g) and i not in picked))
