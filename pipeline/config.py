@@ -148,6 +148,8 @@ class SchemaPolicyConfig(_Strict):
     max_array_items: int | None = Field(default=None, gt=0)
     # Fields the schema marks `x-grounded` get, per document, an enum of the values it writes (schemas.grounding).
     grounding: bool = True
+    # Opt-in: every plain number field (no enum or const) is grounded as if marked x-grounded: number.
+    ground_numbers: bool = False
 
 
 class StorageConfig(_Strict):
@@ -355,8 +357,9 @@ class LoadedConfig:
         if cfg.model.retry.attempts == 1:  # one attempt is the behaviour from before model.retry: the same hash
             model.pop("retry")
         policy = cfg.schema_policy.model_dump()
-        if policy["grounding"]:  # the default, and all there was before the key: the same hash
-            policy.pop("grounding")
+        for key, before in (("grounding", True), ("ground_numbers", False)):
+            if policy[key] == before:  # the default, and all there was before the key: the same hash
+                policy.pop(key)
         return {"schema": self.contract.hash, "model": model, "prompt": cfg.prompt,
                 "prompting": prompting, "id": cfg.input.id_column, "text": cfg.input.text_column,
                 "policy": policy}

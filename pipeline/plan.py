@@ -75,6 +75,7 @@ def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = 
         retry=cfg.model.retry.policy(cfg.model.temperature, cfg.model.sampling.seed),
         grammar_bounds=(cfg.schema_policy.max_string_length, cfg.schema_policy.max_array_items),
         grounding=cfg.schema_policy.grounding,
+        ground_numbers=cfg.schema_policy.ground_numbers,
     )
 
 

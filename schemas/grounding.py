@@ -200,9 +200,44 @@ def refusal(json_schema: dict[str, Any], document: str, value: Any) -> str | Non
     return None
 
 
-def ground(json_schema: dict[str, Any], document: str | None) -> dict[str, Any]:
-    """The schema for this document's grammar: every `x-grounded` field narrowed to the document's candidates
-    (the schema itself when it marks none, or without a document)."""
-    if document is None or not has_grounded(json_schema):
+def _numeric(node: dict[str, Any]) -> bool:
+    """A plain number field (number or integer, maybe nullable; no enum or const): one `numbers` can ground."""
+    if {"enum", "const", KEY} & set(node):
+        return False
+    kind = node.get("type")
+    if kind is not None:
+        kinds = {kind} if isinstance(kind, str) else set(kind) if isinstance(kind, list) else set()
+        return bool(kinds & {"number", "integer"}) and kinds <= {"number", "integer", "null"} and "anyOf" not in node
+    branches = node.get("anyOf")
+    return isinstance(branches, list) and len(branches) == 2 and any(
+        isinstance(b, dict) and b.get("type") == "null" for b in branches) and all(
+        isinstance(b, dict) and (b.get("type") == "null" or _numeric(b)) for b in branches)
+
+
+def _mark_numbers(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    if _numeric(node):
+        return {**node, KEY: "number"}
+    for key in SUBSCHEMA_LISTS:
+        if isinstance(node.get(key), list):
+            node[key] = [_mark_numbers(sub) for sub in node[key]]
+    for key in SUBSCHEMA_MAPS:
+        if isinstance(node.get(key), dict):
+            node[key] = {name: _mark_numbers(sub) for name, sub in node[key].items()}
+    for key in SUBSCHEMA_ONE:
+        if key in node:
+            node[key] = _mark_numbers(node[key])
+    return node
+
+
+def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False) -> dict[str, Any]:
+    """The schema for this document's grammar: every `x-grounded` field narrowed to the document's candidates,
+    and with `all_numbers` (schema_policy.ground_numbers) every plain number field as if marked `number`
+    (the schema itself when nothing is grounded, or without a document)."""
+    if document is None or not (all_numbers or has_grounded(json_schema)):
         return json_schema
-    return _walk(copy.deepcopy(json_schema), document, {})
+    work = copy.deepcopy(json_schema)
+    if all_numbers:
+        work = _mark_numbers(work)
+    return _walk(work, document, {})

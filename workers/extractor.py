@@ -259,7 +259,9 @@ class BatchExtractor:
         contract's `x-grounded` fields narrowed to the values this document writes."""
         if not self.spec.constrained:
             return None
-        return ground(contract.json_schema, text) if self.spec.grounding else contract.json_schema
+        if not self.spec.grounding:
+            return contract.json_schema
+        return ground(contract.json_schema, text, self.spec.ground_numbers)
 
     def _attempts(self, ids: list[Any], texts: list[str | None], chats: list[str | Chat],
                   prompts: list[list[int]], contracts: list[SchemaContract]) -> list[Outcome]:

@@ -120,3 +120,20 @@ def test_grounding_off_is_a_new_output_and_on_keeps_the_hash_of_before() -> None
     off = load_config(ROOT / "jobs/extract.yaml", {"schema_policy.grounding": False})
     assert "grounding" not in on.decisive["policy"] and off.decisive["policy"]["grounding"] is False
     assert on.output_hash != off.output_hash
+
+
+def test_ground_numbers_grounds_every_plain_number_field_and_leaves_enums_and_strings_alone() -> None:
+    schema = {"type": "object", "properties": {
+        "year": {"type": "integer"},
+        "score": {"anyOf": [{"type": "number", "maximum": 10}, {"type": "null"}]},
+        "stars": {"type": "integer", "enum": [1, 2, 3]},
+        "rows": {"type": "array", "items": {"type": "number"}},
+        "name": {"type": "string"}}}
+    doc = "In 2023 it scored 8.7 and 9.1 out of 10."
+    assert ground(schema, doc) is schema  # nothing marked, and ground_numbers off
+    grounded = ground(schema, doc, all_numbers=True)["properties"]
+    assert grounded["year"] == {"enum": [2023, 10]}  # 8.7 and 9.1 are not integers
+    assert grounded["score"] == {"anyOf": [{"enum": [8.7, 9.1, 10]}, {"type": "null"}]}  # 2023 is above maximum
+    assert grounded["stars"] == {"type": "integer", "enum": [1, 2, 3]}
+    assert grounded["rows"]["items"] == {"enum": [2023, 8.7, 9.1, 10]}
+    assert grounded["name"] == {"type": "string"}
