@@ -5,7 +5,9 @@ run-on value cannot reach max_tokens), and every field a document may lack is nu
 honest way to say "not stated" instead of inventing a value. What the document must contain is checked
 against it: the invoice number, the vendor's name, the dates (as the document writes them, in a
 plausible year range) and the total. A value not found there makes the output a `semantic_invalid`
-dead letter instead of a row that looks right.
+dead letter instead of a row that looks right. Those values are also grounded (`x-grounded`,
+schemas/grounding.py): the grammar offers, per document, only values that document writes, so the model
+cannot invent one; the validators stay, for outputs decoded without grounding.
 """
 
 from __future__ import annotations
