@@ -3,8 +3,10 @@
 Read:                text that cannot be decoded (invalid UTF-8) → `invalid_input`.
 Before generation:   empty or null text → `empty_input`; prompt + output budget past the context → `input_too_long`.
 After generation, in this order:
-  0. the engine refused the request or ended it with an error → `schema_unsupported` under a grammar (it is
-     the grammar: a feature the backend refuses, a failed compile), else `engine_error`;
+  0. the engine refused the request, or ended it with an error before its first token → `schema_unsupported`
+     under a grammar (it is the grammar: a feature the backend refuses, a failed compile); ended with an
+     error after tokens were made (the grammar had compiled: e.g. XGrammar rejecting a sampled token), or
+     without a grammar → `engine_error`;
   1. `finish_reason == "length"` → `truncated` (the grammar was cut off, whatever the text looks like);
   2. not parseable → `invalid_json`;
   3. fails the contract → `semantic_invalid` (Pydantic, validators included) or `schema_violation` (JSON Schema);
@@ -109,10 +111,16 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         output_tokens=generation.output_tokens,
     )
     if generation.finish_reason in (REFUSED, "error"):
-        # The engine would not take the request, or ended it with an error. Under a grammar that is the
-        # grammar (a schema feature the backend refuses, or a failed compile): this schema, not this document.
-        outcome.reason = "schema_unsupported" if constrained else "engine_error"
-        outcome.error = {"message": generation.error or f"the engine ended the request: {generation.finish_reason}"}
+        # The engine would not take the request, or ended it with an error. Under a grammar, before any token,
+        # that is the grammar (a schema feature the backend refuses, or a failed compile): this schema, not this
+        # document. After tokens the grammar had compiled, so it is the engine's fault on this request.
+        grammar = constrained and (generation.finish_reason == REFUSED or generation.output_tokens == 0)
+        outcome.reason = "schema_unsupported" if grammar else "engine_error"
+        message = generation.error or f"the engine ended the request: {generation.finish_reason}"
+        if not grammar and generation.output_tokens:
+            message = (f"the engine ended this request with an error after {generation.output_tokens} tokens "
+                       "(vLLM finish_reason 'error'; the grammar had compiled)")
+        outcome.error = {"message": message}
         return outcome
     if generation.finish_reason == "length":
         outcome.reason = "truncated"

@@ -130,3 +130,17 @@ def test_catastrophic_patterns_run_under_re2_and_stay_correct(pattern):
     assert outcome.reason == "schema_violation" and outcome.error["errors"][0]["keyword"] == "pattern"
     outcome = classify(gen(json.dumps({good: "not an integer"})), contract, {"document": DOC})
     assert outcome.reason == "schema_violation" and outcome.error["errors"][0]["loc"] == [good]
+
+
+def test_an_engine_error_is_the_grammar_before_the_first_token_and_the_engine_after(contract):
+    """vLLM ends a request with finish_reason 'error' both when its grammar fails to compile (no token yet: the
+    schema's fault, `schema_unsupported`) and when XGrammar rejects a sampled token mid-output (the grammar had
+    compiled: `engine_error`, as without a grammar)."""
+    before = Generation("", "error", 100, 0, "the engine ended this request with an error")
+    after = Generation('{"invoice_number":"NOR', "error", 100, 7, "the engine ended this request with an error")
+    refused = Generation("", "refused", 100, 0, "ValueError: multipleOf is not supported")
+    assert classify(before, contract, {"document": DOC}).reason == "schema_unsupported"
+    assert classify(refused, contract, {"document": DOC}).reason == "schema_unsupported"
+    mid = classify(after, contract, {"document": DOC})
+    assert mid.reason == "engine_error" and "after 7 tokens" in mid.error["message"]
+    assert classify(before, contract, {"document": DOC}, constrained=False).reason == "engine_error"
