@@ -16,7 +16,7 @@ run: $(STAMP)  # runs the sample job, then scores its rows against the sample go
 	$(VENV)/bin/extract eval jobs/extract.yaml --gold jobs/sample/invoices_gold.jsonl
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30  # the 30 slowest tests, to see where the time goes
 
 # The first tier: pure logic, in under a minute. tests/integration holds the tests marked (or auto-marked by
 # their fixtures) `engine` (a vLLM engine, a Ray cluster, a compile child) or `slow` (an S3 server, child
