@@ -208,13 +208,6 @@ def test_a_refused_output_is_tried_again_on_the_real_engine_and_settles_to_one_o
     assert out.column("_kind").to_pylist()[0] == "row" or out.column("_reason").to_pylist()[0] is not None
 
 
-def test_after_close_a_caller_is_told_rather_than_left_waiting(engine):
-    # runs last in this module: it closes the shared engine
-    engine.close()
-    with pytest.raises(RuntimeError, match="engine thread has stopped"):
-        engine.generate([engine.prompt_token_ids("late")], schema_for("eta"), 8, 0.0)
-
-
 def test_each_document_decodes_under_its_own_grounded_grammar_in_one_batch(engine):
     """`x-grounded` fields on the real engine: documents of one batch each get the enum of their own values,
     so every row's amount and code are ones its own document writes (a grammar shared across the batch, or
@@ -240,3 +233,11 @@ def test_each_document_decodes_under_its_own_grounded_grammar_in_one_batch(engin
         record = json.loads(record)
         assert record["amount"] in {"a": (11, 12.5), "b": (73, 74.25)}[doc_id], (doc_id, record)
         assert record["code"] in words(texts[doc_id]), (doc_id, record)
+
+
+def test_after_close_a_caller_is_told_rather_than_left_waiting(engine):
+    # runs last in this module: it closes the shared engine
+    engine.close()
+    with pytest.raises(RuntimeError, match="engine thread has stopped"):
+        engine.generate([engine.prompt_token_ids("late")], schema_for("eta"), 8, 0.0)
+
