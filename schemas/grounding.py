@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -148,21 +149,27 @@ def _without_key(node: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in node.items() if k != KEY}
 
 
+def _replace_subschemas(node: dict[str, Any], change: Callable[[Any], Any]) -> dict[str, Any]:
+    """`node` with each of its direct subschemas (properties, items, anyOf branches, $defs, ...) replaced by
+    `change(subschema)`, in place."""
+    for key in SUBSCHEMA_LISTS:
+        if isinstance(node.get(key), list):
+            node[key] = [change(sub) for sub in node[key]]
+    for key in SUBSCHEMA_MAPS:
+        if isinstance(node.get(key), dict):
+            node[key] = {name: change(sub) for name, sub in node[key].items()}
+    for key in SUBSCHEMA_ONE:
+        if key in node:
+            node[key] = change(node[key])
+    return node
+
+
 def _walk(node: Any, document: str, cache: dict[str, list[Any]]) -> Any:
     if not isinstance(node, dict):
         return node
     if node.get(KEY) in KINDS:
         return _grounded(node, document, cache)
-    for key in SUBSCHEMA_LISTS:
-        if isinstance(node.get(key), list):
-            node[key] = [_walk(sub, document, cache) for sub in node[key]]
-    for key in SUBSCHEMA_MAPS:
-        if isinstance(node.get(key), dict):
-            node[key] = {name: _walk(sub, document, cache) for name, sub in node[key].items()}
-    for key in SUBSCHEMA_ONE:
-        if key in node:
-            node[key] = _walk(node[key], document, cache)
-    return node
+    return _replace_subschemas(node, lambda sub: _walk(sub, document, cache))
 
 
 def has_grounded(node: Any) -> bool:
@@ -219,16 +226,7 @@ def _mark_numbers(node: Any) -> Any:
         return node
     if _numeric(node):
         return {**node, KEY: "number"}
-    for key in SUBSCHEMA_LISTS:
-        if isinstance(node.get(key), list):
-            node[key] = [_mark_numbers(sub) for sub in node[key]]
-    for key in SUBSCHEMA_MAPS:
-        if isinstance(node.get(key), dict):
-            node[key] = {name: _mark_numbers(sub) for name, sub in node[key].items()}
-    for key in SUBSCHEMA_ONE:
-        if key in node:
-            node[key] = _mark_numbers(node[key])
-    return node
+    return _replace_subschemas(node, _mark_numbers)
 
 
 def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False) -> dict[str, Any]:
