@@ -131,14 +131,13 @@ def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in branch.items() if k not in (KEY, "format")}
 
 
-def _grounded(node: dict[str, Any], document: str, cache: dict[str, list[Any]]) -> dict[str, Any]:
+def _grounded(node: dict[str, Any], document: str, cache: dict[str, Any]) -> dict[str, Any]:
     kind = node[KEY]
     if kind not in cache:
         cache[kind] = FINDERS[kind](document)
-    check = jsonschema.Draft202012Validator(_value_branch(node))
+    # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
+    check = jsonschema.Draft202012Validator({**_value_branch(node), **cache["definitions"]})
     candidates = [c for c in cache[kind] if check.is_valid(c)]
-    if kind in ("number", "date"):
-        candidates = [c for c in candidates if not isinstance(c, bool)]
     if not candidates or len(candidates) > MAX_CANDIDATES:
         return {"type": "null"} if _nullable(node) and not candidates else _without_key(node)
     choice: dict[str, Any] = {"enum": candidates}
@@ -164,7 +163,7 @@ def _replace_subschemas(node: dict[str, Any], change: Callable[[Any], Any]) -> d
     return node
 
 
-def _walk(node: Any, document: str, cache: dict[str, list[Any]]) -> Any:
+def _walk(node: Any, document: str, cache: dict[str, Any]) -> Any:
     if not isinstance(node, dict):
         return node
     if node.get(KEY) in KINDS:
@@ -238,4 +237,5 @@ def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool 
     work = copy.deepcopy(json_schema)
     if all_numbers:
         work = _mark_numbers(work)
-    return _walk(work, document, {})
+    definitions = {key: work[key] for key in ("$defs", "definitions") if isinstance(work.get(key), dict)}
+    return _walk(work, document, {"definitions": definitions})

@@ -137,3 +137,9 @@ def test_ground_numbers_grounds_every_plain_number_field_and_leaves_enums_and_st
     assert grounded["stars"] == {"type": "integer", "enum": [1, 2, 3]}
     assert grounded["rows"]["items"] == {"enum": [2023, 8.7, 9.1, 10]}
     assert grounded["name"] == {"type": "string"}
+
+
+def test_a_marked_field_whose_bounds_are_a_ref_is_filtered_through_the_definition() -> None:
+    schema = {"type": "object", "$defs": {"Currency": {"type": "string", "enum": ["USD", "EUR", "GBP"]}},
+              "properties": {"currency": {"$ref": "#/$defs/Currency", "x-grounded": "word"}}}
+    assert ground(schema, "Total due (EUR): 12.00, or USD 13")["properties"]["currency"] == {"enum": ["EUR", "USD"]}
