@@ -39,12 +39,16 @@ from tests.unit.test_retry import (  # noqa: F401 (collected by pytest from this
 )
 
 ENGINE = {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20}
-# Sample invoices, some of which the bundled model gets right with a full budget (3 of these 11 in the
-# runs of this test so far), so a retry has something to recover and something that stays dead; plus
-# a blank one, dead-lettered as empty_input and never retried.
+# Sample invoices, which the bundled model (with grounded fields) turns into rows with a full budget, so a
+# retry has something to recover; one of them padded with notes so that its prompt (about 1,770 tokens with
+# the examples) fits beside the first pass's 40 output tokens but not beside the retry's 512 in 2,048: it
+# stays dead whatever the model does (now `input_too_long`); plus a blank one, dead-lettered as empty_input
+# and never retried.
 PICKED = {"inv-0000", "inv-0001", "inv-0002", "inv-0003", "inv-0004", "inv-0005", "inv-0006", "inv-0007",
           "inv-0014", "inv-0015", "inv-0017"}
-DOCS = len(PICKED) + 1
+PADDED = "inv-0008"
+NOTES = "Notes: goods remain the property of the seller until paid in full. " * 40
+DOCS = len(PICKED) + 2
 
 
 class Crash(RuntimeError):
@@ -76,6 +80,8 @@ def first_pass(ray_cluster, tmp_path_factory):
     folder = tmp_path_factory.mktemp("retry")
     sample = pq.read_table(SAMPLE).to_pylist()
     picked = [r for r in sample if r["doc_id"] in PICKED] + [{"doc_id": "blank", "text": " "}]
+    picked += [{"doc_id": f"{r['doc_id']}-padded", "text": f"{r['text']}\n{NOTES}"} for r in sample
+               if r["doc_id"] == PADDED]
     docs = write_docs(folder / "docs.parquet", [r["doc_id"] for r in picked], [r["text"] for r in picked])
     cfg = write_config(folder, **{"input.uri": str(docs), "model.max_tokens": 40, "model.max_model_len": 2048,
                                   "model.engine_kwargs": ENGINE, "workers.batch_size": DOCS})
@@ -134,6 +140,7 @@ def test_recovered_documents_move_to_rows_once_and_the_rest_stay_dead_with_attem
     assert {r[1] for r in after["rows"] if r[0] in recovered} == {retried["crashed_run_id"]}
     still_dead = {d[0]: d for d in after["dead"] if d[0] in truncated_before}
     assert still_dead and set(still_dead) == truncated_before - recovered
+    assert still_dead[f"{PADDED}-padded"][1] == "input_too_long"  # 512 output tokens no longer fit beside it
     for doc_id, reason, attempts, run_id in still_dead.values():
         assert attempts == 2 and run_id == retried["crashed_run_id"], (doc_id, reason, attempts, run_id)
     untouched = sorted(d for d in after["dead"] if d[0] not in truncated_before)
