@@ -22,7 +22,7 @@ from schemas.invoice_examples import EXAMPLES
 from schemas.registry import register
 
 # Grounded fields (schemas.grounding): the grammar offers only values this document writes.
-TEXT, CELL, DATE, WORD = ({"x-grounded": kind} for kind in ("text", "cell", "date", "word"))
+TEXT, CELL, DATE, WORD, NUMBER = ({"x-grounded": kind} for kind in ("text", "cell", "date", "word", "number"))
 AMOUNT = re.compile(r"\d[\d,]*(?:\.\d+)?")
 YEARS = (1990, 2100)  # a plausible invoice date; 0477-04-20 or 9000-09-01 are generation artefacts
 # The ways a document may write a date, as strftime formats (day and month with and without a leading 0).
@@ -95,7 +95,7 @@ class Invoice(BaseModel):
     items: list[Annotated[str, Field(max_length=80, json_schema_extra=CELL)]] = Field(
         default_factory=list, max_length=6, description="each line item's description, in table order")
     total: float | None = Field(ge=0, description="the total due (the last, largest amount), a plain number; "
-                                "null if not stated", json_schema_extra={"x-grounded": "number"})
+                                "null if not stated", json_schema_extra=NUMBER)
 
     @field_validator("invoice_number")
     @classmethod
