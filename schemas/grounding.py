@@ -26,13 +26,13 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import jsonschema
 
-from schemas.bounds import SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, SUBSCHEMA_ONE
+from schemas.limits import iter_subschemas, pointer
 
 KEY = "x-grounded"
 KINDS = ("number", "date", "word", "text", "cell")
@@ -85,29 +85,33 @@ def words(text: str) -> list[str]:
     return list(found)
 
 
+def _cells_of(text: str) -> Iterator[str]:
+    """Each cell of each line: a line cut at `|`, tabs, runs of spaces and after a `label:`."""
+    for line in text.splitlines():
+        yield from CELL_BREAK.split(line)
+
+
 def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
     """Every run of up to `max_words` consecutive words inside one cell of a line, as the text writes it."""
     found: dict[str, None] = {}
-    for line in text.splitlines():
-        for cell in CELL_BREAK.split(line):
-            bounds = [m.span() for m in re.finditer(r"\S+", cell)]
-            for i, (start, _) in enumerate(bounds):
-                for _, end in bounds[i:i + max_words]:
-                    span = cell[start:end]
-                    for candidate in (span, span.rstrip(EDGE_PUNCTUATION), span.strip(EDGE_PUNCTUATION)):
-                        if candidate:
-                            found[candidate] = None
+    for cell in _cells_of(text):
+        bounds = [m.span() for m in re.finditer(r"\S+", cell)]
+        for i, (start, _) in enumerate(bounds):
+            for _, end in bounds[i:i + max_words]:
+                span = cell[start:end]
+                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), span.strip(EDGE_PUNCTUATION)):
+                    if candidate:
+                        found[candidate] = None
     return list(found)
 
 
 def cells(text: str) -> list[str]:
     """Every whole cell of every line, as written and without the punctuation around it."""
     found: dict[str, None] = {}
-    for line in text.splitlines():
-        for cell in CELL_BREAK.split(line):
-            for candidate in (cell.strip(), cell.strip().rstrip(".,;:")):
-                if candidate:
-                    found[candidate] = None
+    for cell in _cells_of(text):
+        for candidate in (cell.strip(), cell.strip().rstrip(".,;:")):
+            if candidate:
+                found[candidate] = None
     return list(found)
 
 
@@ -131,8 +135,7 @@ def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in branch.items() if k not in (KEY, "format")}
 
 
-def _grounded(node: dict[str, Any], document: str, cache: dict[str, Any]) -> dict[str, Any]:
-    kind = node[KEY]
+def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, Any]) -> dict[str, Any]:
     if kind not in cache:
         cache[kind] = FINDERS[kind](document)
     # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
@@ -148,50 +151,15 @@ def _without_key(node: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in node.items() if k != KEY}
 
 
-def _replace_subschemas(node: dict[str, Any], change: Callable[[Any], Any]) -> dict[str, Any]:
-    """`node` with each of its direct subschemas (properties, items, anyOf branches, $defs, ...) replaced by
-    `change(subschema)`, in place."""
-    for key in SUBSCHEMA_LISTS:
-        if isinstance(node.get(key), list):
-            node[key] = [change(sub) for sub in node[key]]
-    for key in SUBSCHEMA_MAPS:
-        if isinstance(node.get(key), dict):
-            node[key] = {name: change(sub) for name, sub in node[key].items()}
-    for key in SUBSCHEMA_ONE:
-        if key in node:
-            node[key] = change(node[key])
-    return node
-
-
-def _walk(node: Any, document: str, cache: dict[str, Any]) -> Any:
-    if not isinstance(node, dict):
-        return node
-    if node.get(KEY) in KINDS:
-        return _grounded(node, document, cache)
-    return _replace_subschemas(node, lambda sub: _walk(sub, document, cache))
-
-
-def has_grounded(node: Any) -> bool:
+def has_grounded(json_schema: Any) -> bool:
     """Whether any field of the schema is marked `x-grounded`."""
-    if isinstance(node, dict):
-        return node.get(KEY) in KINDS or any(has_grounded(v) for v in node.values())
-    if isinstance(node, list):
-        return any(has_grounded(v) for v in node)
-    return False
+    return any(node.get(KEY) in KINDS for _, node in iter_subschemas(json_schema))
 
 
-def bad_marks(node: Any, path: str = "#") -> list[str]:
+def bad_marks(json_schema: Any) -> list[str]:
     """Every `x-grounded` whose kind is not one of `KINDS`, by its place in the schema."""
-    found = []
-    if isinstance(node, dict):
-        if KEY in node and node[KEY] not in KINDS:
-            found.append(f"{path}: x-grounded {node[KEY]!r} is not one of {', '.join(KINDS)}")
-        for key, value in node.items():
-            found += bad_marks(value, f"{path}/{key}")
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            found += bad_marks(value, f"{path}/{i}")
-    return found
+    return [f"#{pointer(path)}: x-grounded {node[KEY]!r} is not one of {', '.join(KINDS)}"
+            for path, node in iter_subschemas(json_schema) if KEY in node and node[KEY] not in KINDS]
 
 
 def refusal(json_schema: dict[str, Any], document: str, value: Any) -> str | None:
@@ -220,14 +188,6 @@ def _numeric(node: dict[str, Any]) -> bool:
         isinstance(b, dict) and (b.get("type") == "null" or _numeric(b)) for b in branches)
 
 
-def _mark_numbers(node: Any) -> Any:
-    if not isinstance(node, dict):
-        return node
-    if _numeric(node):
-        return {**node, KEY: "number"}
-    return _replace_subschemas(node, _mark_numbers)
-
-
 def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False) -> dict[str, Any]:
     """The schema for this document's grammar: every `x-grounded` field narrowed to the document's candidates,
     and with `all_numbers` (schema_policy.ground_numbers) every plain number field as if marked `number`
@@ -235,7 +195,14 @@ def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool 
     if document is None or not (all_numbers or has_grounded(json_schema)):
         return json_schema
     work = copy.deepcopy(json_schema)
-    if all_numbers:
-        work = _mark_numbers(work)
-    definitions = {key: work[key] for key in ("$defs", "definitions") if isinstance(work.get(key), dict)}
-    return _walk(work, document, {"definitions": definitions})
+    definitions = {key: json_schema[key] for key in ("$defs", "definitions") if isinstance(json_schema.get(key), dict)}
+    cache: dict[str, Any] = {"definitions": definitions}
+    # Each field is grounded in place before the walk reaches its children, so the enum that replaced it is
+    # never walked into (and a nullable number's own branches are not grounded a second time).
+    for _, node in iter_subschemas(work):
+        kind = node.get(KEY) if node.get(KEY) in KINDS else "number" if all_numbers and _numeric(node) else None
+        if kind is not None:
+            grounded = _grounded(node, kind, document, cache)
+            node.clear()
+            node.update(grounded)
+    return work
