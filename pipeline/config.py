@@ -146,10 +146,17 @@ class SchemaPolicyConfig(_Strict):
     # Opt-in: bound unbounded strings / arrays in the grammar only (the post-check keeps the schema as written).
     max_string_length: int | None = Field(default=None, gt=0)
     max_array_items: int | None = Field(default=None, gt=0)
-    # Fields the schema marks `x-grounded` get, per document, an enum of the values it writes (schemas.grounding).
-    grounding: bool = True
-    # Opt-in: every plain number field (no enum or const) is grounded as if marked x-grounded: number.
+    # Grounded fields get, per document, only values it writes (schemas.grounding). auto: every plain number,
+    # date and string field unless marked `x-grounded: false`, plus the marked ones; marked: only fields marked
+    # `x-grounded: KIND`; off: none. (true and false, from before the modes, mean marked and off.)
+    grounding: Literal["auto", "marked", "off"] = "auto"
+    # Under `marked`: every plain number field (no enum or const) is grounded as if marked x-grounded: number.
     ground_numbers: bool = False
+
+    @field_validator("grounding", mode="before")
+    @classmethod
+    def grounding_mode(cls, value: Any) -> Any:
+        return {True: "marked", False: "off"}.get(value, value) if isinstance(value, bool) else value
 
 
 class StorageConfig(_Strict):
@@ -287,7 +294,8 @@ class LoadedConfig:
             ref = self.config.examples
             found = load_examples_file(Path(_resolve_local(ref, self.base_dir))) if ref else \
                 model_examples(self.contract)
-            return check_examples(found, self.contract, self.config.schema_policy.grounding)
+            policy = self.config.schema_policy
+            return check_examples(found, self.contract, policy.grounding, policy.ground_numbers)
         except ExampleError as exc:
             raise ConfigError(f"{self.path}: examples: {exc}") from None
 
@@ -357,12 +365,31 @@ class LoadedConfig:
         if cfg.model.retry.attempts == 1:  # one attempt is the behaviour from before model.retry: the same hash
             model.pop("retry")
         policy = cfg.schema_policy.model_dump()
-        for key, before in (("grounding", True), ("ground_numbers", False)):
-            if policy[key] == before:  # the default, and all there was before the key: the same hash
-                policy.pop(key)
+        if policy["ground_numbers"] is False:  # the default, and all there was before the key: the same hash
+            policy.pop("ground_numbers")
+        # Grounding modes keep the hash of the boolean they replaced (true: marked, popped as the old default;
+        # false: off), and `auto` is `marked` where it grounds no field the marks do not: the same grammar.
+        mode = self.grounding_in_effect
+        if mode == "marked":
+            policy.pop("grounding")
+        else:
+            policy["grounding"] = False if mode == "off" else mode
         return {"schema": self.contract.hash, "model": model, "prompt": cfg.prompt,
                 "prompting": prompting, "id": cfg.input.id_column, "text": cfg.input.text_column,
                 "policy": policy}
+
+    @property
+    def grounding_in_effect(self) -> str:
+        """schema_policy.grounding as it acts on this job's schema: `auto` over a schema whose every field auto
+        would ground is marked already (the sample Invoice) acts as `marked`."""
+        from schemas.grounding import field_kinds
+
+        policy = self.config.schema_policy
+        if policy.grounding != "auto" or self.contract.per_row:
+            return policy.grounding
+        schema = self.contract.json_schema
+        auto = field_kinds(schema, "auto", policy.ground_numbers)
+        return "marked" if auto == field_kinds(schema, "marked", policy.ground_numbers) else "auto"
 
     @property
     def output_hash(self) -> str:

@@ -137,11 +137,11 @@ def compact_output(output: Any, json_schema: dict[str, Any]) -> str:
 # -- checks ------------------------------------------------------------------------------------------
 
 
-def check_examples(examples: list[Example], contract: SchemaContract,
-                   grounding: bool = True) -> list[tuple[Example, str]]:
-    """Each example against the full schema and the model's validators, and (with `grounding`) against its
-    document's grounded grammar schema: the model could not write a value the grounding leaves out;
-    (example, compact output) pairs."""
+def check_examples(examples: list[Example], contract: SchemaContract, grounding: str = "marked",
+                   all_numbers: bool = False) -> list[tuple[Example, str]]:
+    """Each example against the full schema and the model's validators, and (unless `grounding` is off) against
+    its document's grounded grammar schema (schema_policy.grounding and ground_numbers): the model could not
+    write a value the grounding leaves out; (example, compact output) pairs."""
     checked = []
     for example in examples:
         text = compact_output(example.output, contract.json_schema)
@@ -151,9 +151,11 @@ def check_examples(examples: list[Example], contract: SchemaContract,
             where = ".".join(exc.errors[0]["loc"]) if exc.errors and exc.errors[0].get("loc") else "(record)"
             raise ExampleError(f"example {example.name}: its output fails the schema ({exc.reason} at {where}: "
                                f"{exc.errors[0]['msg'] if exc.errors else ''})") from None
-        refused = refusal(contract.json_schema, example.document, json.loads(text)) if grounding else None
+        refused = refusal(contract.json_schema, example.document, json.loads(text), grounding, all_numbers) \
+            if grounding != "off" else None
         if refused:
-            raise ExampleError(f"example {example.name}: grounding refuses it: {refused}")
+            raise ExampleError(f"example {example.name}: grounding refuses it: {refused} (a field the model must "
+                               "write in its own words: mark it x-grounded: false)")
         checked.append((example, text))
     return checked
 

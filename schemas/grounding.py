@@ -139,12 +139,36 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
     if kind not in cache:
         cache[kind] = FINDERS[kind](document)
     # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
-    check = jsonschema.Draft202012Validator({**_value_branch(node), **cache["definitions"]})
-    candidates = [c for c in cache[kind] if check.is_valid(c)]
+    candidates = _allowed(cache[kind], _value_branch(node), cache)
     if not candidates or len(candidates) > MAX_CANDIDATES:
         return {"type": "null"} if _nullable(node) and not candidates else _without_key(node)
     choice: dict[str, Any] = {"enum": candidates}
     return {"anyOf": [choice, {"type": "null"}]} if _nullable(node) else choice
+
+
+ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "readOnly", "writeOnly"})
+TYPE_CHECKS = {"string": lambda v: isinstance(v, str), "null": lambda v: v is None,
+               "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+               "integer": lambda v: isinstance(v, int) and not isinstance(v, bool) or
+               (isinstance(v, float) and v.is_integer())}
+
+
+def _allowed(found: list[Any], branch: dict[str, Any], cache: dict[str, Any]) -> list[Any]:
+    """The candidates the field's own value schema allows (cached per schema: a document's fields share most)."""
+    key = json.dumps(branch, sort_keys=True, default=str) + str(id(found))
+    if key in cache:
+        return cache[key]
+    bounds = {k: v for k, v in branch.items() if k not in ANNOTATIONS}
+    kinds = bounds.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if set(bounds) <= {"type"} and isinstance(kinds, list) and all(k in TYPE_CHECKS for k in kinds):
+        checks = [TYPE_CHECKS[k] for k in kinds]
+        allowed = [c for c in found if any(check(c) for check in checks)]
+    else:  # the field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one)
+        check = jsonschema.Draft202012Validator({**branch, **cache["definitions"]})
+        allowed = [c for c in found if check.is_valid(c)]
+    cache[key] = allowed
+    return allowed
 
 
 def _without_key(node: dict[str, Any]) -> dict[str, Any]:
@@ -152,25 +176,27 @@ def _without_key(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def has_grounded(json_schema: Any) -> bool:
-    """Whether any field of the schema is marked `x-grounded`."""
+    """Whether any field of the schema is marked `x-grounded` with a kind."""
     return any(node.get(KEY) in KINDS for _, node in iter_subschemas(json_schema))
 
 
 def bad_marks(json_schema: Any) -> list[str]:
-    """Every `x-grounded` whose kind is not one of `KINDS`, by its place in the schema."""
-    return [f"#{pointer(path)}: x-grounded {node[KEY]!r} is not one of {', '.join(KINDS)}"
-            for path, node in iter_subschemas(json_schema) if KEY in node and node[KEY] not in KINDS]
+    """Every `x-grounded` that is neither one of `KINDS` nor `false`, by its place in the schema."""
+    return [f"#{pointer(path)}: x-grounded {node[KEY]!r} is not one of {', '.join(KINDS)}, or false"
+            for path, node in iter_subschemas(json_schema)
+            if KEY in node and node[KEY] is not False and node[KEY] not in KINDS]
 
 
-def refusal(json_schema: dict[str, Any], document: str, value: Any) -> str | None:
+def refusal(json_schema: dict[str, Any], document: str, value: Any, mode: str = "marked",
+            all_numbers: bool = False) -> str | None:
     """Why grounding would keep the model from writing `value` for this document (None: it would not): a value
-    of an `x-grounded` field that is not among the candidates its finder takes from the document."""
-    grounded = ground(json_schema, document)
+    of a grounded field that is not among the candidates its finder takes from the document."""
+    grounded = ground(json_schema, document, all_numbers, mode)
     if grounded is json_schema:
         return None
     for error in jsonschema.Draft202012Validator(grounded).iter_errors(value):
         where = ".".join(str(p) for p in error.absolute_path) or "(record)"
-        return f"{where} {error.instance!r} is not a value the document writes, as its x-grounded finder reads it"
+        return f"{where} {error.instance!r} is not a value the document writes, as its grounding finder reads it"
     return None
 
 
@@ -188,21 +214,131 @@ def _numeric(node: dict[str, Any]) -> bool:
         isinstance(b, dict) and (b.get("type") == "null" or _numeric(b)) for b in branches)
 
 
-def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False) -> dict[str, Any]:
-    """The schema for this document's grammar: every `x-grounded` field narrowed to the document's candidates,
-    and with `all_numbers` (schema_policy.ground_numbers) every plain number field as if marked `number`
-    (the schema itself when nothing is grounded, or without a document)."""
-    if document is None or not (all_numbers or has_grounded(json_schema)):
+def _leaf_types(node: dict[str, Any]) -> set[str] | None:
+    """The value types of a plain leaf field (`type`, or an anyOf/oneOf of plain leaves, null included), or None
+    for anything else: an object, an array, an enum or const, a mixed or composite schema."""
+    if {"enum", "const", "$ref", "allOf", "not", "if", "properties", "items"} & set(node):
+        return None
+    branches = node.get("anyOf") or node.get("oneOf")
+    if branches is not None:
+        if "type" in node or not isinstance(branches, list) or not all(isinstance(b, dict) for b in branches):
+            return None
+        found: set[str] = set()
+        for branch in branches:
+            types = _leaf_types(branch)
+            if types is None:
+                return None
+            found |= types
+        return found or None
+    kind = node.get("type")
+    kinds = {kind} if isinstance(kind, str) else set(kind) if isinstance(kind, list) else set()
+    return kinds if kinds and kinds <= {"string", "number", "integer", "boolean", "null"} else None
+
+
+def _format(node: dict[str, Any]) -> str | None:
+    if isinstance(node.get("format"), str):
+        return node["format"]
+    for branch in node.get("anyOf") or node.get("oneOf") or []:
+        if isinstance(branch, dict) and isinstance(branch.get("format"), str):
+            return branch["format"]
+    return None
+
+
+def inferred_kind(node: dict[str, Any], in_array: bool = False) -> str | None:
+    """The kind `schema_policy.grounding: auto` gives an unmarked field (None: decoded as written): numbers and
+    integers → `number`; `format: date` → `date`; other plain strings → `text` (`cell` inside an array: a
+    list of strings is most often a list of table rows or items); `format: email|uri|hostname` → `word`; other
+    formats (date-time, uuid, ...), booleans, enums, consts, objects and arrays stay as they are."""
+    types = _leaf_types(node)
+    if types is None:
+        return None
+    values = types - {"null"}
+    if values and values <= {"number", "integer"}:
+        return "number"
+    if values != {"string"}:
+        return None
+    fmt = _format(node)
+    if fmt is None:
+        return "cell" if in_array else "text"
+    return {"date": "date", "email": "word", "uri": "word", "hostname": "word"}.get(fmt)
+
+
+# Where a value is not a value the output holds: a field there is never grounded (`not`, conditions, names).
+NOT_VALUES = frozenset({"not", "if", "propertyNames", "contains", "dependentSchemas", "dependencies",
+                        "unevaluatedProperties", "unevaluatedItems"})
+MODES = ("auto", "marked", "off")
+
+
+def field_kinds(json_schema: Any, mode: str = "auto", all_numbers: bool = False) -> dict[tuple[Any, ...], str | None]:
+    """How each field is decoded, by its path in the schema: its grounding kind, or None for a field left
+    free (`x-grounded: false`, or no kind under `marked`). Only fields that a mode grounds or could ground are
+    listed; a field under a free (`x-grounded: false`) one is not."""
+    found: dict[tuple[Any, ...], str | None] = {}
+    free: list[tuple[Any, ...]] = []
+    skip: list[tuple[Any, ...]] = []
+    for path, node in iter_subschemas(json_schema):
+        if any(path[:len(p)] == p for p in skip):
+            continue
+        if node.get(KEY) is False or _not_a_value(path):
+            skip.append(path)
+            if node.get(KEY) is False:
+                free.append(path)
+            continue
+        kind = _kind_of(node, path, mode, all_numbers)
+        if kind is not None or _could_ground(node, path):
+            found[path] = kind
+            skip.append(path)  # a field's own branches are the field, not fields of their own
+    for path in free:
+        found[path] = None
+    return found
+
+
+def _not_a_value(path: tuple[Any, ...]) -> bool:
+    """Whether `path` ends at a keyword whose subschema does not describe a value of the output (`not`, `if`,
+    `propertyNames`, ...), as opposed to a property or definition that happens to have such a name."""
+    return bool(path) and path[-1] in NOT_VALUES and (len(path) == 1 or path[-2] not in NAMED)
+
+
+NAMED = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
+
+
+def _in_array(path: tuple[Any, ...]) -> bool:
+    return bool(path) and (path[-1] == "items" or (len(path) > 1 and path[-2] == "prefixItems"))
+
+
+def _kind_of(node: dict[str, Any], path: tuple[Any, ...], mode: str, all_numbers: bool) -> str | None:
+    if mode == "off":
+        return None
+    if node.get(KEY) in KINDS:
+        return node[KEY]
+    if mode == "auto":
+        return inferred_kind(node, _in_array(path))
+    return "number" if all_numbers and _numeric(node) else None
+
+
+def _could_ground(node: dict[str, Any], path: tuple[Any, ...]) -> bool:
+    return inferred_kind(node, _in_array(path)) is not None
+
+
+def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False,
+           mode: str = "marked") -> dict[str, Any]:
+    """The schema for this document's grammar: every grounded field narrowed to the document's candidates
+    (the schema itself when nothing is grounded, or without a document). `mode` is schema_policy.grounding:
+    `marked` grounds the fields marked `x-grounded` (and with `all_numbers`, schema_policy.ground_numbers,
+    every plain number field as if marked `number`); `auto` also grounds every unmarked field that
+    `inferred_kind` gives a kind, except those marked `x-grounded: false`; `off` grounds nothing."""
+    if document is None or mode == "off" or (mode == "marked" and not (all_numbers or has_grounded(json_schema))):
+        return json_schema
+    kinds = {path: kind for path, kind in field_kinds(json_schema, mode, all_numbers).items() if kind is not None}
+    if not kinds:
         return json_schema
     work = copy.deepcopy(json_schema)
     definitions = {key: json_schema[key] for key in ("$defs", "definitions") if isinstance(json_schema.get(key), dict)}
     cache: dict[str, Any] = {"definitions": definitions}
-    # Each field is grounded in place before the walk reaches its children, so the enum that replaced it is
-    # never walked into (and a nullable number's own branches are not grounded a second time).
-    for _, node in iter_subschemas(work):
-        kind = node.get(KEY) if node.get(KEY) in KINDS else "number" if all_numbers and _numeric(node) else None
-        if kind is not None:
-            grounded = _grounded(node, kind, document, cache)
-            node.clear()
-            node.update(grounded)
+    nodes = dict(iter_subschemas(work))
+    for path, kind in kinds.items():
+        node = nodes[path]
+        grounded = _grounded(node, kind, document, cache)
+        node.clear()
+        node.update(grounded)
     return work

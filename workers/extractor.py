@@ -256,12 +256,10 @@ class BatchExtractor:
 
     def _grammar(self, contract: SchemaContract, text: str | None) -> dict[str, Any] | None:
         """The schema this document's output is decoded under: none for free generation; with grounding, the
-        contract's `x-grounded` fields narrowed to the values this document writes."""
+        contract's grounded fields narrowed to the values this document writes."""
         if not self.spec.constrained:
             return None
-        if not self.spec.grounding:
-            return contract.json_schema
-        return ground(contract.json_schema, text, self.spec.ground_numbers)
+        return ground(contract.json_schema, text, self.spec.ground_numbers, self.spec.grounding)
 
     def _attempts(self, ids: list[Any], texts: list[str | None], chats: list[str | Chat],
                   prompts: list[list[int]], contracts: list[SchemaContract]) -> list[Outcome]:

@@ -56,5 +56,5 @@ class ExtractionSpec:
     sampling: dict[str, Any] = field(default_factory=dict)
     grammar_bounds: tuple[int | None, int | None] = (None, None)  # schema_policy.max_string_length, max_array_items
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # model.retry
-    grounding: bool = True  # schema_policy.grounding: x-grounded fields narrowed to each document's values
+    grounding: str = "marked"  # schema_policy.grounding (auto, marked, off): fields narrowed to each document's values
     ground_numbers: bool = False  # schema_policy.ground_numbers: plain number fields grounded as well

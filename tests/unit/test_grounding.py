@@ -100,13 +100,13 @@ def test_an_example_the_grounding_refuses_fails_naming_it_and_grounding_off_lets
     contract = SchemaContract.from_model_ref("schemas.invoice:Invoice", ROOT)
     with pytest.raises(ExampleError, match=r"example ex.jsonl:1: grounding refuses it: items.0 'Consulting'"):
         check_examples(load_examples_file(path), contract)
-    assert len(check_examples(load_examples_file(path), contract, grounding=False)) == 1
+    assert len(check_examples(load_examples_file(path), contract, grounding="off")) == 1
 
 
 def test_an_unknown_grounding_kind_fails_the_config_naming_where(tmp_path: Path) -> None:
     schema = {"type": "object", "properties": {"total": {"type": "number", "x-grounded": "numbr"}}}
     assert bad_marks(schema) == ["#/properties/total: x-grounded 'numbr' is not one of number, date, word, text, "
-                                 "cell"]
+                                 "cell, or false"]
     (tmp_path / "schema.json").write_text(json.dumps(schema))
     (tmp_path / "extract.yaml").write_text(yaml.safe_dump({
         "name": "t", "input": {"uri": "docs.parquet"}, "schema_file": "schema.json", "prompt": "{document}",
