@@ -105,11 +105,23 @@ def run_job(
     once if another writer holds it). With `fail_fast`, a partition that cannot be planned raises before Ray
     starts; otherwise it is reported as failed and the others go on."""
     check_names(loaded)
+    _log_levers(loaded)
     out_storage = storage_for(loaded.output_uri, loaded.s3_settings)
     out_storage.check_writable(loaded.output_uri)
     run_id = run_id or new_run_id(loaded.config.name)
     with Lease(out_storage, OutputLayout(loaded.output_uri).lease(), run_id) as lease, lifecycle.terminating():
         return _run_job(loaded, days or [None], force, fail_fast, run_id, lease, fail_fast_after)
+
+
+def _log_levers(loaded: LoadedConfig) -> None:
+    """A run's first lines: how its fields are decoded, what the prompt shows, and what measured worse."""
+    from pipeline.levers import job_levers
+
+    levers = job_levers(loaded)
+    log.info("run.decoding", grounding=levers.grounding, fields=levers.fields, examples=levers.examples,
+             schema_shown=levers.schema_shown)
+    for warning in levers.warnings:
+        log.warning("run.lever", warning=warning)
 
 
 def _resumable(committer: PartitionCommitter, loaded: LoadedConfig, days: list[date | None],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline.cli.options import days, job_options, overrides
-from pipeline.config import ConfigError, load_config
+from pipeline.config import ConfigError, LoadedConfig, load_config
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -40,6 +40,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"  columns {', '.join(f'{f.name}: {f.type}' for f in contract.layout.schema)}")
     if not loaded.config.model.constrained:
         print("  decoding unconstrained (model.constrained: false): no grammar; outputs are still checked")
+    for line in lever_lines(loaded):
+        print(line)
     print(f"  backends {', '.join(routes.backends)} ({len(routes.verdicts)} schema(s) checked)")
     for verdict in routes.verdicts:
         compiled = ", ".join(f"{b} {s:.3f}s" for b, s in verdict.compile_s.items())
@@ -52,6 +54,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"      not enforced by the engine: {keywords} → enforced by the post-check "
                   "(JSON Schema Draft 2020-12 validator, every output)")
     return 0
+
+
+def lever_lines(loaded: LoadedConfig) -> list[str]:
+    """How each field is decoded, what the prompt shows, and a warning per setting that measured worse."""
+    from pipeline.levers import job_levers
+
+    levers = job_levers(loaded)
+    cfg = loaded.config
+    lines = [f"  decoding schema_policy.grounding: {levers.grounding}: {levers.fields}"]
+    lines += [f"    {d.line()}" for d in levers.decodings]
+    system = "; system prompt set" if cfg.system else ""
+    lines.append(f"  prompt   examples: {levers.examples}, {levers.example_source}; schema shown: "
+                 f"{levers.schema_shown} (prompt_schema: {cfg.prompt_schema}){system}")
+    return lines + [f"  warning  {w}" for w in levers.warnings]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
