@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from pipeline import exit_codes, logs
-from pipeline.cli import bench, conformance, model, query, report, retry, run, schemas, submit, validate
+from pipeline.cli import bench, conformance, model, query, report, retry, run, schemas, submit, tune, validate
 from pipeline.cli import eval as evaluate
 from pipeline.cli.options import terminal_flags
 from pipeline.config import ConfigError
@@ -21,8 +21,8 @@ from pipeline.storage import StorageError
 
 # In the order `extract --help` lists them.
 REGISTER = (run.register, run.register_backfill, validate.register, query.register, submit.register,
-            bench.register, model.register, schemas.register, evaluate.register, report.register, retry.register,
-            conformance.register)
+            bench.register, model.register, schemas.register, evaluate.register, tune.register, report.register,
+            retry.register, conformance.register)
 
 
 def _version() -> str:

@@ -1,0 +1,226 @@
+"""`extract tune`: the job's documents under a small grid of lever settings, each scored as `extract eval` scores.
+
+The levers are the ones the measurements found to move quality (docs/quality.md): grounding mode, how the
+schema is shown in the prompt, few-shot examples on or off, `presence_penalty` and the grammar-only string
+bound. The search is one lever at a time: starting from the job as written, each lever's values are tried
+with the others at the best found so far, and the best (F1, then docs/s) is kept. Settings that give the job
+the same output hash decode the same requests, so each is run once.
+
+Every setting runs in this process on ONE engine, started once: every lever is a per-request setting (a
+prompt, a grammar, sampling parameters), so nothing needs a new engine. No output is written to the job's
+output; the result is a table (tune.md, tune.json) and the best settings as a YAML snippet (tune.yaml) to
+paste into the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import yaml
+
+from pipeline.config import ConfigError, LoadedConfig, load_config
+from pipeline.tools.evaluate import EvalOptions, score
+
+# The levers, in the order they are searched, and the values tried (the job's own value is always tried).
+LEVERS: dict[str, tuple[Any, ...]] = {
+    "schema_policy.grounding": ("auto", "marked", "off"),
+    "examples": ("job", False),
+    "prompt_schema": ("auto", "json", "fields", "none"),
+    "model.sampling.presence_penalty": (0.0, 0.5, 1.0),
+    "schema_policy.max_string_length": (None, "auto", 64),
+}
+
+
+@dataclass
+class Trial:
+    setting: dict[str, Any]
+    output_hash: str
+    f1: float | None = None
+    precision: float | None = None
+    recall: float | None = None
+    rows: int = 0
+    dead_letters: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    documents: int = 0
+
+    @property
+    def docs_per_s(self) -> float | None:
+        return self.documents / self.seconds if self.seconds else None
+
+    def key(self) -> tuple[float, float]:
+        return (self.f1 or 0.0, self.docs_per_s or 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"setting": self.setting, "output_hash": self.output_hash, "f1": self.f1,
+                "precision": self.precision, "recall": self.recall, "rows": self.rows,
+                "dead_letters": self.dead_letters, "seconds": round(self.seconds, 2),
+                "docs_per_s": round(self.docs_per_s, 3) if self.docs_per_s else None}
+
+
+def job_value(loaded: LoadedConfig, lever: str) -> Any:
+    """The job's own value of `lever`, as the grid writes it."""
+    if lever == "examples":
+        return "job" if loaded.config.examples is not False else False
+    node: Any = loaded.config
+    for part in lever.split("."):
+        node = getattr(node, part, None)
+    return 0.0 if lever.endswith("presence_penalty") and node is None else node
+
+
+def overrides_for(setting: dict[str, Any]) -> dict[str, Any]:
+    """Config overrides (`--set` keys) for a setting; `examples: job` keeps the job's examples."""
+    return {k: v for k, v in setting.items() if not (k == "examples" and v == "job")}
+
+
+def read_documents(loaded: LoadedConfig, ids: set[str], limit: int | None) -> tuple[list[str], list[str | None],
+                                                                                    list[Any] | None]:
+    """The job's documents whose ids have gold (at most `limit`, in input order): ids, texts, schema values."""
+    from pipeline.reader import read_tasks, read_units
+    from pipeline.run import preflight
+    from pipeline.storage import storage_for
+
+    plan = preflight(loaded)
+    source = loaded.config.input
+    storage = storage_for(plan.partition.input_uri, loaded.s3_settings)
+    tasks = pa.Table.from_pylist(read_tasks(plan.units))
+    table = read_units(tasks, storage, plan.schema.field(source.id_column), source.text_column,
+                       source.schema_column)
+    rows = [r for r in table.to_pylist() if str(r[source.id_column]) in ids][:limit]
+    if not rows:
+        raise ConfigError(f"{loaded.path}: no document of the input has an id in the gold file")
+    schemas = [r[source.schema_column] for r in rows] if source.schema_column else None
+    return [str(r[source.id_column]) for r in rows], [r[source.text_column] for r in rows], schemas
+
+
+class Tuner:
+    """One engine, many settings: each setting's documents decoded and scored against the gold records."""
+
+    def __init__(self, config: Path, overrides: dict[str, Any], golds: dict[str, dict[str, Any]],
+                 limit: int | None, options: EvalOptions) -> None:
+        self.config = config
+        self.base = dict(overrides)
+        self.golds = golds
+        self.options = options
+        self.loaded = load_config(config, self.base)
+        self.ids, self.texts, self.schemas = read_documents(self.loaded, set(golds), limit)
+        self.engine: Any = None
+        self.trials: dict[str, Trial] = {}
+
+    def start_engine(self) -> None:
+        from pipeline.plan import actor_env
+        from workers.bundled_model import resolve_model_path
+        from workers.engine import VllmEngine, engine_arguments, has_accelerator
+
+        cfg = self.loaded.config
+        for key, value in actor_env(cfg.workers.gpus_per_actor).items():  # the same set-up as an actor's
+            os.environ.setdefault(key, value)
+        self.engine = VllmEngine(**engine_arguments(
+            resolve_model_path(self.loaded.model_path), cfg.model.max_model_len, cfg.workers.tensor_parallel_size,
+            dict(cfg.model.engine_kwargs), has_accelerator(), cfg.schema_policy.backends[0],
+            sequences=min(len(self.ids), cfg.workers.batch_size * cfg.workers.batches_in_flight)))
+
+    def trial(self, setting: dict[str, Any]) -> Trial:
+        """The setting's scores (run once per output hash)."""
+        loaded = load_config(self.config, {**self.base, **overrides_for(setting)})
+        known = self.trials.get(loaded.output_hash)
+        if known is not None:
+            return known
+        outcomes, seconds = self._decode(loaded)
+        rows = {i: o.record for i, o in zip(self.ids, outcomes, strict=True) if o.record is not None}
+        dead = {i: o.reason or "dead_letter" for i, o in zip(self.ids, outcomes, strict=True) if o.record is None}
+        golds = {i: self.golds[i] for i in self.ids}
+        default = loaded.contract.json_schema if not loaded.contract.per_row else None
+        overall = score(golds, rows, dead, lambda _: default, self.options).overall
+        trial = Trial(dict(setting), loaded.output_hash, overall.f1, overall.precision, overall.recall, len(rows),
+                      dict(Counter(dead.values())), seconds, len(self.ids))
+        self.trials[loaded.output_hash] = trial
+        return trial
+
+    def _decode(self, loaded: LoadedConfig) -> tuple[list[Any], float]:
+        from pipeline.plan import build_spec
+        from workers.extractor import BatchExtractor
+
+        spec = build_spec(loaded, "tune")
+        self.engine.use_sampling(spec.sampling, spec.grammar_bounds)  # this setting's, not the last one's
+        extractor = BatchExtractor(self.engine, spec, min(spec.max_model_len, self.engine.max_model_len))
+        extractor.prepare()
+        started = time.perf_counter()
+        outcomes = extractor.outcomes(self.ids, self.texts, self.schemas)
+        return outcomes, time.perf_counter() - started
+
+    def search(self, levers: dict[str, tuple[Any, ...]] = LEVERS, report: Any = None) -> Trial:
+        """One lever at a time, from the job as written; returns the best trial."""
+        best_setting = {lever: job_value(self.loaded, lever) for lever in levers}
+        best = self.trial(best_setting)
+        if report:
+            report(best)
+        for lever, values in levers.items():
+            for value in dict.fromkeys((*values, best_setting[lever])):
+                if value == best_setting[lever]:
+                    continue
+                candidate = {**best_setting, lever: value}
+                try:
+                    trial = self.trial(candidate)
+                except ConfigError as exc:  # e.g. examples that this grounding refuses: not a setting to take
+                    if report:
+                        report(Trial(candidate, "-", dead_letters={"config": 1}), str(exc))
+                    continue
+                if report:
+                    report(trial)
+                if trial.key() > best.key():
+                    best, best_setting = trial, candidate
+        return best
+
+
+def snippet(loaded: LoadedConfig, best: Trial) -> str:
+    """The best settings as YAML to paste into the job (only the levers it changes)."""
+    changed = {k: v for k, v in best.setting.items() if v != job_value(loaded, k)}
+    tree: dict[str, Any] = {}
+    for dotted, value in changed.items():
+        node = tree
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    head = f"# extract tune: F1 {best.f1 if best.f1 is None else round(best.f1, 3)} on {best.documents} documents"
+    if not tree:
+        return head + "\n# the job's own settings scored best: nothing to change\n"
+    return head + "\n" + yaml.safe_dump(tree, sort_keys=False, default_flow_style=False)
+
+
+def _f(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def table_line(trial: Trial, note: str = "") -> str:
+    setting = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in trial.setting.items())
+    dead = ", ".join(f"{r} {n}" for r, n in sorted(trial.dead_letters.items())) or "none"
+    return (f"| {setting} | {_f(trial.f1)} | {_f(trial.precision)} | {_f(trial.recall)} | {dead} | "
+            f"{_f(trial.docs_per_s)} |" + (f" {note}" if note else ""))
+
+
+TABLE_HEAD = "| setting | F1 | precision | recall | dead letters | docs/s |\n|---|---|---|---|---|---|"
+
+
+def render(loaded: LoadedConfig, trials: list[Trial], best: Trial) -> str:
+    lines = [f"# extract tune: {loaded.config.name}", "", f"{best.documents} documents with gold; one engine; "
+             "levers searched one at a time from the job's own settings.", "", TABLE_HEAD]
+    lines += [table_line(t) for t in trials]
+    lines += ["", "Best:", "", "```yaml", snippet(loaded, best).rstrip(), "```", ""]
+    return "\n".join(lines)
+
+
+def write_results(out: Path, loaded: LoadedConfig, trials: list[Trial], best: Trial) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tune.json").write_text(json.dumps({"job": str(loaded.path), "best": best.to_dict(),
+                                               "trials": [t.to_dict() for t in trials]}, indent=2, default=str))
+    (out / "tune.md").write_text(render(loaded, trials, best))
+    (out / "tune.yaml").write_text(snippet(loaded, best))
+    return out / "tune.yaml"
