@@ -143,3 +143,86 @@ def test_a_marked_field_whose_bounds_are_a_ref_is_filtered_through_the_definitio
     schema = {"type": "object", "$defs": {"Currency": {"type": "string", "enum": ["USD", "EUR", "GBP"]}},
               "properties": {"currency": {"$ref": "#/$defs/Currency", "x-grounded": "word"}}}
     assert ground(schema, "Total due (EUR): 12.00, or USD 13")["properties"]["currency"] == {"enum": ["EUR", "USD"]}
+
+
+PLAIN = {"type": "object", "$defs": {"Party": {"type": "object", "properties": {
+    "name": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}},
+    "properties": {
+        "title": {"type": "string", "maxLength": 40},
+        "party": {"$ref": "#/$defs/Party"},
+        "when": {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]},
+        "stamp": {"type": "string", "format": "date-time"},
+        "email": {"type": "string", "format": "email"},
+        "total": {"type": "number"},
+        "lines": {"type": "array", "items": {"type": "string"}},
+        "kind": {"type": "string", "enum": ["a", "b"]},
+        "paid": {"type": "boolean"},
+        "summary": {"type": "string", "x-grounded": False},
+        "not_a_value": {"not": {"type": "string"}},
+        "contains": {"type": "string"}}}
+
+
+def test_auto_infers_a_kind_for_every_plain_field_and_leaves_enums_booleans_formats_and_free_marks() -> None:
+    from schemas.grounding import field_kinds
+
+    kinds = {"/".join(map(str, p)): k for p, k in field_kinds(PLAIN, "auto").items()}
+    assert kinds == {"properties/title": "text", "$defs/Party/properties/name": "text", "properties/when": "date",
+                     "properties/email": "word", "properties/total": "number", "properties/lines/items": "cell",
+                     "properties/summary": None, "properties/contains": "text"}
+    assert {p: k for p, k in field_kinds(PLAIN, "marked").items() if k} == {}
+    assert {p: k for p, k in field_kinds(PLAIN, "off").items() if k} == {}
+
+
+def test_auto_grounds_a_plain_schema_per_document_and_keeps_what_it_must() -> None:
+    doc = "Quarterly report | Acme Ltd\nSent 2026-03-02 by ops@acme.example\nTotal: 1,250.50\nBolts\nNuts\n"
+    grounded = ground(PLAIN, doc, mode="auto")
+    props = grounded["properties"]
+    assert "Quarterly report" in props["title"]["enum"] and "Acme Ltd" in props["title"]["enum"]
+    assert all(len(v) <= 40 for v in props["title"]["enum"])  # the field's own maxLength filters candidates
+    assert props["when"] == {"anyOf": [{"enum": ["2026-03-02"]}, {"type": "null"}]}
+    assert props["email"]["enum"] == ["ops@acme.example"] or "ops@acme.example" in props["email"]["enum"]
+    assert 1250.5 in props["total"]["enum"]
+    assert "Bolts" in props["lines"]["items"]["enum"]
+    assert props["kind"] == PLAIN["properties"]["kind"] and props["paid"] == {"type": "boolean"}
+    assert props["stamp"] == PLAIN["properties"]["stamp"]  # date-time stays free
+    assert props["summary"] == PLAIN["properties"]["summary"]  # x-grounded: false stays free
+    assert props["not_a_value"] == PLAIN["properties"]["not_a_value"]  # never inside `not`
+    assert "Acme Ltd" in grounded["$defs"]["Party"]["properties"]["name"]["anyOf"][0]["enum"]
+    assert ground(PLAIN, doc, mode="off") is PLAIN and ground(PLAIN, doc, mode="marked") is PLAIN
+
+
+def test_auto_with_no_candidate_leaves_a_field_free_or_null() -> None:
+    grounded = ground(PLAIN, "nothing numeric or dated here", mode="auto")["properties"]
+    assert grounded["when"] == {"type": "null"}  # nullable: only null
+    assert grounded["total"] == {"type": "number"}  # required: as written, never a dead letter
+
+
+def test_grounding_modes_keep_the_old_hashes_and_auto_is_marked_where_it_adds_nothing() -> None:
+    marked = load_config(ROOT / "jobs/extract.yaml", {"schema_policy.grounding": "marked"})
+    assert load_config(ROOT / "jobs/extract.yaml").output_hash == marked.output_hash  # auto adds no field here
+    assert load_config(ROOT / "jobs/extract.yaml", {"schema_policy.grounding": True}).output_hash == marked.output_hash
+    off = load_config(ROOT / "jobs/extract.yaml", {"schema_policy.grounding": "off"})
+    assert off.output_hash == load_config(ROOT / "jobs/extract.yaml", {"schema_policy.grounding": False}).output_hash
+    plain = {"schema": "sample.unmarked_invoice:UnmarkedInvoice"}
+    auto = load_config(ROOT / "jobs/extract.yaml", plain)
+    assert auto.grounding_in_effect == "auto" and auto.decisive["policy"]["grounding"] == "auto"
+    assert auto.output_hash != load_config(ROOT / "jobs/extract.yaml", {**plain, "schema_policy.grounding": "marked"}
+                                           ).output_hash
+    with pytest.raises(ConfigError, match="schema_policy.grounding"):
+        load_config(ROOT / "jobs/extract.yaml", {"schema_policy.grounding": "sometimes"})
+
+
+def test_validate_lines_say_how_each_field_is_decoded_and_warn_about_what_measured_worse() -> None:
+    from schemas.levers import field_decodings, summary, warnings
+
+    decodings = field_decodings(PLAIN, "auto", string_bound=None)
+    lines = [d.line() for d in decodings]
+    assert "title: grounded (text)" in lines and "party.name: grounded (text)" in lines
+    assert "lines[]: grounded (cell)" in lines and "kind: enum (2 values)" in lines
+    assert "summary: free (string, x-grounded: false, no bound)" in lines
+    assert "stamp: free (string, bounded by its format)" in lines
+    assert summary(decodings) == "7 grounded (cell 1, date 1, number 1, text 3, word 1), 1 enum, 4 free"
+    found = warnings(decodings, examples=0)
+    assert found[0].startswith("no few-shot examples") and "free string with no bound: summary" in found[1]
+    off = warnings(field_decodings(PLAIN, "off"), examples=3)
+    assert any(w.startswith("number not grounded: total") for w in off)
