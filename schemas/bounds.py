@@ -4,17 +4,49 @@ A small model under a grammar can write a string ("1234567890…") or a list unt
 the output is then a `truncated` dead letter. Bounding every unbounded string and array in the schema
 the *grammar* is compiled from makes the model close them. The user's schema, the post-check and the
 output columns keep the schema as written: a bound is a decoding limit, not a new rule for the data.
+
+`auto` fits the bounds to the budget: `longest_output_chars` is the longest compact JSON text a schema
+allows (as the grammar emits it: no whitespace), `budget_bounds` picks the largest string bound (and an
+array bound) under which that text, times `TOKENS_PER_CHAR`, fits `max_tokens`, and says where a schema
+cannot be bounded (a `$ref` cycle, an open object, a value of any type, a pattern with an open quantifier;
+or too many leaves for the budget). Strings bounded by `enum`, `const`, `pattern`, a self-bounded `format`
+or a substring node (`x-substring`) keep their own bound; existing `maxLength` / `maxItems` are kept.
 """
 
 from __future__ import annotations
 
-import copy
+import heapq
+import json
+import math
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
-SELF_BOUNDED_FORMATS = {"date", "time", "date-time", "uuid", "ipv4", "ipv6", "duration"}
+# Tokens per character of compact JSON outputs under the bundled model's tokenizer (SmolLM2-135M), measured by
+# `jobs/bench/tokens_per_char.py` on 1,413 outputs (sample gold 50, DeepJSONEval dev gold 136, JSONSchemaBench
+# dev valid instances 1,227): pooled 0.355, mean 0.370, p90 0.468, p99 0.702, max 1.0. 0.75 is the p99 rounded
+# up: the longest output already assumes every free value at its bound, and a runaway value is often digits or
+# `_M_M_M` (about 1 token per character), far denser than prose (about 0.25).
+TOKENS_PER_CHAR = 0.75
+BUDGET_SHARE = 0.95  # of max_tokens: the margin for what the estimate misses (escapes, long numbers)
+STRING_FLOOR = 16  # below this a string bound cuts real values: the schema "cannot be bounded for this budget"
+STRING_CAP = 256  # the largest automatic string bound (larger bounds compile slower and help no extraction)
+STRING_STEPS = (64, 32, STRING_FLOOR)  # prefer more list items while strings keep at least this many chars
+ITEM_STEPS = (10, 8, 6, 5, 4, 3, 2, 1)  # automatic array bounds tried, largest first
+ITEM_FLOOR = 2  # the array bound when nothing fits
+NUMBER_CHARS = 24  # a number without both minimum and maximum (the grammar does not bound its digits)
+INTEGER_CHARS = 20  # -9223372036854775808
+WORD_CHARS = 12  # a word and its separator, for a substring node without max_length
+FORMAT_CHARS = {"date": 10, "time": 21, "date-time": 32, "uuid": 36, "ipv4": 15, "ipv6": 45, "duration": 32}
+SELF_BOUNDED_FORMATS = set(FORMAT_CHARS)
+SUBSTRING_KEY = "x-substring"  # schemas.substring.SUBSTRING_KEY (not imported: that module imports grounding)
 SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
 SUBSCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains")
+AUTO = "auto"
+OPEN_QUANTIFIER = re.compile(r"(?<!\\)(?:[*+]|\{\d*,\})")
+COUNTED_QUANTIFIER = re.compile(r"(?<!\\)\{(\d+)(?:,(\d+))?\}")
 
 
 def _types(node: dict[str, Any]) -> set[str]:
@@ -23,31 +55,396 @@ def _types(node: dict[str, Any]) -> set[str]:
         else set()
 
 
-def _bound(node: Any, max_string: int | None, max_items: int | None) -> None:
+def is_free_string(node: dict[str, Any]) -> bool:
+    """A string node that `grammar_schema` bounds: no maxLength, enum, const, pattern, self-bounded format or
+    substring node of its own."""
+    return "string" in _types(node) and not ({"maxLength", "enum", "const", "pattern", SUBSTRING_KEY} & set(node)) \
+        and node.get("format") not in SELF_BOUNDED_FORMATS
+
+
+def _bounded_node(node: dict[str, Any], max_string: int | None, max_items: int | None) -> dict[str, Any]:
+    """`node` with its own bounds added (a shallow copy when it changes)."""
+    extra: dict[str, Any] = {}
+    if max_string is not None and is_free_string(node):
+        least = node.get("minLength")
+        extra["maxLength"] = max(max_string, least) if isinstance(least, int) else max_string
+    if max_items is not None and "array" in _types(node) and "maxItems" not in node:
+        least = node.get("minItems")
+        extra["maxItems"] = max(max_items, least) if isinstance(least, int) else max_items
+    return {**node, **extra} if extra else node
+
+
+def _bound(node: Any, max_string: int | None, max_items: int | None) -> Any:
+    """`node` with every free string and array bounded; subtrees that do not change are shared, not copied."""
     if not isinstance(node, dict):
-        return
-    types = _types(node)
-    if max_string is not None and "string" in types and not ({"maxLength", "enum", "const", "pattern"} & set(node)) \
-            and node.get("format") not in SELF_BOUNDED_FORMATS:
-        node["maxLength"] = max_string
-    if max_items is not None and "array" in types and "maxItems" not in node:
-        node["maxItems"] = max_items
+        return node
+    out = _bounded_node(node, max_string, max_items)
+    changes: dict[str, Any] = {}
     for key in SUBSCHEMA_LISTS:
-        for sub in node.get(key) or []:
-            _bound(sub, max_string, max_items)
+        subs = node.get(key)
+        if isinstance(subs, list):
+            new = [_bound(sub, max_string, max_items) for sub in subs]
+            if any(a is not b for a, b in zip(new, subs, strict=True)):
+                changes[key] = new
     for key in SUBSCHEMA_MAPS:
-        if isinstance(node.get(key), dict):
-            for sub in node[key].values():
-                _bound(sub, max_string, max_items)
+        subs = node.get(key)
+        if isinstance(subs, dict):
+            new_map = {name: _bound(sub, max_string, max_items) for name, sub in subs.items()}
+            if any(new_map[name] is not sub for name, sub in subs.items()):
+                changes[key] = new_map
     for key in SUBSCHEMA_ONE:
-        _bound(node.get(key), max_string, max_items)
+        if isinstance(node.get(key), dict):
+            new_one = _bound(node[key], max_string, max_items)
+            if new_one is not node[key]:
+                changes[key] = new_one
+    if changes:
+        out = {**out, **changes}
+    return out
 
 
-def grammar_schema(json_schema: dict[str, Any], max_string: int | None, max_items: int | None) -> dict[str, Any]:
+# --- the longest output --------------------------------------------------------------------------------------
+# A schema compiles to a plan of tuples, evaluated for a string bound `s` and an array bound `k`:
+# ("n", chars) fixed width; ("s", minLength) a free string; ("a", item, maxItems, minItems, prefix) an array;
+# ("o", chars, children) an object (keys and punctuation, then its values); ("u", branches) the longest branch;
+# ("x",) a value no maxLength/maxItems can bound (reported in the problems).
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _escape(part: Any) -> str:
+    return str(part).replace("~", "~0").replace("/", "~1")
+
+
+def _values_chars(values: list[Any]) -> int:
+    """The longest JSON encoding among `values` (of thousands of strings, only the longest few are encoded)."""
+    strings = [v for v in values if isinstance(v, str)]
+    others = [v for v in values if not isinstance(v, str)]
+    longest = heapq.nlargest(16, strings, key=len) if len(strings) > 16 else strings
+    return max((len(_compact(v)) for v in longest + others), default=2)
+
+
+def _pattern_chars(pattern: str) -> int | None:
+    """An estimate of the longest string a pattern allows (None with an open quantifier: `*`, `+`, `{n,}`)."""
+    if OPEN_QUANTIFIER.search(pattern):
+        return None
+    counted = sum(int(hi or lo) - 1 for lo, hi in COUNTED_QUANTIFIER.findall(pattern))
+    return len(pattern) + 8 * max(0, counted)  # a repeated atom may be a class or group of a few characters
+
+
+def _number_chars(node: dict[str, Any], integer: bool) -> int:
+    low, high = node.get("minimum"), node.get("maximum")
+    if integer and isinstance(low, int | float) and isinstance(high, int | float):
+        return max(len(str(int(low))), len(str(int(high))))
+    return INTEGER_CHARS if integer else NUMBER_CHARS
+
+
+@dataclass
+class _Compiler:
+    root: Any
+    problems: dict[str, str] = field(default_factory=dict)
+    resolving: list[str] = field(default_factory=list)
+    memo: dict[str, tuple] = field(default_factory=dict)
+
+    def open(self, where: str, why: str) -> tuple:
+        self.problems.setdefault(where or "/", why)
+        return ("x",)
+
+    def ref(self, ref: Any, where: str) -> tuple:
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            return self.open(where, f"$ref {ref!r} is not local: its length is unknown")
+        target = ref[1:]
+        if target in self.resolving:
+            return self.open(where, f"recursion: $ref {ref} is a cycle, which maxLength/maxItems cannot bound")
+        if target in self.memo:
+            return self.memo[target]
+        node: Any = self.root
+        for part in target.split("/")[1:]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            node = node[int(part)] if isinstance(node, list) and part.isdigit() else \
+                node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            return self.open(where, f"$ref {ref} points nowhere")
+        self.resolving.append(target)
+        try:
+            plan = self.node(node, target)
+        finally:
+            self.resolving.pop()
+        self.memo[target] = plan
+        return plan
+
+    def node(self, node: Any, where: str) -> tuple:
+        if node is True or node == {}:
+            return self.open(where, "a value of any type: its length is unbounded")
+        if not isinstance(node, dict):
+            return ("n", 0)
+        if "$ref" in node:
+            return self.ref(node["$ref"], where)
+        if "const" in node:
+            return ("n", len(_compact(node["const"])))
+        if isinstance(node.get("enum"), list):
+            return ("n", _values_chars(node["enum"]))
+        if isinstance(node.get("allOf"), list):
+            return self.node(self.merged(node), where)
+        for key in ("anyOf", "oneOf"):
+            if isinstance(node.get(key), list):
+                return ("u", tuple(self.node(sub, f"{where}/{key}/{i}") for i, sub in enumerate(node[key])))
+        types = _types(node) or self.implied_types(node)
+        if not types:
+            return self.open(where, "a value of any type: its length is unbounded")
+        plans = tuple(self.typed(node, kind, where) for kind in sorted(types))
+        return plans[0] if len(plans) == 1 else ("u", plans)
+
+    @staticmethod
+    def implied_types(node: dict[str, Any]) -> set[str]:
+        found = {"object"} if {"properties", "additionalProperties", "required"} & set(node) else set()
+        return found | ({"array"} if {"items", "prefixItems"} & set(node) else set()) \
+            | ({"string"} if {"maxLength", "minLength", "pattern", "format"} & set(node) else set())
+
+    def merged(self, node: dict[str, Any]) -> dict[str, Any]:
+        """allOf as one node: properties and required united, other keywords first come first kept."""
+        out = {k: v for k, v in node.items() if k != "allOf"}
+        for sub in node["allOf"]:
+            while isinstance(sub, dict) and "$ref" in sub and isinstance(sub["$ref"], str) \
+                    and sub["$ref"][1:] not in self.resolving:
+                found = self.lookup(sub["$ref"])
+                if found is None:
+                    break
+                sub = found
+            if not isinstance(sub, dict):
+                continue
+            for key, value in sub.items():
+                if key == "properties" and isinstance(value, dict):
+                    out["properties"] = {**value, **out.get("properties", {})}
+                elif key != "$ref":
+                    out.setdefault(key, value)
+        return out
+
+    def lookup(self, ref: str) -> Any:
+        node: Any = self.root
+        for part in ref.lstrip("#").split("/")[1:]:
+            node = node.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(node, dict) else None
+        return node if ref.startswith("#") else None
+
+    def typed(self, node: dict[str, Any], kind: str, where: str) -> tuple:
+        if kind == "string":
+            return self.string(node, where)
+        if kind in ("number", "integer"):
+            return ("n", _number_chars(node, kind == "integer"))
+        if kind == "array":
+            return self.array(node, where)
+        if kind == "object":
+            return self.object(node, where)
+        return ("n", 5 if kind == "boolean" else 4)
+
+    def string(self, node: dict[str, Any], where: str) -> tuple:
+        sub = node.get(SUBSTRING_KEY)
+        if isinstance(sub, dict):
+            cap = sub.get("max_length")
+            words = sub.get("max_words") if isinstance(sub.get("max_words"), int) else 8
+            return ("n", 2 + (cap if isinstance(cap, int) else words * WORD_CHARS))
+        if isinstance(node.get("maxLength"), int):
+            return ("n", 2 + node["maxLength"])
+        if node.get("format") in FORMAT_CHARS:
+            return ("n", 2 + FORMAT_CHARS[node["format"]])
+        if isinstance(node.get("pattern"), str):
+            chars = _pattern_chars(node["pattern"])
+            return ("n", 2 + chars) if chars is not None else \
+                self.open(where, "a pattern with an open quantifier (*, +, {n,}) and no maxLength")
+        least = node.get("minLength")
+        return ("s", least if isinstance(least, int) else 0)
+
+    def array(self, node: dict[str, Any], where: str) -> tuple:
+        items = node.get("items")
+        prefix_nodes = node.get("prefixItems") if isinstance(node.get("prefixItems"), list) else \
+            items if isinstance(items, list) else []
+        rest = node.get("additionalItems") if isinstance(items, list) else items
+        prefix = tuple(self.node(sub, f"{where}/prefixItems/{i}") for i, sub in enumerate(prefix_nodes))
+        if rest is False or (rest is None and prefix):
+            item = None
+        else:
+            item = self.node(rest if rest is not None else True, f"{where}/items")
+        most = node.get("maxItems") if isinstance(node.get("maxItems"), int) else None
+        least = node.get("minItems") if isinstance(node.get("minItems"), int) else 0
+        return ("a", item, most, least, prefix)
+
+    def object(self, node: dict[str, Any], where: str) -> tuple:
+        props = node.get("properties") if isinstance(node.get("properties"), dict) else {}
+        extra = node.get("additionalProperties")
+        chars = 2 + max(0, len(props) - 1) + sum(len(_compact(str(name))) + 1 for name in props)
+        values = tuple(self.node(sub, f"{where}/properties/{_escape(name)}") for name, sub in props.items())
+        if node.get("patternProperties") or (extra is not None and extra is not False) or (not props and extra is None):
+            values += (self.open(where, "an open object (additionalProperties or patternProperties): its keys are "
+                                        "unbounded"),)
+        return ("o", chars, values)
+
+
+def _plan(schema: Any) -> tuple[tuple, list[str]]:
+    compiler = _Compiler(schema)
+    plan = compiler.node(schema, "")
+    return plan, [f"{where}: {why}" for where, why in compiler.problems.items()]
+
+
+def _length(plan: tuple, s: float, k: float, open_width: float) -> float:
+    tag = plan[0]
+    if tag == "n":
+        return plan[1]
+    if tag == "s":
+        return max(s, plan[1]) + 2
+    if tag == "u":
+        return max(_length(sub, s, k, open_width) for sub in plan[1])
+    if tag == "o":
+        return plan[1] + sum(_length(sub, s, k, open_width) for sub in plan[2])
+    if tag == "x":
+        return open_width
+    _, item, most, least, prefix = plan
+    count = len(prefix)
+    chars = 2 + sum(_length(sub, s, k, open_width) for sub in prefix)
+    if item is not None:
+        rest = max(0, most - count) if most is not None else max(k, least - count)
+        if rest:
+            each = _length(item, s, k, open_width)
+            count += rest
+            chars += rest * each if each else 0
+    return chars + max(0, count - 1)
+
+
+def longest_output_chars(schema: Any, max_string: int | None = None, max_items: int | None = None) -> int | None:
+    """The longest compact JSON text `schema` allows, in characters, with free strings bounded at `max_string`
+    and free arrays at `max_items` (None: unbounded); None when that is unbounded (a free string or array, a
+    `$ref` cycle, an open object, a value of any type). Optional properties count: the grammar may emit them."""
+    plan, _ = _plan(schema)
+    s = math.inf if max_string is None else max_string
+    k = math.inf if max_items is None else max_items
+    chars = _length(plan, s, k, math.inf)
+    return None if math.isinf(chars) else int(chars)
+
+
+# --- bounds that fit the budget ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The grammar-only bounds for one schema and budget, and what keeps the schema from fitting it."""
+
+    max_string: int | None
+    max_items: int | None
+    longest_chars: int | None  # the bounded schema's longest output (open values counted at the string bound)
+    budget_chars: int
+    problems: tuple[str, ...] = ()
+
+    @property
+    def fits(self) -> bool:
+        return not self.problems
+
+
+def _largest_string(plan: tuple, k: float, budget: float, cap: int) -> int:
+    """The largest string bound in [0, cap] whose longest output fits `budget` (-1: none does)."""
+    if _length(plan, 0, k, 0) > budget:
+        return -1
+    if _length(plan, cap, k, cap) <= budget:
+        return cap
+    low, high = 0, cap  # fits at low, not at high
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if _length(plan, mid, k, mid) <= budget else (low, mid)
+    return low
+
+
+def _choose(plan: tuple, budget: float, max_string: int | None, max_items: int | None) -> tuple[int, int] | None:
+    """(string bound, array bound) that fit, preferring longer lists while strings keep STRING_STEPS chars."""
+    items = (max_items,) if max_items is not None else ITEM_STEPS
+    for least in STRING_STEPS:
+        for k in items:
+            if max_string is not None:
+                if _length(plan, max_string, k, max_string) <= budget:
+                    return max_string, k
+                continue
+            s = _largest_string(plan, k, budget, STRING_CAP)
+            if s >= least:
+                return s, k
+    return None
+
+
+def budget_bounds(schema: Any, max_tokens: int, tokens_per_char: float = TOKENS_PER_CHAR,
+                  max_string: int | None = None, max_items: int | None = None) -> Budget:
+    """The largest string bound (and array bound: 10 items, fewer if needed) under which the schema's longest
+    output, times `tokens_per_char`, fits `BUDGET_SHARE` of `max_tokens`. `max_string` / `max_items` fix one
+    of them. Below `STRING_FLOOR` chars (or `ITEM_FLOOR` items) it gives up: the floor bounds are returned
+    with a problem saying the schema cannot be bounded for this budget; a value no bound can close (a `$ref`
+    cycle, an open object, ...) is a problem too, counted at the string bound for the budget."""
+    plan, problems = _plan(schema)
+    budget = int(max_tokens * BUDGET_SHARE / tokens_per_char)
+    chosen = _choose(plan, budget, max_string, max_items)
+    if chosen is None:
+        s = max_string if max_string is not None else STRING_FLOOR
+        k = max_items if max_items is not None else ITEM_FLOOR
+        problems.append(_too_long(plan, s, k, max_tokens, tokens_per_char))
+    else:
+        s, k = chosen
+    longest = _length(plan, s, k, s)
+    return Budget(s, k, None if math.isinf(longest) else int(longest), budget, tuple(problems))
+
+
+def _too_long(plan: tuple, s: int, k: int, max_tokens: int, tokens_per_char: float) -> str:
+    longest = _length(plan, s, k, s)
+    about = f"{longest:.0f} chars, about {longest * tokens_per_char:.0f} tokens at {tokens_per_char} tokens/char"
+    leaves = _leaves(plan)
+    if not leaves and _length(plan, s, k + 1, s) == longest:
+        return (f"cannot be bounded for this budget: the schema's own bounds (maxLength, maxItems, enum, ...) allow "
+                f"{about}, over max_tokens {max_tokens}")
+    return (f"cannot be bounded for this budget: with strings of {s} chars and arrays of {k} items the longest "
+            f"output is {about}, over max_tokens {max_tokens} ({leaves} free strings and open values)")
+
+
+def _leaves(plan: tuple) -> int:
+    """Free strings and open values counted once each (arrays not multiplied)."""
+    tag = plan[0]
+    if tag in ("s", "x"):
+        return 1
+    if tag == "u":
+        return max((_leaves(sub) for sub in plan[1]), default=0)
+    if tag == "o":
+        return sum(_leaves(sub) for sub in plan[2])
+    if tag == "a":
+        return sum(_leaves(sub) for sub in plan[4]) + (_leaves(plan[1]) if plan[1] is not None else 0)
+    return 0
+
+
+_CACHE: OrderedDict[tuple[Any, ...], tuple[Any, Budget]] = OrderedDict()
+CACHE_SIZE = 256
+
+
+def cached_budget(schema: Any, max_tokens: int, tokens_per_char: float = TOKENS_PER_CHAR,
+                  max_string: int | None = None, max_items: int | None = None) -> Budget:
+    """`budget_bounds`, remembered for the same schema object (a job's one schema, asked for every request)."""
+    key = (id(schema), max_tokens, tokens_per_char, max_string, max_items)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is schema:
+        _CACHE.move_to_end(key)
+        return hit[1]
+    found = budget_bounds(schema, max_tokens, tokens_per_char, max_string, max_items)
+    _CACHE[key] = (schema, found)  # holding the schema keeps its id from being reused while cached
+    if len(_CACHE) > CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return found
+
+
+def grammar_schema(json_schema: dict[str, Any], max_string: int | str | None, max_items: int | str | None,
+                   max_tokens: int | None = None, tokens_per_char: float = TOKENS_PER_CHAR) -> dict[str, Any]:
     """A copy of `json_schema` with `maxLength` on every unbounded string and `maxItems` on every unbounded
-    array (the schema itself when both are None)."""
+    array (the schema itself when both are None, or when nothing changes). "auto" picks the bound with
+    `budget_bounds` for `max_tokens` (an int fixes the bound, None leaves it open); unchanged subschemas are
+    shared with `json_schema`, not copied."""
     if max_string is None and max_items is None:
         return json_schema
-    bounded = copy.deepcopy(json_schema)
-    _bound(bounded, max_string, max_items)
-    return bounded
+    if AUTO in (max_string, max_items):
+        if max_tokens is None:
+            raise ValueError("grammar bounds 'auto' need max_tokens")
+        found = cached_budget(json_schema, max_tokens, tokens_per_char,
+                              max_string if isinstance(max_string, int) else None,
+                              max_items if isinstance(max_items, int) else None)
+        max_string = found.max_string if max_string == AUTO else max_string
+        max_items = found.max_items if max_items == AUTO else max_items
+    return _bound(json_schema, max_string, max_items)  # type: ignore[arg-type]
