@@ -82,6 +82,10 @@ class Options:
     generate_limit: int | None = None  # generate for the first N schemas of each subset only (id order)
     compile_timeout_s: float = 30.0
     keep: bool = False  # merge with the parts already in the output folder instead of starting afresh
+    # The grammar-only bounds (schemas.bounds) on the schema sent to generation, as the pipeline applies them:
+    # "auto" fits them to max_tokens, "none" generates under the schema as written. The prompt, the judge and
+    # the post-check keep the schema as written either way.
+    grammar_bounds: str = "auto"
 
 
 # -- small pure helpers -------------------------------------------------------------------------------
@@ -303,6 +307,7 @@ class Job:
     backends: list[str]  # the backends that compiled it, in fallback order
     prompt_capped: bool = False
     prompt_ids: list[int] = field(default_factory=list)
+    grammar: Any = None  # the schema the grammar is compiled from (None: `schema`)
 
 
 def fit_prompt(engine: Any, schema: Any, max_tokens: int, max_model_len: int) -> tuple[list[int] | None, bool]:
@@ -355,7 +360,8 @@ def generate_batch(engine: Any, jobs: list[Job], max_tokens: int) -> list[Any]:
     ones get their error, and the rest run as one batch; per-request calls are the last resort.
     """
     def run(batch: list[Job], tokens: int) -> list[Any]:
-        return engine.generate([job.prompt_ids for job in batch], [job.schema for job in batch], tokens, 0.0)
+        grammars = [job.schema if job.grammar is None else job.grammar for job in batch]
+        return engine.generate([job.prompt_ids for job in batch], grammars, tokens, 0.0)
 
     if not jobs:
         return []
@@ -562,8 +568,8 @@ def bench_finish(prepared: BenchRun, model_path: str, opts: Options) -> dict[str
     if opts.generate:
         started = time.perf_counter()
         sample = generation_sample(prepared.items, opts.generate_limit)
-        jobs = [Job(i.key, i.schema, fallback_order(prepared.compiled[i.key])) for i in prepared.items
-                if i.key in sample and i.key not in prepared.schema_invalid
+        jobs = [Job(i.key, i.schema, fallback_order(prepared.compiled[i.key]), grammar=grammar_for(i.schema, opts))
+                for i in prepared.items if i.key in sample and i.key not in prepared.schema_invalid
                 and prepared.compiled[i.key]["backend"] is not None]
         outputs, stages["engines"] = generate_all(jobs, model_path, opts)
         stages["generation_s"] = round(time.perf_counter() - started, 2)
@@ -578,6 +584,18 @@ def bench_finish(prepared: BenchRun, model_path: str, opts: Options) -> dict[str
                                                  outputs, opts.generate and item.key in sample)
         records.append(record)
     return {"items": records, "stages": stages}
+
+
+def grammar_for(json_schema: Any, opts: Options) -> Any:
+    """The schema generation compiles its grammar from: with `grammar_bounds` "auto", the grammar-only bounds
+    fitted to `max_tokens` (`schemas.bounds.grammar_schema`); with "none", the schema as written."""
+    from schemas.bounds import AUTO, grammar_schema
+
+    if opts.grammar_bounds == "none" or not isinstance(json_schema, dict):
+        return json_schema
+    if opts.grammar_bounds != AUTO:
+        raise ConformanceError(f"grammar_bounds {opts.grammar_bounds!r}: must be auto or none")
+    return grammar_schema(json_schema, AUTO, AUTO, opts.max_tokens)
 
 
 def generation_sample(items: list[BenchSchema], limit: int | None) -> set[str]:
@@ -1070,7 +1088,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"- `{run['id']}`: {', '.join(run['corpora'])}; {run['seconds']} s; subsets "
                      f"{o.get('subsets') or 'all'}, categories {o.get('categories') or 'all'}, limit "
                      f"{o.get('limit')}, max_tokens {o.get('max_tokens')}, generate {o.get('generate')}, "
-                     f"generate_limit {o.get('generate_limit')}; "
+                     f"generate_limit {o.get('generate_limit')}, grammar_bounds {o.get('grammar_bounds', 'none')}; "
                      f"stages {json.dumps(run.get('stages', {}))}")
     lines += ["", f"Total wall time of the runs: {report['wall_seconds']} s.", ""]
     if BENCH in report:

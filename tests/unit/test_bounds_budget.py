@@ -117,3 +117,20 @@ def test_grammar_schema_auto_is_fast_on_the_sample_schema() -> None:
         _CACHE.clear()
         grammar_schema(schema, "auto", "auto", 512)
     assert (time.perf_counter() - started) / 20 < 0.002
+
+
+def test_conformance_generates_under_auto_bounds_unless_told_none() -> None:
+    from pipeline.tools import conformance as c
+
+    schema = {"type": "object", "properties": {"free": {"type": "string"}}}
+    assert c.grammar_for(schema, c.Options(grammar_bounds="none")) is schema
+    bounded = c.grammar_for(schema, c.Options())
+    assert bounded["properties"]["free"]["maxLength"] == budget_bounds(schema, 512).max_string
+    assert "maxLength" not in schema["properties"]["free"]
+
+    class Engine:
+        def generate(self, prompts: list, schemas: list, tokens: int, temperature: float) -> list:
+            return schemas
+
+    job = c.Job("k", schema, ["xgrammar"], prompt_ids=[1], grammar=bounded)
+    assert c.generate_batch(Engine(), [job], max_tokens=7) == [bounded]  # the grammar, not the prompt's schema
