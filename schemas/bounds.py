@@ -56,10 +56,11 @@ def _types(node: dict[str, Any]) -> set[str]:
 
 
 def is_free_string(node: dict[str, Any]) -> bool:
-    """A string node that `grammar_schema` bounds: no maxLength, enum, const, pattern, self-bounded format or
-    substring node of its own."""
-    return "string" in _types(node) and not ({"maxLength", "enum", "const", "pattern", SUBSTRING_KEY} & set(node)) \
-        and node.get("format") not in SELF_BOUNDED_FORMATS
+    """A string node that `grammar_schema` bounds: no maxLength, enum, const, pattern, format or substring node
+    of its own. (vLLM refuses a schema with `format` or `pattern` next to `maxLength` on its xgrammar backend:
+    a bound there would fail the request, so such strings keep the bound their format or pattern gives.)"""
+    return "string" in _types(node) and not ({"maxLength", "enum", "const", "pattern", "format", SUBSTRING_KEY}
+                                             & set(node))
 
 
 def _bounded_node(node: dict[str, Any], max_string: int | None, max_items: int | None) -> dict[str, Any]:
@@ -68,7 +69,8 @@ def _bounded_node(node: dict[str, Any], max_string: int | None, max_items: int |
     if max_string is not None and is_free_string(node):
         least = node.get("minLength")
         extra["maxLength"] = max(max_string, least) if isinstance(least, int) else max_string
-    if max_items is not None and "array" in _types(node) and "maxItems" not in node:
+    is_array = "array" in _types(node) or ("type" not in node and ("items" in node or "prefixItems" in node))
+    if max_items is not None and is_array and "maxItems" not in node:
         least = node.get("minItems")
         extra["maxItems"] = max(max_items, least) if isinstance(least, int) else max_items
     return {**node, **extra} if extra else node
@@ -200,7 +202,7 @@ class _Compiler:
     def implied_types(node: dict[str, Any]) -> set[str]:
         found = {"object"} if {"properties", "additionalProperties", "required"} & set(node) else set()
         return found | ({"array"} if {"items", "prefixItems"} & set(node) else set()) \
-            | ({"string"} if {"maxLength", "minLength", "pattern", "format"} & set(node) else set())
+            | ({"string"} if {"maxLength", "pattern", "format"} & set(node) else set())
 
     def merged(self, node: dict[str, Any]) -> dict[str, Any]:
         """allOf as one node: properties and required united, other keywords first come first kept."""
@@ -248,6 +250,9 @@ class _Compiler:
             return ("n", 2 + node["maxLength"])
         if node.get("format") in FORMAT_CHARS:
             return ("n", 2 + FORMAT_CHARS[node["format"]])
+        if "format" in node:
+            return self.open(where, f"a string of format {node['format']!r} and no maxLength (vLLM's xgrammar "
+                                    "backend refuses maxLength next to format)")
         if isinstance(node.get("pattern"), str):
             chars = _pattern_chars(node["pattern"])
             return ("n", 2 + chars) if chars is not None else \

@@ -134,3 +134,11 @@ def test_conformance_generates_under_auto_bounds_unless_told_none() -> None:
 
     job = c.Job("k", schema, ["xgrammar"], prompt_ids=[1], grammar=bounded)
     assert c.generate_batch(Engine(), [job], max_tokens=7) == [bounded]  # the grammar, not the prompt's schema
+
+
+def test_format_strings_get_no_max_length_vllm_would_refuse_it() -> None:
+    schema = {"type": "object", "properties": {"mail": {"type": "string", "format": "email"},
+                                               "day": {"type": "string", "format": "date"}}}
+    assert grammar_schema(schema, 64, 8) is schema
+    assert longest_output_chars(schema) is None
+    assert any("/properties/mail: a string of format 'email'" in p for p in budget_bounds(schema, 512).problems)
