@@ -91,10 +91,27 @@ def _cells_of(text: str) -> Iterator[str]:
         yield from CELL_BREAK.split(line)
 
 
-def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
-    """Every run of up to `max_words` consecutive words inside one cell of a line, as the text writes it."""
-    found: dict[str, None] = {}
+# A sentence ends at . ! ? or ; and a space before a capital or a quote, unless the word before the stop is
+# a short abbreviation (Mr., St., Co., a one-letter initial).
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z\"“(])")
+ABBREVIATION = re.compile(r"(?:^|\s)(?:[A-Z]|Mr|Mrs|Ms|Dr|St|Co|No|Jr|Sr|Inc|Ltd|Corp|vs|etc|e\.g|i\.e)\.$")
+
+
+def sentences_of(text: str) -> Iterator[str]:
+    """Each sentence of each cell: a value the model copies never runs from one sentence into the next."""
     for cell in _cells_of(text):
+        start = 0
+        for stop in SENTENCE_END.finditer(cell):
+            if not ABBREVIATION.search(cell[start:stop.start()]):
+                yield cell[start:stop.start()]
+                start = stop.end()
+        yield cell[start:]
+
+
+def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
+    """Every run of up to `max_words` consecutive words inside one sentence of a cell, as the text writes it."""
+    found: dict[str, None] = {}
+    for cell in sentences_of(text):
         bounds = [m.span() for m in re.finditer(r"\S+", cell)]
         for i, (start, _) in enumerate(bounds):
             for _, end in bounds[i:i + max_words]:
@@ -115,7 +132,8 @@ def cells(text: str) -> list[str]:
     return list(found)
 
 
-FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells}
+FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells,
+           "code": words}  # code: only inferred (auto), for an enum of codes; not a mark
 
 
 def _nullable(node: dict[str, Any]) -> bool:
@@ -140,6 +158,8 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
         cache[kind] = FINDERS[kind](document)
     # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
     candidates = _allowed(cache[kind], _value_branch(node), cache)
+    if kind == "code" and not candidates:  # an enum of codes the document does not write: the model chooses
+        return _without_key(node)
     if not candidates or len(candidates) > MAX_CANDIDATES:
         return {"type": "null"} if _nullable(node) and not candidates else _without_key(node)
     choice: dict[str, Any] = {"enum": candidates}
@@ -247,8 +267,12 @@ def _format(node: dict[str, Any]) -> str | None:
 def inferred_kind(node: dict[str, Any], in_array: bool = False) -> str | None:
     """The kind `schema_policy.grounding: auto` gives an unmarked field (None: decoded as written): numbers and
     integers → `number`; `format: date` → `date`; other plain strings → `text` (`cell` inside an array: a
-    list of strings is most often a list of table rows or items); `format: email|uri|hostname` → `word`; other
-    formats (date-time, uuid, ...), booleans, enums, consts, objects and arrays stay as they are."""
+    list of strings is most often a list of table rows or items); `format: email|uri|hostname` → `word`; an
+    enum of codes (`_codes`: USD, EUR, ...) → `code`, the codes the document writes (all of them where it writes
+    none); other formats (date-time, uuid, ...), booleans, other enums (categories), consts, objects and arrays
+    stay as they are."""
+    if _codes(node):
+        return "code"
     types = _leaf_types(node)
     if types is None:
         return None
@@ -261,6 +285,20 @@ def inferred_kind(node: dict[str, Any], in_array: bool = False) -> str | None:
     if fmt is None:
         return "cell" if in_array else "text"
     return {"date": "date", "email": "word", "uri": "word", "hostname": "word"}.get(fmt)
+
+
+CODE = re.compile(r"[A-Z0-9][A-Z0-9_.-]*")
+
+
+def _codes(node: dict[str, Any]) -> bool:
+    """An enum of codes (every value upper-case letters and digits: currency, country, unit codes), maybe
+    nullable. A document writes a code as it is, so auto narrows it to the codes the document writes, and
+    leaves it whole where the document writes none; an enum of words (a category) stays as it is."""
+    branches = [b for b in node.get("anyOf") or node.get("oneOf") or [node] if isinstance(b, dict)
+                and b.get("type") != "null"]
+    values = branches[0].get("enum") if len(branches) == 1 else None
+    return isinstance(values, list) and len(values) > 1 and all(
+        isinstance(v, str) and CODE.fullmatch(v) for v in values if v is not None)
 
 
 # Where a value is not a value the output holds: a field there is never grounded (`not`, conditions, names).

@@ -226,3 +226,22 @@ def test_validate_lines_say_how_each_field_is_decoded_and_warn_about_what_measur
     assert found[0].startswith("no few-shot examples") and "free string with no bound: summary" in found[1]
     off = warnings(field_decodings(PLAIN, "off"), examples=3)
     assert any(w.startswith("number not grounded: total") for w in off)
+
+
+def test_auto_narrows_an_enum_of_codes_to_those_the_document_writes_and_leaves_categories_alone() -> None:
+    schema = {"type": "object", "properties": {
+        "currency": {"anyOf": [{"type": "string", "enum": ["USD", "EUR", "GBP"]}, {"type": "null"}]},
+        "topic": {"type": "string", "enum": ["billing", "shipping"]}}}
+    doc = "Refund for shipping: 12.00 EUR (was billed in USD by mistake)."
+    props = ground(schema, doc, mode="auto")["properties"]
+    assert props["currency"] == {"anyOf": [{"enum": ["EUR", "USD"]}, {"type": "null"}]}
+    assert props["topic"] == schema["properties"]["topic"]  # a category is the model's judgement
+    none_written = ground(schema, "Refund for shipping, twelve euros.", mode="auto")["properties"]
+    assert none_written["currency"] == schema["properties"]["currency"]  # no code written: the whole enum
+
+
+def test_a_text_span_never_runs_from_one_sentence_into_the_next() -> None:
+    found = spans("We are hiring a Data Engineer at Acme in Berlin. Pay is good. Ask Mr. Smith of St. Louis.")
+    assert "Data Engineer at Acme in Berlin" in found and "Pay is good" in found
+    assert not any("Berlin. Pay" in s for s in found)
+    assert "Mr. Smith of St. Louis" in found  # abbreviations do not end a sentence
