@@ -1,0 +1,130 @@
+"""docs/first-job.md, followed as written: each `# file: NAME` block is written out, each shell command runs in
+order with the project's `extract` on PATH, and each must exit 0. The query must count the six documents and
+eval must print an F1 line. The engine is the tests' small one (a fixed KV cache, added to the page's job)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, TEST_KV_CACHE_BYTES
+
+PAGE = ROOT / "docs" / "first-job.md"
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+FILE_HEADER = re.compile(r"#\s*file:\s*(\S+)")
+HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+CD = re.compile(r"(?:^|&&)\s*cd\s+(\S+)\s*$")
+
+
+@dataclass
+class Step:
+    kind: str  # "file" or "command"
+    text: str
+    name: str = ""
+
+
+def _complete(command: str) -> bool:
+    if command.endswith("\\"):
+        return False
+    try:
+        shlex.split(command, comments=True)
+    except ValueError:  # an open quote: the command goes on on the next line
+        return False
+    return True
+
+
+def commands(block: str) -> list[str]:
+    """A shell block's commands: comment lines skipped, continued lines, open quotes and heredocs joined."""
+    out: list[str] = []
+    lines = block.splitlines()
+    current: list[str] = []
+    while lines:
+        line = lines.pop(0)
+        if not current and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        current.append(line)
+        heredoc = HEREDOC.search(line)
+        if heredoc:
+            while lines:
+                body = lines.pop(0)
+                current.append(body)
+                if body.strip() == heredoc.group(1):
+                    break
+        if _complete("\n".join(current)):
+            out.append("\n".join(current))
+            current = []
+    assert not current, f"unfinished command in the page: {current}"
+    return out
+
+
+def steps(page: str) -> list[Step]:
+    found = []
+    for lang, body in FENCE.findall(page):
+        first = body.splitlines()[0] if body.strip() else ""
+        header = FILE_HEADER.fullmatch(first.strip())
+        if header:
+            found.append(Step("file", body, header.group(1)))
+        elif lang == "bash":
+            found.extend(Step("command", c) for c in commands(body))
+    return found
+
+
+def small_engine(path: Path) -> None:
+    """The tests' fixed KV cache, never a share of the machine (tests/conftest.py write_config does the same)."""
+    job = yaml.safe_load(path.read_text())
+    job.setdefault("model", {}).setdefault("engine_kwargs", {})["kv_cache_memory_bytes"] = TEST_KV_CACHE_BYTES
+    path.write_text(yaml.safe_dump(job, sort_keys=False))
+
+
+def check_output(command: str, stdout: str) -> None:
+    if command.startswith("extract query") and "--format csv" in command:
+        (row,) = list(csv.DictReader(io.StringIO(stdout)))
+        assert int(row["n_rows"]) + int(row["n_dead_letters"]) == 6, stdout
+    if command.startswith("extract eval"):
+        assert re.search(r"\bF1\b", stdout), stdout[-3000:]
+
+
+def test_parse_the_page():
+    found = steps(PAGE.read_text())
+    files = [s.name for s in found if s.kind == "file"]
+    assert files == ["purchase_order.py", "make_docs.py", "extract.yaml", "apply_tune.py"]
+    runs = [s.text.split()[:2] for s in found if s.kind == "command"]
+    for command in (["extract", "validate"], ["extract", "run"], ["extract", "query"], ["extract", "eval"],
+                    ["extract", "tune"]):
+        assert command in runs, command
+    assert any(s.text.startswith("cat > gold.jsonl <<'EOF'\n") for s in found)
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_first_job_page_runs_as_written(tmp_path):
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    cwd = tmp_path
+    for step in steps(PAGE.read_text()):
+        if step.kind == "file":
+            (cwd / step.name).write_text(step.text)
+            if step.name == "extract.yaml":
+                small_engine(cwd / step.name)
+            continue
+        result = subprocess.run(["bash", "-c", step.text], cwd=cwd, env=env, capture_output=True, text=True,
+                                timeout=900)
+        assert result.returncode == 0, (f"`{step.text}` exited {result.returncode}\n"
+                                        f"{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+        check_output(step.text, result.stdout)
+        moved = CD.search(step.text)
+        if moved:
+            cwd = cwd / moved.group(1)
+    assert (cwd / "tune" / "tune.yaml").is_file()
+    assert (cwd / "out" / "_eval").is_dir()
