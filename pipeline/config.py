@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -143,9 +143,10 @@ class SchemaPolicyConfig(_Strict):
     max_depth: int = Field(default=48, gt=0)
     max_enum: int = Field(default=2_000, gt=0)
     max_pattern_length: int = Field(default=1_000, gt=0)
-    # Opt-in: bound unbounded strings / arrays in the grammar only (the post-check keeps the schema as written).
-    max_string_length: int | None = Field(default=None, gt=0)
-    max_array_items: int | None = Field(default=None, gt=0)
+    # Bound unbounded strings / arrays in the grammar only (the post-check keeps the schema as written): auto fits
+    # the schema's longest output into model.max_tokens (schemas.bounds); a number fixes the bound; null: none.
+    max_string_length: Annotated[int, Field(gt=0)] | Literal["auto"] | None = "auto"
+    max_array_items: Annotated[int, Field(gt=0)] | Literal["auto"] | None = "auto"
     # Grounded fields get, per document, only values it writes (schemas.grounding). auto: every plain number,
     # date and string field unless marked `x-grounded: false`, plus the marked ones; marked: only fields marked
     # `x-grounded: KIND`; off: none. (true and false, from before the modes, mean marked and off.)
@@ -369,6 +370,9 @@ class LoadedConfig:
             policy.pop("ground_numbers")
         # Grounding modes keep the hash of the boolean they replaced (true: marked, popped as the old default;
         # false: off), and `auto` is `marked` where it grounds no field the marks do not: the same grammar.
+        for key in ("max_string_length", "max_array_items"):  # auto that bounds nothing: the old default's hash
+            if policy[key] == "auto" and not self.auto_bounds_act:
+                policy[key] = None
         mode = self.grounding_in_effect
         if mode == "marked":
             policy.pop("grounding")
@@ -390,6 +394,16 @@ class LoadedConfig:
         schema = self.contract.json_schema
         auto = field_kinds(schema, "auto", policy.ground_numbers)
         return "marked" if auto == field_kinds(schema, "marked", policy.ground_numbers) else "auto"
+
+    @property
+    def auto_bounds_act(self) -> bool:
+        """Whether `auto` grammar bounds change this job's schema (per-row schemas: assumed so)."""
+        from schemas.bounds import grammar_schema
+
+        if self.contract.per_row:
+            return True
+        schema = self.contract.json_schema
+        return grammar_schema(schema, "auto", "auto", self.config.model.max_tokens) != schema
 
     @property
     def output_hash(self) -> str:

@@ -117,7 +117,7 @@ class _Walker:
         if self.string_bound is None:
             return "no bound"
         return f"bounded to {self.string_bound} characters in the grammar" if isinstance(self.string_bound, int) \
-            else "bounded in the grammar to fit max_tokens"
+            else "bounded in the grammar to fit max_tokens"  # per-row schemas: each its own bound
 
 
 def field_decodings(json_schema: dict[str, Any], mode: str = "auto", all_numbers: bool = False,

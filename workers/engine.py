@@ -342,7 +342,7 @@ class VllmEngine:
         return list(self.tokenizer.encode(plain_transcript(messages)))
 
     def use_sampling(self, options: dict[str, Any],
-                     grammar_bounds: tuple[int | None, int | None] = (None, None)) -> None:
+                     grammar_bounds: tuple[int | str | None, int | str | None] = (None, None)) -> None:
         """Extra `SamplingParams` (model.sampling: repetition_penalty, top_p, seed, stop, ...) for every request,
         and the grammar-only string/array bounds (schema_policy.max_string_length / max_array_items)."""
         self.sampling_options = dict(options)
@@ -359,7 +359,8 @@ class VllmEngine:
 
         structured = None
         if json_schema is not None:
-            bounded = grammar_schema(json_schema, *getattr(self, "grammar_bounds", (None, None)))
+            bounds = getattr(self, "grammar_bounds", (None, None))
+            bounded = grammar_schema(json_schema, *bounds, max_tokens=max_tokens)
             structured = StructuredOutputsParams(json=grammar_spec(bounded))
         extra = dict(getattr(self, "sampling_options", {}))
         if seed is not None:  # this request's own seed (a resampling attempt), over model.sampling.seed
@@ -520,7 +521,7 @@ class EngineThread:
         return self._engine.prompt_token_ids(prompt)
 
     def use_sampling(self, options: dict[str, Any],
-                     grammar_bounds: tuple[int | None, int | None] = (None, None)) -> None:
+                     grammar_bounds: tuple[int | str | None, int | str | None] = (None, None)) -> None:
         assert self._engine is not None
         self._engine.use_sampling(options, grammar_bounds)
 

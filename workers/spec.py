@@ -54,7 +54,8 @@ class ExtractionSpec:
     examples: tuple[tuple[str, str], ...] = ()
     chat_template: str | None = None
     sampling: dict[str, Any] = field(default_factory=dict)
-    grammar_bounds: tuple[int | None, int | None] = (None, None)  # schema_policy.max_string_length, max_array_items
+    # schema_policy.max_string_length, max_array_items: an int, "auto" (fitted to max_tokens per schema) or None
+    grammar_bounds: tuple[int | str | None, int | str | None] = (None, None)
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # model.retry
     grounding: str = "marked"  # schema_policy.grounding (auto, marked, off): fields narrowed to each document's values
     ground_numbers: bool = False  # schema_policy.ground_numbers: plain number fields grounded as well
