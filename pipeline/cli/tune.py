@@ -26,12 +26,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, help="tune on at most N documents with gold (default: all of them)")
     p.add_argument("--out", metavar="DIR", help="folder for tune.md, tune.json and tune.yaml "
                    "(default OUTPUT/_tune/TIMESTAMP)")
+    p.add_argument("--lever", action="append", metavar="KEY=V1,V2", default=[],
+                   help="search only these levers and values, e.g. --lever model.sampling.presence_penalty=0,1 "
+                   "(values as JSON; repeatable; default: grounding mode, examples, prompt_schema, presence_penalty, "
+                   "max_string_length)")
     p.set_defaults(func=cmd_tune)
+
+
+def parse_levers(items: list[str]) -> dict[str, tuple]:
+    """`--lever KEY=V1,V2` items as {key: values}; values parsed as JSON where they parse (null, 0.5, false)."""
+    import json
+
+    levers: dict[str, tuple] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        if not sep or not key or not values:
+            raise ConfigError(f"--lever {item!r}: expected KEY=V1,V2 (e.g. model.sampling.presence_penalty=0,1)")
+        parsed = []
+        for value in values.split(","):
+            try:
+                parsed.append(json.loads(value))
+            except json.JSONDecodeError:
+                parsed.append(value)
+        levers[key] = tuple(parsed)
+    return levers
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from pipeline.tools.evaluate import EvalError, EvalOptions, load_gold
-    from pipeline.tools.tune import TABLE_HEAD, Tuner, snippet, table_line, write_results
+    from pipeline.tools.tune import LEVERS, TABLE_HEAD, Tuner, snippet, table_line, write_results
 
     if args.limit is not None and args.limit <= 0:
         raise ConfigError("--limit must be a positive number of documents")
@@ -46,8 +69,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"tune: {len(tuner.ids)} documents with gold; starting one engine")
     tuner.start_engine()
     print(TABLE_HEAD, flush=True)
-    best = tuner.search(report=lambda trial, note="": print(table_line(trial, note), flush=True))
-    path = write_results(out, loaded, list(tuner.trials.values()), best)
+    levers = parse_levers(args.lever) or LEVERS
+    best = tuner.search(levers, report=lambda trial, note="": print(table_line(trial, note), flush=True))
+    path = write_results(out, loaded, list(tuner.trials.values()), best, tuner.engine_starts)
     print()
     print(snippet(loaded, best), end="")
     print(f"wrote {path} (and tune.md, tune.json beside it)")

@@ -111,6 +111,7 @@ class Tuner:
         self.loaded = load_config(config, self.base)
         self.ids, self.texts, self.schemas = read_documents(self.loaded, set(golds), limit)
         self.engine: Any = None
+        self.engine_starts = 0
         self.trials: dict[str, Trial] = {}
 
     def start_engine(self) -> None:
@@ -125,10 +126,16 @@ class Tuner:
             resolve_model_path(self.loaded.model_path), cfg.model.max_model_len, cfg.workers.tensor_parallel_size,
             dict(cfg.model.engine_kwargs), has_accelerator(), cfg.schema_policy.backends[0],
             sequences=min(len(self.ids), cfg.workers.batch_size * cfg.workers.batches_in_flight)))
+        self.engine_starts += 1
 
     def trial(self, setting: dict[str, Any]) -> Trial:
         """The setting's scores (run once per output hash)."""
         loaded = load_config(self.config, {**self.base, **overrides_for(setting)})
+        if not (loaded.config.model.engine_kwargs == self.loaded.config.model.engine_kwargs
+                and loaded.model_path == self.loaded.model_path
+                and loaded.config.model.max_model_len == self.loaded.config.model.max_model_len):
+            raise ConfigError(f"{setting}: a lever of the engine itself (model.path, max_model_len, engine_kwargs) "
+                              "needs an engine per setting; tune searches per-request levers only")
         known = self.trials.get(loaded.output_hash)
         if known is not None:
             return known
@@ -217,9 +224,10 @@ def render(loaded: LoadedConfig, trials: list[Trial], best: Trial) -> str:
     return "\n".join(lines)
 
 
-def write_results(out: Path, loaded: LoadedConfig, trials: list[Trial], best: Trial) -> Path:
+def write_results(out: Path, loaded: LoadedConfig, trials: list[Trial], best: Trial, engine_starts: int = 1) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "tune.json").write_text(json.dumps({"job": str(loaded.path), "best": best.to_dict(),
+    (out / "tune.json").write_text(json.dumps({"job": str(loaded.path), "engine_starts": engine_starts,
+                                               "best": best.to_dict(),
                                                "trials": [t.to_dict() for t in trials]}, indent=2, default=str))
     (out / "tune.md").write_text(render(loaded, trials, best))
     (out / "tune.yaml").write_text(snippet(loaded, best))

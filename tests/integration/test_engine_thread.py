@@ -235,6 +235,37 @@ def test_each_document_decodes_under_its_own_grounded_grammar_in_one_batch(engin
         assert record["code"] in words(texts[doc_id]), (doc_id, record)
 
 
+def test_auto_grounding_decodes_a_plain_schema_from_each_documents_own_values(engine):
+    """`schema_policy.grounding: auto` on the real engine, with a schema nobody marked: each row's number, date
+    and name are values its own document writes; the field marked `x-grounded: false` stays free."""
+    import pyarrow as pa
+
+    from schemas.contract import SchemaContract
+    from schemas.grounding import dates, numbers, spans
+    from workers.extractor import BatchExtractor
+    from workers.spec import ExtractionSpec
+
+    schema = {"type": "object", "properties": {
+        "customer": {"type": "string", "maxLength": 40}, "amount": {"type": "number"},
+        "ordered": {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]},
+        "note": {"type": "string", "maxLength": 12, "x-grounded": False}},
+        "required": ["customer", "amount", "ordered", "note"], "additionalProperties": False}
+    spec = ExtractionSpec(
+        run_id="r", id_column="id", text_column="text", contract=SchemaContract.from_dict(schema, "order"),
+        prompt_template="Extract the order as JSON.\n{document}", model_path="m", model_name="m",
+        max_tokens=96, temperature=0.0, max_model_len=1024, grounding="auto")
+    texts = {"a": "Order from Kestrel Logistics on 2026-03-02: 12 kettles, 412.50 EUR.",
+             "b": "Customer: Northwind Traders | Date: May 7, 2026 | Toasters x 3 | 74.25 USD"}
+    out = BatchExtractor(engine, spec, 1024)(pa.table({"id": list(texts), "text": list(texts.values())}))
+    assert out.column("_kind").to_pylist() == ["row", "row"], out.column("_error").to_pylist()
+    for doc_id, record in zip(out.column("id").to_pylist(), out.column("_record").to_pylist(), strict=True):
+        record, text = json.loads(record), texts[doc_id]
+        assert record["customer"] in spans(text), (doc_id, record)
+        assert record["amount"] in numbers(text), (doc_id, record)
+        assert record["ordered"] is None or record["ordered"] in dates(text), (doc_id, record)
+        assert isinstance(record["note"], str) and len(record["note"]) <= 12
+
+
 def test_after_close_a_caller_is_told_rather_than_left_waiting(engine):
     # runs last in this module: it closes the shared engine
     engine.close()
