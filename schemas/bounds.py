@@ -63,45 +63,92 @@ def is_free_string(node: dict[str, Any]) -> bool:
                                              & set(node))
 
 
-def _bounded_node(node: dict[str, Any], max_string: int | None, max_items: int | None) -> dict[str, Any]:
-    """`node` with its own bounds added (a shallow copy when it changes)."""
-    extra: dict[str, Any] = {}
-    if max_string is not None and is_free_string(node):
-        least = node.get("minLength")
-        extra["maxLength"] = max(max_string, least) if isinstance(least, int) else max_string
-    is_array = "array" in _types(node) or ("type" not in node and ("items" in node or "prefixItems" in node))
-    if max_items is not None and is_array and "maxItems" not in node:
-        least = node.get("minItems")
-        extra["maxItems"] = max(max_items, least) if isinstance(least, int) else max_items
-    return {**node, **extra} if extra else node
+@dataclass
+class _Bounder:
+    """Adds the bounds. A property's bound is never below what a same-named property elsewhere in the schema
+    needs (its longest enum or const string, its minLength or minItems): `allOf` may join a free `command`
+    string with `{"enum": ["setExceptionBreakpoints"]}`, and a bound under that would leave no valid value."""
+
+    max_string: int | None
+    max_items: int | None
+    floors: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, schema: Any, max_string: int | None, max_items: int | None) -> _Bounder:
+        bounder = cls(max_string, max_items)
+        stack = [schema]
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, dict):
+                continue
+            props = node.get("properties")
+            if isinstance(props, dict):
+                for name, sub in props.items():
+                    if isinstance(sub, dict):
+                        bounder.note(name, sub)
+            stack.extend(_children(node))
+        return bounder
+
+    def note(self, name: str, node: dict[str, Any]) -> None:
+        values = node.get("enum") if isinstance(node.get("enum"), list) else [node["const"]] if "const" in node \
+            else []
+        chars = max((len(v) for v in values if isinstance(v, str)), default=0)
+        chars = max(chars, node["minLength"] if isinstance(node.get("minLength"), int) else 0)
+        items = node["minItems"] if isinstance(node.get("minItems"), int) else 0
+        if chars or items:
+            old = self.floors.get(name, (0, 0))
+            self.floors[name] = (max(old[0], chars), max(old[1], items))
+
+    def own(self, node: dict[str, Any], floor: tuple[int, int]) -> dict[str, Any]:
+        """`node` with its own bounds added (a shallow copy when it changes)."""
+        extra: dict[str, Any] = {}
+        if self.max_string is not None and is_free_string(node):
+            least = node.get("minLength") if isinstance(node.get("minLength"), int) else 0
+            extra["maxLength"] = max(self.max_string, least, floor[0])
+        is_array = "array" in _types(node) or ("type" not in node and ("items" in node or "prefixItems" in node))
+        if self.max_items is not None and is_array and "maxItems" not in node:
+            least = node.get("minItems") if isinstance(node.get("minItems"), int) else 0
+            extra["maxItems"] = max(self.max_items, least, floor[1])
+        return {**node, **extra} if extra else node
+
+    def bound(self, node: Any, floor: tuple[int, int] = (0, 0)) -> Any:
+        """`node` with every free string and array bounded; subtrees that do not change are shared, not copied."""
+        if not isinstance(node, dict):
+            return node
+        changes: dict[str, Any] = {}
+        for key in SUBSCHEMA_LISTS:  # anyOf, oneOf, allOf: the same value, so the same floor
+            subs = node.get(key)
+            if isinstance(subs, list):
+                new = [self.bound(sub, floor if key != "prefixItems" else (0, 0)) for sub in subs]
+                if any(a is not b for a, b in zip(new, subs, strict=True)):
+                    changes[key] = new
+        for key in SUBSCHEMA_MAPS:
+            subs = node.get(key)
+            if isinstance(subs, dict):
+                new_map = {name: self.bound(sub, self.floors.get(name, (0, 0)) if key == "properties" else (0, 0))
+                           for name, sub in subs.items()}
+                if any(new_map[name] is not sub for name, sub in subs.items()):
+                    changes[key] = new_map
+        for key in SUBSCHEMA_ONE:
+            if isinstance(node.get(key), dict):
+                new_one = self.bound(node[key])
+                if new_one is not node[key]:
+                    changes[key] = new_one
+        out = self.own(node, floor)
+        return {**out, **changes} if changes else out
+
+
+def _children(node: dict[str, Any]) -> list[Any]:
+    found: list[Any] = [node.get(key) for key in SUBSCHEMA_ONE]
+    for key in SUBSCHEMA_LISTS:
+        found += node.get(key) if isinstance(node.get(key), list) else []
+    for key in SUBSCHEMA_MAPS:
+        found += list(node[key].values()) if isinstance(node.get(key), dict) else []
+    return found
 
 
 def _bound(node: Any, max_string: int | None, max_items: int | None) -> Any:
-    """`node` with every free string and array bounded; subtrees that do not change are shared, not copied."""
-    if not isinstance(node, dict):
-        return node
-    out = _bounded_node(node, max_string, max_items)
-    changes: dict[str, Any] = {}
-    for key in SUBSCHEMA_LISTS:
-        subs = node.get(key)
-        if isinstance(subs, list):
-            new = [_bound(sub, max_string, max_items) for sub in subs]
-            if any(a is not b for a, b in zip(new, subs, strict=True)):
-                changes[key] = new
-    for key in SUBSCHEMA_MAPS:
-        subs = node.get(key)
-        if isinstance(subs, dict):
-            new_map = {name: _bound(sub, max_string, max_items) for name, sub in subs.items()}
-            if any(new_map[name] is not sub for name, sub in subs.items()):
-                changes[key] = new_map
-    for key in SUBSCHEMA_ONE:
-        if isinstance(node.get(key), dict):
-            new_one = _bound(node[key], max_string, max_items)
-            if new_one is not node[key]:
-                changes[key] = new_one
-    if changes:
-        out = {**out, **changes}
-    return out
+    return _Bounder.of(node, max_string, max_items).bound(node)
 
 
 # --- the longest output --------------------------------------------------------------------------------------

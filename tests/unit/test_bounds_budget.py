@@ -142,3 +142,12 @@ def test_format_strings_get_no_max_length_vllm_would_refuse_it() -> None:
     assert grammar_schema(schema, 64, 8) is schema
     assert longest_output_chars(schema) is None
     assert any("/properties/mail: a string of format 'email'" in p for p in budget_bounds(schema, 512).problems)
+
+
+def test_a_bound_never_excludes_a_value_another_all_of_branch_requires() -> None:
+    schema = {"definitions": {"Request": {"type": "object", "properties": {"command": {"type": "string"}},
+                                          "required": ["command"]}},
+              "allOf": [{"$ref": "#/definitions/Request"},
+                        {"properties": {"command": {"type": "string", "enum": ["setExceptionBreakpoints"]}}}]}
+    bounded = grammar_schema(schema, 16, 2)
+    assert bounded["definitions"]["Request"]["properties"]["command"]["maxLength"] == len("setExceptionBreakpoints")
