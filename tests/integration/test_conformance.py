@@ -9,11 +9,8 @@ import pytest
 
 from pipeline.tools import conformance as c
 from tests.conftest import run_cli
+from tests.fixtures.corpora import ROOTS
 from tests.unit.test_conformance import user_folder
-
-CORPORA = c.DEFAULT_CORPORA_ROOT
-needs_corpora = pytest.mark.skipif(not (CORPORA / c.BENCH).is_dir(), reason=f"no shared corpora at {CORPORA}")
-
 
 # -- pure logic ----------------------------------------------------------------------------------------
 
@@ -34,33 +31,34 @@ CATEGORIES = ("minLength", "enum", "required")
 LIMIT = 3
 
 
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
+@pytest.fixture(scope="module", params=ROOTS)
+def quick_run(request, tmp_path_factory):
+    """The slice on the tiny corpora (tests/fixtures/corpora), and on the external ones when present."""
     import os
 
+    root = request.param
     out = tmp_path_factory.mktemp("conformance")
     args = ["conformance", c.BENCH, c.SUITE, "--limit", str(LIMIT), "--max-tokens", "128", "--out", str(out)]
     for subset in SUBSETS:
         args += ["--subset", subset]
     for category in CATEGORIES:
         args += ["--category", category]
-    env = dict(os.environ)
+    env = dict(os.environ, EXTRACT_CORPORA=str(root))
     env.pop("RAY_ADDRESS", None)
     result = run_cli(args, env, timeout=600)
-    return out, result
+    return root, out, result
 
 
-def _corpus_instances(subset: str) -> int:
-    ids = {i.id for i in c.load_bench(CORPORA, [subset], LIMIT)}
-    with open(CORPORA / c.BENCH / "instances.jsonl") as handle:
+def _corpus_instances(root, subset: str) -> int:
+    ids = {i.id for i in c.load_bench(root, [subset], LIMIT)}
+    with open(root / c.BENCH / "instances.jsonl") as handle:
         rows = [json.loads(line) for line in handle]
     return sum(len(r["tests"]) for r in rows if r["subset"] == subset and r["id"] in ids)
 
 
-@needs_corpora
 @pytest.mark.engine
 def test_quick_slice_writes_a_consistent_report(quick_run):
-    out, result = quick_run
+    root, out, result = quick_run
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "conformance.json").read_text())
     bench = report[c.BENCH]
@@ -73,7 +71,7 @@ def test_quick_slice_writes_a_consistent_report(quick_run):
         assert s["compiled"]["fallback"] == sum(
             (i["compile"]["xgrammar"]["ok"] or i["compile"]["guidance"]["ok"]) and i["limit_error"] is None
             for i in mine)
-        assert s["instances"]["n"] == _corpus_instances(subset)
+        assert s["instances"]["n"] == _corpus_instances(root, subset)
         assert s["emitted"] <= s["statuses"].get("valid", 0)
         for backend in c.BACKENDS:
             assert 0 <= s["compiled"][backend] <= LIMIT
@@ -93,7 +91,7 @@ def test_quick_slice_writes_a_consistent_report(quick_run):
 
     suite = report[c.SUITE]
     assert [cat["category"] for cat in suite["categories"]] == sorted(CATEGORIES)
-    folder = CORPORA / c.SUITE / "tests" / c.SUITE_DRAFT
+    folder = root / c.SUITE / "tests" / c.SUITE_DRAFT
     for cat in suite["categories"]:
         cases = json.loads((folder / f"{cat['category']}.json").read_text())
         assert cat["cases"] == len(cases) and cat["instances"] == sum(len(x["tests"]) for x in cases)
@@ -107,10 +105,10 @@ def test_quick_slice_writes_a_consistent_report(quick_run):
     assert "| minLength |" in markdown and "emitted valid" in markdown
 
 
-@needs_corpora
-def test_unknown_subset_fails_in_one_line_before_anything_starts(tmp_path, cli_env):
-    result = run_cli(["conformance", c.BENCH, "--subset", "Github_nope", "--out", str(tmp_path)], cli_env,
-                     timeout=120)
+@pytest.mark.parametrize("root", ROOTS)
+def test_unknown_subset_fails_in_one_line_before_anything_starts(tmp_path, cli_env, root):
+    result = run_cli(["conformance", c.BENCH, "--subset", "Github_nope", "--out", str(tmp_path)],
+                     {**cli_env, "EXTRACT_CORPORA": str(root)}, timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: --subset 'Github_nope'")
     assert not (tmp_path / "conformance.json").exists()

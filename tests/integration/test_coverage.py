@@ -12,6 +12,7 @@ from pipeline.cli.schemas import check_contract_schemas, load_schema, render_che
 from schemas.invoice import Invoice
 from schemas.lint import lint
 from tests.conftest import run_cli
+from tests.fixtures.corpora import SHARED, TINY, needs_shared
 from workers.compiler import (
     ENFORCEMENT,
     PROBES,
@@ -20,8 +21,7 @@ from workers.compiler import (
     derive_enforcement,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-HARD = ROOT.parent / "shared" / "corpora" / "jsonschemabench-dev" / "schemas" / "Github_hard"
+HARD = Path("jsonschemabench-dev") / "schemas" / "Github_hard"
 
 # Several keywords per backend, with each status represented: enforced, ignored, rejected.
 REDERIVED = ("minLength", "minLength+pattern", "format:email", "multipleOf:number", "not", "if", "oneOf",
@@ -41,11 +41,15 @@ def compiler(model_path: str):
         yield shared
 
 
-def hard_schema(name: str) -> dict:
-    path = HARD / name
-    if not path.exists():
-        pytest.skip(f"{path} not present (shared corpora)")
-    return json.loads(path.read_text())
+def hard_schema(root: Path, name: str) -> dict:
+    return json.loads((root / HARD / name).read_text())
+
+
+# A Github_hard schema of each kind: of the tiny corpora (tests/fixtures/corpora), and of the external ones.
+GUIDANCE_ONLY = [pytest.param(TINY, "o301.json", id="tiny"),
+                 pytest.param(SHARED, "o12498.json", id="shared", marks=needs_shared)]
+NEITHER = [pytest.param(TINY, "o302.json", id="tiny"),
+           pytest.param(SHARED, "o12459.json", id="shared", marks=needs_shared)]
 
 
 def test_invoice_compiles_on_xgrammar(compiler: SchemaCompiler) -> None:
@@ -80,8 +84,9 @@ def test_guidance_takes_what_xgrammar_refuses(compiler: SchemaCompiler) -> None:
     assert check.results["guidance"].ok and check.backend == "guidance"
 
 
-def test_corpus_schema_only_guidance_compiles(compiler: SchemaCompiler) -> None:
-    check = compiler.check(hard_schema("o12498.json"), "o12498", all_backends=True)
+@pytest.mark.parametrize(("root", "name"), GUIDANCE_ONLY)
+def test_corpus_schema_only_guidance_compiles(compiler: SchemaCompiler, root: Path, name: str) -> None:
+    check = compiler.check(hard_schema(root, name), name, all_backends=True)
     assert check.limit_error is None
     assert not check.results["xgrammar"].ok and check.results["guidance"].ok
     assert check.backend == "guidance"
@@ -94,8 +99,9 @@ def test_schema_no_backend_compiles(compiler: SchemaCompiler) -> None:
     assert "uniqueItems" in check.results["guidance"].error
 
 
-def test_corpus_schema_neither_compiles(compiler: SchemaCompiler) -> None:
-    check = compiler.check(hard_schema("o12459.json"), "o12459", all_backends=True)
+@pytest.mark.parametrize(("root", "name"), NEITHER)
+def test_corpus_schema_neither_compiles(compiler: SchemaCompiler, root: Path, name: str) -> None:
+    check = compiler.check(hard_schema(root, name), name, all_backends=True)
     assert check.limit_error is None and check.backend is None
     assert "propertyNames" in check.results["guidance"].error
 

@@ -10,11 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from pipeline.tools import conformance as c
+from tests.fixtures.corpora import ROOTS, TINY
 from workers.engine import Generation
-
-CORPORA = c.DEFAULT_CORPORA_ROOT
-needs_corpora = pytest.mark.skipif(not (CORPORA / c.BENCH).is_dir(), reason=f"no shared corpora at {CORPORA}")
-
 
 # -- pure logic ----------------------------------------------------------------------------------------
 
@@ -189,9 +186,10 @@ def test_fit_prompt_cuts_a_long_schema_and_refuses_what_cannot_fit():
     assert c.fit_prompt(engine, large, max_tokens=950, max_model_len=1000) == (None, True)
 
 
-def test_resolve_corpora():
+@pytest.mark.parametrize("root", ROOTS)
+def test_resolve_corpora(root):
     assert c.resolve_corpora(["all"]) == list(c.CORPORA)
-    assert c.resolve_corpora([str(CORPORA / c.SUITE), c.SUITE]) == [c.SUITE]
+    assert c.resolve_corpora([str(root / c.SUITE), c.SUITE]) == [c.SUITE]
     with pytest.raises(c.ConformanceError, match="nope"):
         c.resolve_corpora(["nope"])
 
@@ -214,7 +212,7 @@ def test_any_folder_of_schemas_is_a_corpus_under_its_own_name_and_through_a_link
     link.symlink_to(folder)
     for given in (folder, link):
         assert c.resolve_corpora([str(given)]) == [c.BENCH]
-        root = c.corpora_root_for([str(given)], CORPORA)
+        root = c.corpora_root_for([str(given)], TINY)
         items = c.load_bench(root, None, None)
         assert [(i.subset, i.id) for i in items] == [(given.name, "receipt"), (given.name, "tag")]
         assert [t["valid"] for t in c.load_instances(root)["*/tag"]] == [True, False]
@@ -227,26 +225,28 @@ def test_a_folder_without_schemas_is_refused_in_one_line(tmp_path):
         c.resolve_corpora([str(tmp_path / "empty")])
 
 
-@needs_corpora
-def test_the_bundled_corpora_work_by_name_and_through_a_link_of_another_name(tmp_path):
+@pytest.mark.parametrize("root", ROOTS)
+def test_the_bundled_corpora_work_by_name_and_through_a_link_of_another_name(tmp_path, root):
     assert c.resolve_corpora([c.BENCH, c.SUITE]) == [c.BENCH, c.SUITE]
-    assert c.corpora_root_for([c.BENCH], CORPORA) == CORPORA
+    assert c.corpora_root_for([c.BENCH], root) == root
     bench, suite = tmp_path / "bench-link", tmp_path / "suite-link"
-    bench.symlink_to(CORPORA / c.BENCH)
-    suite.symlink_to(CORPORA / c.SUITE)
+    bench.symlink_to(root / c.BENCH)
+    suite.symlink_to(root / c.SUITE)
     assert c.resolve_corpora([str(bench), str(suite)]) == [c.BENCH, c.SUITE]
-    root = c.corpora_root_for([str(bench), str(suite)], tmp_path / "nowhere")
-    assert c.bench_subsets(root) == c.bench_subsets(CORPORA)
-    assert c.suite_categories(root) == c.suite_categories(CORPORA)
+    linked = c.corpora_root_for([str(bench), str(suite)], tmp_path / "nowhere")
+    assert c.bench_subsets(linked) == c.bench_subsets(root)
+    assert c.suite_categories(linked) == c.suite_categories(root)
+    assert c.load_instances(linked) == c.load_instances(root) != {}
+    assert c.load_suite(linked, ["minLength"]) == c.load_suite(root, ["minLength"])
 
 
-@needs_corpora
-def test_load_bench_takes_the_first_n_in_id_order_and_names_unknown_subsets():
-    items = c.load_bench(CORPORA, ["Github_easy"], 3)
-    expected = sorted(p.stem for p in (CORPORA / c.BENCH / "schemas" / "Github_easy").glob("*.json"))[:3]
-    assert [i.id for i in items] == expected
+@pytest.mark.parametrize("root", ROOTS)
+def test_load_bench_takes_the_first_n_in_id_order_and_names_unknown_subsets(root):
+    items = c.load_bench(root, ["Github_easy"], 3)
+    every = sorted(p.stem for p in (root / c.BENCH / "schemas" / "Github_easy").glob("*.json"))
+    assert len(every) > 3 and [i.id for i in items] == every[:3]
     with pytest.raises(c.ConformanceError, match="Github_nope"):
-        c.check_selection([c.BENCH], c.Options(subsets=["Github_nope"]))
+        c.check_selection([c.BENCH], c.Options(corpora_root=root, subsets=["Github_nope"]))
 
 
 # -- the quick slice, on the real engine ----------------------------------------------------------------
