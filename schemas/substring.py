@@ -1,0 +1,268 @@
+"""Substring fields: a string the grammar lets the model copy from anywhere in a long document.
+
+`schemas.grounding` narrows a `text` field to an `enum` of every run of up to `MAX_WORDS` words of the
+document. Past `MAX_CANDIDATES` candidates (a document of a few hundred words) the enum is too big to compile
+quickly and grounding falls back to the schema as written. A *substring node* says the same thing as that enum
+without listing it: the field's string is any run of 1..K consecutive words inside one cell of the document
+(cells as `grounding._cells_of` cuts them), written exactly as the document writes it (the separators between
+the words are the cell's own, usually one space). As in `grounding.spans`, the first word may also drop its
+leading punctuation and the last word its trailing punctuation (`EDGE_PUNCTUATION`), e.g. `Acme Inc.` gives
+`Acme Inc.` and `Acme Inc`. Every value the grammar allows is text the document literally holds.
+
+The language is a word-level automaton: a trie of every such run (its edges are the first word, then
+separator + word), minimised bottom-up (a DAWG), so runs that share their continuations share rules. A
+`maxLength` on the field is enforced exactly (in characters of the decoded string, as JSON Schema counts).
+
+`substring_node` builds the schema node (plain `{"type": "string"}` to a JSON Schema validator, JSON
+serialisable); `to_ebnf` turns a whole schema holding such nodes into XGrammar EBNF: the grammar XGrammar
+builds from the schema (with the engine's compact JSON conventions), every substring node's string replaced
+by the document's run language. vLLM takes it as `StructuredOutputsParams(grammar=...)`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from schemas.grounding import EDGE_PUNCTUATION, MAX_WORDS, _cells_of
+from schemas.limits import iter_subschemas
+
+SUBSTRING_KEY = "x-substring"
+FORMAT_VERSION = 1
+SENTINEL = "XSUBSTRING_SENTINEL_{}_"
+WORD = re.compile(r"\S+")
+
+
+# --- the schema node ------------------------------------------------------------------------------------------
+
+
+def document_cells(document: str) -> list[str]:
+    """The document's cells that hold a word, in order (duplicates kept once: they add no run)."""
+    found: dict[str, None] = {}
+    for cell in _cells_of(document):
+        if WORD.search(cell):
+            found[cell] = None
+    return list(found)
+
+
+def substring_node(document: str, max_words: int = MAX_WORDS, max_length: int | None = None,
+                   nullable: bool = False) -> dict[str, Any]:
+    """A string node whose grammar (through `to_ebnf`) is any run of 1..max_words words of one cell of the
+    document, at most `max_length` characters; with `nullable`, `null` is allowed too."""
+    if max_words < 1:
+        raise ValueError("max_words must be at least 1")
+    payload: dict[str, Any] = {"version": FORMAT_VERSION, "max_words": max_words, "max_length": max_length,
+                               "cells": document_cells(document)}
+    payload["id"] = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+    node: dict[str, Any] = {"type": "string", SUBSTRING_KEY: payload}
+    return {"anyOf": [node, {"type": "null"}]} if nullable else node
+
+
+def _substring_nodes(schema: Any) -> Iterable[dict[str, Any]]:
+    return (node for _, node in iter_subschemas(schema) if isinstance(node.get(SUBSTRING_KEY), dict))
+
+
+def has_substring(schema: Any) -> bool:
+    """Whether any node of the schema is a substring node."""
+    return any(True for _ in _substring_nodes(schema))
+
+
+# --- the run automaton ------------------------------------------------------------------------------------------
+
+FINAL = 0  # the accepting state with no way on (after a word whose trailing punctuation was dropped)
+ROOT = 1
+
+
+class _Trie:
+    """Every run as a path: edges labelled with the run's text, one word (with its separator) at a time."""
+
+    def __init__(self, max_words: int, max_length: int | None) -> None:
+        self.max_words = max_words
+        self.max_length = max_length
+        self.root: dict[str, Any] = {}  # label -> child node; every node but the root accepts
+        self.ends: dict[int, set[str]] = {}  # node id -> labels that end the value (trailing punctuation dropped)
+
+    def _fits(self, length: int) -> bool:
+        return self.max_length is None or length <= self.max_length
+
+    def add_cell(self, cell: str) -> None:
+        bounds = [m.span() for m in WORD.finditer(cell)]
+        for i, (start, end) in enumerate(bounds):
+            word = cell[start:end]
+            window = bounds[i:i + self.max_words]
+            labels = [cell[window[k - 1][1]:window[k][1]] for k in range(1, len(window))]
+            for first in dict.fromkeys((word, word.lstrip(EDGE_PUNCTUATION))):
+                if first:
+                    self._add_run([first, *labels])
+
+    def _add_run(self, labels: list[str]) -> None:
+        """One run's path: the first word, then separator + word; each node after a word accepts."""
+        node, length = self.root, 0
+        for label in labels:
+            stripped = label.rstrip(EDGE_PUNCTUATION)
+            if stripped != label and stripped.strip() and self._fits(length + len(stripped)):
+                self.ends.setdefault(id(node), set()).add(stripped)
+            length += len(label)
+            if not self._fits(length):
+                return
+            node = node.setdefault(label, {})
+
+
+class Automaton:
+    """The minimal word-level automaton of a trie: `edges[state]` is a sorted list of (label, next state);
+    state `ROOT` starts (and does not accept), every other state accepts, `FINAL` has no edges."""
+
+    def __init__(self, trie: _Trie) -> None:
+        self.edges: list[list[tuple[str, int]]] = [[], []]
+        self._ids: dict[tuple[tuple[str, int], ...], int] = {(): FINAL}
+        self._trie = trie
+        self.edges[ROOT] = self._edges_of(trie.root)
+        del self._ids, self._trie
+
+    def _state(self, node: dict[str, Any]) -> int:
+        edges = self._edges_of(node)
+        key = tuple(edges)
+        state = self._ids.get(key)
+        if state is None:
+            state = self._ids[key] = len(self.edges)
+            self.edges.append(edges)
+        return state
+
+    def _edges_of(self, node: dict[str, Any]) -> list[tuple[str, int]]:
+        edges = {label: self._state(child) for label, child in node.items()}
+        for label in self._trie.ends.get(id(node), ()):
+            edges.setdefault(label, FINAL)  # an edge already there accepts at once: it covers the end
+        return sorted(edges.items())
+
+    @property
+    def size(self) -> int:
+        return len(self.edges)
+
+
+def automaton(cells: Iterable[str], max_words: int, max_length: int | None) -> Automaton:
+    """The automaton of every run of 1..max_words words inside one of `cells`, at most max_length characters."""
+    trie = _Trie(max_words, max_length)
+    for cell in cells:
+        trie.add_cell(cell)
+    return Automaton(trie)
+
+
+def runs_of(auto: Automaton, limit: int = 100_000) -> set[str]:
+    """Every string the automaton accepts (for tests; at most `limit` of them)."""
+    found: set[str] = set()
+    stack: list[tuple[int, str]] = [(ROOT, "")]
+    while stack and len(found) < limit:
+        state, text = stack.pop()
+        if state != ROOT:
+            found.add(text)
+        stack.extend((target, text + label) for label, target in auto.edges[state])
+    return found
+
+
+# --- EBNF ------------------------------------------------------------------------------------------------------
+
+
+def ebnf_literal(text: str) -> str:
+    """`text` as it appears inside a JSON string (escaped as json.dumps escapes it, non-ASCII kept), as an EBNF
+    string literal."""
+    inside = json.dumps(text, ensure_ascii=False)[1:-1]
+    return '"' + inside.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+MAX_FAN_OUT = 8  # alternatives per rule: XGrammar's compile time grows with the square of a rule's fan-out
+
+
+class _Emitter:
+    """Writes the automaton's rules. A state with many edges is split on the labels' leading characters
+    (a character trie of helper rules), so no rule has more than `MAX_FAN_OUT` alternatives."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.rules: list[str] = []
+        self.helpers = 0
+
+    def state(self, state: int, edges: list[tuple[str, int]]) -> None:
+        head = [] if state in (ROOT, FINAL) else [f"{self.prefix}s{FINAL}"]
+        body = self._choice(head, [(label, f"{self.prefix}s{target}") for label, target in edges])
+        self.rules.append(f"{self.prefix}s{state} ::= {body}")
+
+    def _choice(self, head: list[str], edges: list[tuple[str, str]]) -> str:
+        branches = list(head)
+        if len(edges) + len(head) <= MAX_FAN_OUT:
+            branches.extend(f"{ebnf_literal(label)} {rest}" if label else rest for label, rest in edges)
+        else:
+            groups: dict[str, list[tuple[str, str]]] = {}
+            for label, rest in edges:
+                groups.setdefault(label[:1], []).append((label[1:], rest))
+            for first, group in groups.items():
+                branches.append(f"{ebnf_literal(first)} {self._helper(group)}" if first else group[0][1])
+        return " | ".join(f"({b})" for b in branches) or f"{self.prefix}s{FINAL}"
+
+    def _helper(self, edges: list[tuple[str, str]]) -> str:
+        if len(edges) == 1:
+            label, rest = edges[0]
+            return f"{ebnf_literal(label)} {rest}" if label else rest
+        self.helpers += 1
+        name = f"{self.prefix}h{self.helpers}"
+        self.rules.append(f"{name} ::= {self._choice([], edges)}")
+        return name
+
+
+def automaton_rules(auto: Automaton, prefix: str) -> list[str]:
+    """The EBNF rules of the automaton's language as a JSON string (quotes included): rule `prefix` is the
+    string, rule `{prefix}s{n}` state n (the rest of the string from there)."""
+    emitter = _Emitter(prefix)
+    emitter.rules.extend([f'{prefix} ::= "\\"" {prefix}s{ROOT}', f'{prefix}s{FINAL} ::= "\\""'])
+    for state in range(1, auto.size):
+        emitter.state(state, auto.edges[state])
+    return emitter.rules
+
+
+def _replace_nodes(schema: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """A copy of the schema with each substring node a const sentinel, and the payload of each sentinel."""
+    work = copy.deepcopy(schema)
+    payloads: dict[str, dict[str, Any]] = {}
+    for node in list(_substring_nodes(work)):
+        payload = node[SUBSTRING_KEY]
+        key = payload.get("id") or hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+        sentinel = SENTINEL.format(key)
+        payloads[sentinel] = payload
+        node.clear()
+        node.update({"type": "string", "const": sentinel})
+    return work, payloads
+
+
+def _free_prefix(base: str, index: int) -> str:
+    prefix = f"substr{index}_"
+    while re.search(rf"^{re.escape(prefix)}", base, re.MULTILINE):
+        prefix = "x" + prefix
+    return prefix
+
+
+def to_ebnf(schema: dict[str, Any], any_whitespace: bool = False,
+            separators: tuple[str, str] | None = (",", ":"), strict_mode: bool = True) -> str:
+    """XGrammar EBNF for the whole schema: what XGrammar builds from it (by default with the engine's options,
+    `disable_any_whitespace`: compact JSON), each substring node's string restricted to its document's runs.
+    Root rule `root`. A schema without substring nodes gives XGrammar's own grammar for it."""
+    import xgrammar
+
+    work, payloads = _replace_nodes(schema)
+    grammar = xgrammar.Grammar.from_json_schema(json.dumps(work), any_whitespace=any_whitespace,
+                                                separators=None if any_whitespace else separators,
+                                                strict_mode=strict_mode)
+    base = str(grammar)
+    rules: list[str] = []
+    for index, (sentinel, payload) in enumerate(payloads.items()):
+        literal = ebnf_literal(sentinel)
+        literal = '"\\"' + literal[1:-1] + '\\""'
+        if sentinel in base.replace(literal, ""):
+            raise ValueError(f"XGrammar wrote the substring sentinel {sentinel} in a form not understood")
+        prefix = _free_prefix(base, index)
+        base = base.replace(literal, prefix)
+        cells = payload.get("cells") or []
+        rules.extend(automaton_rules(automaton(cells, int(payload["max_words"]), payload.get("max_length")), prefix))
+    return base.rstrip("\n") + "\n" + "\n".join(rules) + "\n"

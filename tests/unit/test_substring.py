@@ -1,0 +1,125 @@
+"""Substring fields: a string the grammar restricts to a run of 1..K words of one cell of the document."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import pytest
+import xgrammar as xgr
+from xgrammar.testing import _is_grammar_accept_string
+
+import schemas.substring as substring
+from schemas.grounding import EDGE_PUNCTUATION, _cells_of
+from schemas.substring import SUBSTRING_KEY, automaton, has_substring, runs_of, substring_node, to_ebnf
+
+DOC = ("Acme Office Supply (Oslo)\n77 Market St, San Francisco\n\nDate of issue: May 01, 2026\n"
+       "Description | Qty | Amount\nDesign revisions | 6 | $420.60\n"
+       'Note: the "rush" fee applies to C:\\orders only.\n')
+
+
+def schema_with(field: dict) -> dict:
+    return {"type": "object", "properties": {"vendor": field, "qty": {"type": "integer"},
+                                             "note": {"type": "string", "maxLength": 5}},
+            "required": ["vendor", "qty", "note"]}
+
+
+def accepts(ebnf: str, vendor, qty=1, note="ok") -> bool:
+    text = json.dumps({"vendor": vendor, "qty": qty, "note": note}, separators=(",", ":"), ensure_ascii=False)
+    return _is_grammar_accept_string(ebnf, text)
+
+
+@pytest.fixture(scope="module")
+def ebnf() -> str:
+    return to_ebnf(schema_with(substring_node(DOC, 3, None, nullable=True)))
+
+
+def reference_runs(document: str, max_words: int, max_length: int | None) -> set[str]:
+    """The language, written out: each run as the cell writes it, its first word maybe without its leading
+    punctuation, its last word maybe without its trailing punctuation."""
+    found: set[str] = set()
+    for cell in _cells_of(document):
+        bounds = [m.span() for m in re.finditer(r"\S+", cell)]
+        for i, (start, _) in enumerate(bounds):
+            for j in range(i, min(i + max_words, len(bounds))):
+                first = cell[start:bounds[i][1]]
+                for head in {first, first.lstrip(EDGE_PUNCTUATION)} - {""}:
+                    run = head + cell[bounds[i][1]:bounds[j][1]] if j > i else head
+                    last = run[len(run) - (bounds[j][1] - bounds[j][0]):] if j > i else run
+                    found.add(run)
+                    if last.rstrip(EDGE_PUNCTUATION):
+                        found.add(run[:len(run) - len(last)] + last.rstrip(EDGE_PUNCTUATION))
+    return {r for r in found if max_length is None or len(r) <= max_length}
+
+
+def test_the_node_is_a_plain_json_serialisable_string_to_a_validator() -> None:
+    node = substring_node(DOC, 3, 40, nullable=False)
+    assert node["type"] == "string" and set(node) == {"type", SUBSTRING_KEY}
+    assert json.loads(json.dumps(node)) == node
+    jsonschema.Draft202012Validator(node).validate("anything at all")
+    nullable = substring_node(DOC, 3, None, nullable=True)
+    assert nullable["anyOf"][1] == {"type": "null"}
+    assert has_substring(schema_with(nullable)) and not has_substring(schema_with({"type": "string"}))
+    assert substring_node(DOC, 3, None, True) == nullable  # stable: the engine dedups on its JSON
+
+
+@pytest.mark.parametrize(("max_words", "max_length"), [(1, None), (3, None), (12, None), (12, 9)])
+def test_the_automaton_holds_exactly_the_runs(max_words: int, max_length: int | None) -> None:
+    auto = automaton(substring.document_cells(DOC), max_words, max_length)
+    assert runs_of(auto) == reference_runs(DOC, max_words, max_length)
+
+
+def test_runs_inside_a_cell_are_accepted_as_written_and_without_edge_punctuation(ebnf: str) -> None:
+    for value in ["Acme", "Acme Office Supply", "Supply (Oslo)", "Supply (Oslo", "Oslo", "San Francisco",
+                  "77 Market St,", "77 Market St", "May 01, 2026", "Design revisions", "$420.60",
+                  'the "rush" fee', '"rush"', "rush", "C:\\orders only.", "C:\\orders only", None]:
+        assert accepts(ebnf, value), value
+
+
+def test_crossing_a_cell_too_many_words_or_an_invented_word_is_refused(ebnf: str) -> None:
+    for value in ["Supply (Oslo) 77",  # crosses a line
+                  "revisions 6", "Qty | Amount",  # crosses a `|` cell break
+                  "issue: May",  # crosses a label
+                  "Acme Office Supply (Oslo)",  # 4 words, K is 3
+                  "Acme Bureau", "acme", "Acme  Office", "Acme ", " Acme", "", "San Fran"]:
+        assert not accepts(ebnf, value), value
+
+
+def test_other_fields_keep_the_plain_json_schema_grammar(ebnf: str) -> None:
+    assert accepts(ebnf, "Acme", qty=-12, note="12345")
+    assert not accepts(ebnf, "Acme", qty=1.5)
+    assert not accepts(ebnf, "Acme", note="123456")  # the other string's maxLength holds
+    compact = json.dumps({"vendor": "Acme", "qty": 1, "note": "ok"})  # with spaces: not the engine's JSON
+    assert not _is_grammar_accept_string(ebnf, compact)
+    plain = schema_with({"type": "string"})
+    expected = xgr.Grammar.from_json_schema(json.dumps(plain), any_whitespace=False, separators=(",", ":"))
+    assert to_ebnf(plain).strip() == str(expected).strip()
+
+
+def test_max_length_is_exact_in_characters() -> None:
+    ebnf = to_ebnf(schema_with(substring_node(DOC, 12, 13, nullable=False)))
+    assert not accepts(ebnf, "Acme Offi")  # not a word boundary
+    assert accepts(ebnf, "Acme Office")  # 11 characters
+    assert not accepts(ebnf, "Acme Office Supply")  # 18 characters
+    assert not accepts(ebnf, None)
+
+
+def test_wide_states_are_split_and_keep_their_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(substring, "MAX_FAN_OUT", 2)
+    document = "alpha beta gamma delta alpine alps beta-2 gamma ray"
+    ebnf = to_ebnf(schema_with(substring_node(document, 2, None, nullable=False)))
+    for value in ["alpha", "alps", "alpine alps", "beta-2 gamma", "gamma ray", "ray"]:
+        assert accepts(ebnf, value), value
+    for value in ["alp", "alpha gamma", "beta ray", "gamma ray ray"]:
+        assert not accepts(ebnf, value), value
+
+
+def test_two_fields_one_document_share_nothing_but_work() -> None:
+    schema = {"type": "object", "properties": {"a": substring_node(DOC, 2, None, False),
+                                               "b": substring_node(DOC, 1, None, False)},
+              "required": ["a", "b"]}
+    ebnf = to_ebnf(schema)
+    xgr.Grammar.from_ebnf(ebnf)
+    assert _is_grammar_accept_string(ebnf, '{"a":"Market St,","b":"Qty"}')
+    assert not _is_grammar_accept_string(ebnf, '{"a":"Qty","b":"Market St,"}')
