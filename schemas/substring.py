@@ -66,6 +66,40 @@ def _substring_nodes(schema: Any) -> Iterable[dict[str, Any]]:
     return (node for _, node in iter_subschemas(schema) if isinstance(node.get(SUBSTRING_KEY), dict))
 
 
+# XGrammar's compile time follows the grammar's size, worse than linearly: on one core (bundled tokenizer)
+# 0.6 MB took 3.7 s, 0.9 MB 6-7 s, 1.2 MB 16 s, 1.6-1.7 MB 24-51 s (jobs/bench/substring_compile.py).
+MAX_GRAMMAR_BYTES = 900_000
+
+
+def state_bound(document: str, max_words: int) -> int:
+    """An upper bound on the automaton's states for these words, cheap to count: one per (word, words still
+    allowed) pair, as if no run were repeated (the minimised automaton is smaller when runs repeat)."""
+    total = 2
+    for cell in document_cells(document):
+        n = len(cell.split())
+        total += sum(min(max_words, n - i) for i in range(n))
+    return total
+
+
+def grammar_bytes(auto: Automaton) -> int:
+    """The size of the automaton's EBNF rules, what XGrammar's compile time follows."""
+    return sum(len(rule) + 1 for rule in automaton_rules(auto, "substr0_"))
+
+
+def fit_max_words(document: str, max_words: int = MAX_WORDS, max_length: int | None = None,
+                  max_bytes: int = MAX_GRAMMAR_BYTES) -> int | None:
+    """The largest word bound among max_words, max_words // 2, max_words // 4 and 1 whose rules take at most
+    `max_bytes`; None when not even single words fit (keep the schema as written). `state_bound` skips the
+    bounds that cannot fit without building their automaton (a state takes 60-120 bytes)."""
+    cells = document_cells(document)
+    for k in sorted({max_words, max_words // 2, max_words // 4, 1} - {0}, reverse=True):
+        if state_bound(document, k) * 15 > max_bytes:
+            continue
+        if grammar_bytes(automaton(cells, k, max_length)) <= max_bytes:
+            return k
+    return None
+
+
 def has_substring(schema: Any) -> bool:
     """Whether any node of the schema is a substring node."""
     return any(True for _ in _substring_nodes(schema))

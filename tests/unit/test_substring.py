@@ -123,3 +123,15 @@ def test_two_fields_one_document_share_nothing_but_work() -> None:
     xgr.Grammar.from_ebnf(ebnf)
     assert _is_grammar_accept_string(ebnf, '{"a":"Market St,","b":"Qty"}')
     assert not _is_grammar_accept_string(ebnf, '{"a":"Qty","b":"Market St,"}')
+
+
+def test_the_word_bound_shrinks_to_fit_the_grammar_budget() -> None:
+    line = " ".join(f"w{i}" for i in range(100))  # one long cell of distinct words: about 100 * K states
+    autos = {k: automaton([line], k, None) for k in (1, 3, 6, 12)}
+    assert autos[12].size > autos[6].size > autos[3].size > autos[1].size
+    assert all(substring.state_bound(line, k) >= auto.size for k, auto in autos.items())
+    sizes = {k: substring.grammar_bytes(auto) for k, auto in autos.items()}
+    assert substring.fit_max_words(line, 12, max_bytes=sizes[12]) == 12
+    assert substring.fit_max_words(line, 12, max_bytes=sizes[12] - 1) == 6
+    assert substring.fit_max_words(line, 12, max_bytes=sizes[3]) == 3
+    assert substring.fit_max_words(line, 12, max_bytes=10) is None
