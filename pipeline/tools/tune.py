@@ -144,8 +144,10 @@ class Tuner:
         dead = {i: o.reason or "dead_letter" for i, o in zip(self.ids, outcomes, strict=True) if o.record is None}
         golds = {i: self.golds[i] for i in self.ids}
         default = loaded.contract.json_schema if not loaded.contract.per_row else None
-        overall = score(golds, rows, dead, lambda _: default, self.options).overall
-        trial = Trial(dict(setting), loaded.output_hash, overall.f1, overall.precision, overall.recall, len(rows),
+        overall = score(golds, rows, dead, lambda _: default, self.options).summary()["overall"]
+        f1 = overall["f1"] if overall["f1"] is not None or overall["recall"] is None else 0.0  # no rows: F1 0
+        trial = Trial(dict(setting), loaded.output_hash, f1, overall["precision"], overall["recall"],
+                      len(rows),
                       dict(Counter(dead.values())), seconds, len(self.ids))
         self.trials[loaded.output_hash] = trial
         return trial
