@@ -158,6 +158,9 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
         cache[kind] = FINDERS[kind](document)
     # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
     candidates = _allowed(cache[kind], _value_branch(node), cache)
+    shape = FORMAT_SHAPES.get(_format(node) or "")
+    if shape is not None:  # a word is an email (or uri, hostname) only if it looks like one
+        candidates = [c for c in candidates if isinstance(c, str) and shape.fullmatch(c)]
     if kind == "code" and not candidates:  # an enum of codes the document does not write: the model chooses
         return _without_key(node)
     if not candidates or len(candidates) > MAX_CANDIDATES:
@@ -166,6 +169,9 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
     return {"anyOf": [choice, {"type": "null"}]} if _nullable(node) else choice
 
 
+FORMAT_SHAPES = {"email": re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+"),
+                 "uri": re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+"),
+                 "hostname": re.compile(r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")}
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "readOnly", "writeOnly"})
 TYPE_CHECKS = {"string": lambda v: isinstance(v, str), "null": lambda v: v is None,
                "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),

@@ -180,7 +180,7 @@ def test_auto_grounds_a_plain_schema_per_document_and_keeps_what_it_must() -> No
     assert "Quarterly report" in props["title"]["enum"] and "Acme Ltd" in props["title"]["enum"]
     assert all(len(v) <= 40 for v in props["title"]["enum"])  # the field's own maxLength filters candidates
     assert props["when"] == {"anyOf": [{"enum": ["2026-03-02"]}, {"type": "null"}]}
-    assert props["email"]["enum"] == ["ops@acme.example"] or "ops@acme.example" in props["email"]["enum"]
+    assert props["email"] == {"enum": ["ops@acme.example"]}  # only words shaped as an email
     assert 1250.5 in props["total"]["enum"]
     assert "Bolts" in props["lines"]["items"]["enum"]
     assert props["kind"] == PLAIN["properties"]["kind"] and props["paid"] == {"type": "boolean"}
