@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from schemas.grounding import MAX_WORDS, spans  # noqa: E402
-from schemas.substring import automaton, document_cells, substring_node, to_ebnf  # noqa: E402
+from schemas.substring import automaton, document_cells, fit_max_words, substring_node, to_ebnf  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpora" / "deepjsoneval-dev" / "deepjsoneval-en-dev.jsonl"
 INVOICES = ROOT / "jobs" / "sample" / "invoices.parquet"
@@ -102,6 +102,20 @@ def substring_row(comp, doc: str, compile_it: bool) -> dict:
     return {**row, "compile_s": compile_s, "mask_ms": first_mask_ms(compiled)}
 
 
+def fit_row(comp, doc: str) -> dict:
+    """The substring grammar at the word bound `fit_max_words` picks for the document."""
+    start = time.perf_counter()
+    k = fit_max_words(doc)
+    if k is None:
+        return {"k": None}
+    ebnf = to_ebnf(schema_with(substring_node(doc, k, None, nullable=True)))
+    build_s = time.perf_counter() - start
+    start = time.perf_counter()
+    comp.compile_grammar(ebnf)
+    return {"k": k, "ebnf_kb": len(ebnf.encode()) / 1024, "build_s": build_s,
+            "compile_s": time.perf_counter() - start}
+
+
 def enum_row(comp, doc: str, max_enum: int) -> dict:
     candidates = spans(doc)
     row: dict = {"candidates": len(candidates)}
@@ -130,16 +144,19 @@ def main() -> None:
     comp.compile_grammar('root ::= "x"')  # warm-up
     pool = blocks()
     print("| words | cells | substring: states | EBNF KiB | build s | compile s | 1st mask ms "
-          "| enum: candidates | schema KiB | compile s | 1st mask ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| enum: candidates | schema KiB | compile s | 1st mask ms | fit K | EBNF KiB | build s | compile s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for words in (int(s) for s in args.sizes.split(",")):
         doc = document(words, pool)
         sub = substring_row(comp, doc, words <= args.max_compile_words)
         enum = enum_row(comp, doc, args.max_enum)
+        fit = fit_row(comp, doc)
         print(f"| {words:,} | {len(document_cells(doc)):,} | {sub['states']:,} | {sub['ebnf_kb']:,.0f} "
               f"| {sub['build_s']:.2f} | {fmt(sub.get('compile_s'))} | {fmt(sub.get('mask_ms'))} "
               f"| {enum['candidates']:,} "
-              f"| {fmt(enum.get('schema_kb'), ',.0f')} | {fmt(enum.get('compile_s'))} | {fmt(enum.get('mask_ms'))} |",
+              f"| {fmt(enum.get('schema_kb'), ',.0f')} | {fmt(enum.get('compile_s'))} | {fmt(enum.get('mask_ms'))} "
+              f"| {fit['k']} | {fmt(fit.get('ebnf_kb'), ',.0f')} | {fmt(fit.get('build_s'))} "
+              f"| {fmt(fit.get('compile_s'))} |",
               flush=True)
 
 
