@@ -239,17 +239,11 @@ class _Compiler:
         for key in ("anyOf", "oneOf"):
             if isinstance(node.get(key), list):
                 return ("u", tuple(self.node(sub, f"{where}/{key}/{i}") for i, sub in enumerate(node[key])))
-        types = _types(node) or self.implied_types(node)
-        if not types:
-            return self.open(where, "a value of any type: its length is unbounded")
+        types = _types(node)
+        if not types:  # XGrammar lets an untyped node be any value, even one with properties (measured)
+            return self.open(where, "a value of any type (no type): its length is unbounded")
         plans = tuple(self.typed(node, kind, where) for kind in sorted(types))
         return plans[0] if len(plans) == 1 else ("u", plans)
-
-    @staticmethod
-    def implied_types(node: dict[str, Any]) -> set[str]:
-        found = {"object"} if {"properties", "additionalProperties", "required"} & set(node) else set()
-        return found | ({"array"} if {"items", "prefixItems"} & set(node) else set()) \
-            | ({"string"} if {"maxLength", "pattern", "format"} & set(node) else set())
 
     def merged(self, node: dict[str, Any]) -> dict[str, Any]:
         """allOf as one node: properties and required united, other keywords first come first kept."""

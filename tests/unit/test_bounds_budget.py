@@ -151,3 +151,10 @@ def test_a_bound_never_excludes_a_value_another_all_of_branch_requires() -> None
                         {"properties": {"command": {"type": "string", "enum": ["setExceptionBreakpoints"]}}}]}
     bounded = grammar_schema(schema, 16, 2)
     assert bounded["definitions"]["Request"]["properties"]["command"]["maxLength"] == len("setExceptionBreakpoints")
+
+
+def test_an_untyped_node_is_any_value_even_with_properties() -> None:
+    # XGrammar let the bundled model write {"$schema": {...}, ...} for {"properties": {"bar": ...}} (no type)
+    schema = {"properties": {"bar": {"type": "integer"}}}
+    assert longest_output_chars(schema) is None
+    assert any(p.startswith("/: a value of any type") for p in budget_bounds(schema, 512).problems)
