@@ -27,7 +27,9 @@ from typing import Any
 # `jobs/bench/tokens_per_char.py` on 1,413 outputs (sample gold 50, DeepJSONEval dev gold 136, JSONSchemaBench
 # dev valid instances 1,227): pooled 0.355, mean 0.370, p90 0.468, p99 0.702, max 1.0. 0.75 is the p99 rounded
 # up: the longest output already assumes every free value at its bound, and a runaway value is often digits or
-# `_M_M_M` (about 1 token per character), far denser than prose (about 0.25).
+# `_M_M_M` (about 1 token per character), far denser than prose (about 0.25). Check on the model's own outputs (the
+# conformance generation sample, first 30 schemas per subset, auto bounds): finished outputs mean 0.52, p90 0.80;
+# outputs cut at max_tokens mean 0.56, p90 0.93. A figure of 1.0 would cover nearly every runaway, at tighter bounds.
 TOKENS_PER_CHAR = 0.75
 BUDGET_SHARE = 0.95  # of max_tokens: the margin for what the estimate misses (escapes, long numbers)
 STRING_FLOOR = 16  # below this a string bound cuts real values: the schema "cannot be bounded for this budget"
