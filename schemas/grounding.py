@@ -26,17 +26,17 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import jsonschema
 
+from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, cells_of, sentences_of
 from schemas.limits import iter_subschemas, pointer
+from schemas.substring import fit_max_words, substring_node
 
 KEY = "x-grounded"
 KINDS = ("number", "date", "word", "text", "cell")
-MAX_WORDS = 12  # the longest `text` candidate, in words
 MAX_CANDIDATES = 2000  # per field and document: beyond this the field keeps its schema (a grammar stays small)
 
 NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])-?\d+(?:\.\d+)?(?![\d])")
@@ -47,8 +47,7 @@ DATE_SHAPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(rf"\b\d{{1,2}} {MONTH},? \d{{4}}\b"), ("%d %B %Y", "%d %b %Y", "%d %B, %Y", "%d %b, %Y")),
     (re.compile(r"\b\d{1,2}[./-]\d{1,2}[./-]\d{4}\b"), ("%d.%m.%Y", "%d/%m/%Y", "%m/%d/%Y", "%d-%m-%Y", "%m-%d-%Y")),
 )
-CELL_BREAK = re.compile(r"\s*(?:\||\t| {2,})\s*|(?<=:)\s+")
-EDGE_PUNCTUATION = ".,;:!?()[]{}|\"'"
+
 
 
 def numbers(text: str) -> list[float | int]:
@@ -85,29 +84,6 @@ def words(text: str) -> list[str]:
     return list(found)
 
 
-def _cells_of(text: str) -> Iterator[str]:
-    """Each cell of each line: a line cut at `|`, tabs, runs of spaces and after a `label:`."""
-    for line in text.splitlines():
-        yield from CELL_BREAK.split(line)
-
-
-# A sentence ends at . ! ? or ; and a space before a capital or a quote, unless the word before the stop is
-# a short abbreviation (Mr., St., Co., a one-letter initial).
-SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z\"“(])")
-ABBREVIATION = re.compile(r"(?:^|\s)(?:[A-Z]|Mr|Mrs|Ms|Dr|St|Co|No|Jr|Sr|Inc|Ltd|Corp|vs|etc|e\.g|i\.e)\.$")
-
-
-def sentences_of(text: str) -> Iterator[str]:
-    """Each sentence of each cell: a value the model copies never runs from one sentence into the next."""
-    for cell in _cells_of(text):
-        start = 0
-        for stop in SENTENCE_END.finditer(cell):
-            if not ABBREVIATION.search(cell[start:stop.start()]):
-                yield cell[start:stop.start()]
-                start = stop.end()
-        yield cell[start:]
-
-
 def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
     """Every run of up to `max_words` consecutive words inside one sentence of a cell, as the text writes it."""
     found: dict[str, None] = {}
@@ -125,7 +101,7 @@ def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
 def cells(text: str) -> list[str]:
     """Every whole cell of every line, as written and without the punctuation around it."""
     found: dict[str, None] = {}
-    for cell in _cells_of(text):
+    for cell in cells_of(text):
         for candidate in (cell.strip(), cell.strip().rstrip(".,;:")):
             if candidate:
                 found[candidate] = None
@@ -163,10 +139,38 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
         candidates = [c for c in candidates if isinstance(c, str) and shape.fullmatch(c)]
     if kind == "code" and not candidates:  # an enum of codes the document does not write: the model chooses
         return _without_key(node)
+    if len(candidates) > MAX_CANDIDATES and kind in SUBSTRING_KINDS:
+        substring = _substring(node, kind, document, cache)
+        if substring is not None:
+            return substring
     if not candidates or len(candidates) > MAX_CANDIDATES:
         return {"type": "null"} if _nullable(node) and not candidates else _without_key(node)
     choice: dict[str, Any] = {"enum": candidates}
     return {"anyOf": [choice, {"type": "null"}]} if _nullable(node) else choice
+
+
+# Kinds whose candidates are runs of a document's words: past MAX_CANDIDATES (a long document) they are decoded
+# under a grammar of any such run instead of an enum (schemas.substring): `text` runs of up to MAX_WORDS words,
+# `word` runs of one. Only for a plain string field (a maxLength at most): other bounds keep the schema.
+SUBSTRING_KINDS = {"text": MAX_WORDS, "word": 1}
+PLAIN_STRING_KEYS = frozenset({"type", "maxLength", "minLength"})
+
+
+def _substring(node: dict[str, Any], kind: str, document: str, cache: dict[str, Any]) -> dict[str, Any] | None:
+    """The field as a substring node (any run of the document's words, as few per run as the grammar's size
+    needs), or None where the field has bounds a run cannot honour or no word bound fits."""
+    branch = {k: v for k, v in _value_branch(node).items() if k not in ANNOTATIONS}
+    if branch.get("type") != "string" or not set(branch) <= PLAIN_STRING_KEYS:
+        return None
+    max_length = branch.get("maxLength")
+    key = ("substring", kind, max_length)
+    if key not in cache:
+        words_per_run = fit_max_words(document, SUBSTRING_KINDS[kind], max_length)
+        cache[key] = None if words_per_run is None else substring_node(document, words_per_run, max_length)
+    found = cache[key]
+    if found is None:
+        return None
+    return {"anyOf": [found, {"type": "null"}]} if _nullable(node) else dict(found)
 
 
 FORMAT_SHAPES = {"email": re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+"),

@@ -4,7 +4,7 @@
 document. Past `MAX_CANDIDATES` candidates (a document of a few hundred words) the enum is too big to compile
 quickly and grounding falls back to the schema as written. A *substring node* says the same thing as that enum
 without listing it: the field's string is any run of 1..K consecutive words inside one cell of the document
-(cells as `grounding._cells_of` cuts them), written exactly as the document writes it (the separators between
+(cells as `schemas.cells.sentences_of` cuts them), written exactly as the document writes it (the separators between
 the words are the cell's own, usually one space). As in `grounding.spans`, the first word may also drop its
 leading punctuation and the last word its trailing punctuation (`EDGE_PUNCTUATION`), e.g. `Acme Inc.` gives
 `Acme Inc.` and `Acme Inc` (the two trims are independent, so `(Oslo)` also gives `Oslo)`, which `spans`
@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from schemas.grounding import EDGE_PUNCTUATION, MAX_WORDS, _cells_of
+from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, sentences_of
 from schemas.limits import iter_subschemas
 
 SUBSTRING_KEY = "x-substring"
@@ -51,7 +51,7 @@ WORD = re.compile(r"\S+")
 def document_cells(document: str) -> list[str]:
     """The document's cells that hold a word, in order (duplicates kept once: they add no run)."""
     found: dict[str, None] = {}
-    for cell in _cells_of(document):
+    for cell in sentences_of(document):  # as grounding.spans cuts them: a run never crosses a sentence end
         if WORD.search(cell):
             found[cell] = None
     return list(found)
@@ -111,6 +111,17 @@ def fit_max_words(document: str, max_words: int = MAX_WORDS, max_length: int | N
 def has_substring(schema: Any) -> bool:
     """Whether any node of the schema is a substring node."""
     return any(True for _ in _substring_nodes(schema))
+
+
+def without_substrings(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `schema` with each substring node a plain string again (its `max_length` kept): for a backend
+    that takes no EBNF."""
+    plain = copy.deepcopy(schema)
+    for node in list(_substring_nodes(plain)):
+        payload = node.pop(SUBSTRING_KEY)
+        if payload.get("max_length") is not None:
+            node["maxLength"] = payload["max_length"]
+    return plain
 
 
 # --- the run automaton ------------------------------------------------------------------------------------------

@@ -120,6 +120,21 @@ def generations(prompts: list[list[int]], outputs: list[Any]) -> list[Generation
     return result
 
 
+def structured_params(json_schema: dict[str, Any], backend: str) -> Any:
+    """A request's `StructuredOutputsParams`: the JSON Schema, or, where grounding gave a long document's field
+    a substring grammar (schemas.substring), the whole schema as XGrammar EBNF with that field's rules; a
+    backend other than XGrammar gets the field as a plain string instead."""
+    from vllm.sampling_params import StructuredOutputsParams
+
+    from schemas.substring import has_substring, to_ebnf, without_substrings
+
+    if has_substring(json_schema):
+        if backend == "xgrammar":
+            return StructuredOutputsParams(grammar=to_ebnf(json_schema))
+        json_schema = without_substrings(json_schema)
+    return StructuredOutputsParams(json=grammar_spec(json_schema))
+
+
 def grammar_spec(json_schema: dict[str, Any]) -> str:
     """The schema text a request carries. vLLM caches compiled grammars under it, so `VllmEngine.compile`
     must produce the very same text for a request to find its grammar ready."""
@@ -318,6 +333,7 @@ class VllmEngine:
         self.init_seconds = time.perf_counter() - started
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        self.backend = (llm_args.get("structured_outputs_config") or {}).get("backend", "xgrammar")
         kv_bytes = llm_args.get("kv_cache_memory_bytes")
         log.info("engine.ready", model=llm_args.get("model"), seconds=round(self.init_seconds, 2),
                  kv_cache_gib=round(kv_bytes / (1 << 30), 3) if kv_bytes else None,
@@ -353,7 +369,6 @@ class VllmEngine:
         """Sampling parameters. The schema keeps its key order: the grammar emits properties in that order,
         so reasoning fields declared before answers are generated before them."""
         from vllm import SamplingParams
-        from vllm.sampling_params import StructuredOutputsParams
 
         from schemas.bounds import grammar_schema
 
@@ -361,7 +376,7 @@ class VllmEngine:
         if json_schema is not None:
             bounds = getattr(self, "grammar_bounds", (None, None))
             bounded = grammar_schema(json_schema, *bounds, max_tokens=max_tokens)
-            structured = StructuredOutputsParams(json=grammar_spec(bounded))
+            structured = structured_params(bounded, getattr(self, "backend", "xgrammar"))
         extra = dict(getattr(self, "sampling_options", {}))
         if seed is not None:  # this request's own seed (a resampling attempt), over model.sampling.seed
             extra["seed"] = seed

@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from schemas.grounding import MAX_WORDS, spans  # noqa: E402
+from schemas.cells import MAX_WORDS  # noqa: E402
+from schemas.grounding import spans  # noqa: E402
 from schemas.substring import automaton, document_cells, fit_max_words, substring_node, to_ebnf  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpora" / "deepjsoneval-dev" / "deepjsoneval-en-dev.jsonl"

@@ -11,7 +11,7 @@ import xgrammar as xgr
 from xgrammar.testing import _is_grammar_accept_string
 
 import schemas.substring as substring
-from schemas.grounding import EDGE_PUNCTUATION, _cells_of
+from schemas.cells import EDGE_PUNCTUATION, sentences_of
 from schemas.substring import SUBSTRING_KEY, automaton, has_substring, runs_of, substring_node, to_ebnf
 
 DOC = ("Acme Office Supply (Oslo)\n77 Market St, San Francisco\n\nDate of issue: May 01, 2026\n"
@@ -39,7 +39,7 @@ def reference_runs(document: str, max_words: int, max_length: int | None) -> set
     """The language, written out: each run as the cell writes it, its first word maybe without its leading
     punctuation, its last word maybe without its trailing punctuation."""
     found: set[str] = set()
-    for cell in _cells_of(document):
+    for cell in sentences_of(document):
         bounds = [m.span() for m in re.finditer(r"\S+", cell)]
         for i, (start, _) in enumerate(bounds):
             for j in range(i, min(i + max_words, len(bounds))):

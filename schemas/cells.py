@@ -1,0 +1,33 @@
+"""A document's text as grounding reads it: cells (a line cut at `|`, tabs, runs of spaces and after a
+`label:`) and the sentences inside them. Both the grounded enums (schemas.grounding) and the substring
+grammar for long documents (schemas.substring) take a value's words from one sentence of one cell."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+MAX_WORDS = 12  # the longest `text` value, in words
+CELL_BREAK = re.compile(r"\s*(?:\||\t| {2,})\s*|(?<=:)\s+")
+EDGE_PUNCTUATION = ".,;:!?()[]{}|\"'"
+# A sentence ends at . ! ? or ; and a space before a capital or a quote, unless the word before the stop is
+# a short abbreviation (Mr., St., Co., a one-letter initial).
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z\"“(])")
+ABBREVIATION = re.compile(r"(?:^|\s)(?:[A-Z]|Mr|Mrs|Ms|Dr|St|Co|No|Jr|Sr|Inc|Ltd|Corp|vs|etc|e\.g|i\.e)\.$")
+
+
+def cells_of(text: str) -> Iterator[str]:
+    """Each cell of each line: a line cut at `|`, tabs, runs of spaces and after a `label:`."""
+    for line in text.splitlines():
+        yield from CELL_BREAK.split(line)
+
+
+def sentences_of(text: str) -> Iterator[str]:
+    """Each sentence of each cell: a value the model copies never runs from one sentence into the next."""
+    for cell in cells_of(text):
+        start = 0
+        for stop in SENTENCE_END.finditer(cell):
+            if not ABBREVIATION.search(cell[start:stop.start()]):
+                yield cell[start:stop.start()]
+                start = stop.end()
+        yield cell[start:]
