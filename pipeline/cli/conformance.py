@@ -42,6 +42,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
             generate_limit=args.generate_limit,
             compile_timeout_s=args.compile_timeout,
             keep=args.keep,
+            grammar_bounds=args.grammar_bounds,
         )
         out = Path(args.out)
         started = time.perf_counter()
@@ -66,6 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                         "minLength (repeatable)")
     p.add_argument("--limit", type=int, help="the first N schemas of each subset, in id order")
     p.add_argument("--max-tokens", type=int, default=512, help="output tokens per generated output")
+    p.add_argument("--grammar-bounds", choices=("auto", "none"), default="auto",
+                   help="generate under the grammar-only string/array bounds fitted to --max-tokens, as a job does "
+                   "by default (auto), or under each schema as written (none)")
     p.add_argument("--max-model-len", type=int, default=4096, help="the engine's context; long schemas are cut "
                                                                    "in the prompt to fit")
     p.add_argument("--no-generate", action="store_true", help="coverage and validator agreement only")
