@@ -170,7 +170,8 @@ def _substring(node: dict[str, Any], kind: str, document: str, cache: dict[str, 
     found = cache[key]
     if found is None:
         return None
-    return {"anyOf": [found, {"type": "null"}]} if _nullable(node) else dict(found)
+    found = dict(found)  # a node of its own for each field (they share the read-only payload)
+    return {"anyOf": [found, {"type": "null"}]} if _nullable(node) else found
 
 
 FORMAT_SHAPES = {"email": re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+"),

@@ -108,6 +108,11 @@ def fit_max_words(document: str, max_words: int = MAX_WORDS, max_length: int | N
     return None
 
 
+def _unique(nodes: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each node once: a schema may hold one node object at several places (a deep copy keeps that sharing)."""
+    return list({id(node): node for node in nodes}.values())
+
+
 def has_substring(schema: Any) -> bool:
     """Whether any node of the schema is a substring node."""
     return any(True for _ in _substring_nodes(schema))
@@ -117,7 +122,7 @@ def without_substrings(schema: dict[str, Any]) -> dict[str, Any]:
     """A copy of `schema` with each substring node a plain string again (its `max_length` kept): for a backend
     that takes no EBNF."""
     plain = copy.deepcopy(schema)
-    for node in list(_substring_nodes(plain)):
+    for node in _unique(_substring_nodes(plain)):
         payload = node.pop(SUBSTRING_KEY)
         if payload.get("max_length") is not None:
             node["maxLength"] = payload["max_length"]
@@ -279,7 +284,7 @@ def _replace_nodes(schema: dict[str, Any]) -> tuple[dict[str, Any], dict[str, di
     """A copy of the schema with each substring node a const sentinel, and the payload of each sentinel."""
     work = copy.deepcopy(schema)
     payloads: dict[str, dict[str, Any]] = {}
-    for node in list(_substring_nodes(work)):
+    for node in _unique(_substring_nodes(work)):
         payload = node[SUBSTRING_KEY]
         key = payload.get("id") or hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
         sentinel = SENTINEL.format(key)

@@ -135,3 +135,23 @@ def test_the_word_bound_shrinks_to_fit_the_grammar_budget() -> None:
     assert substring.fit_max_words(line, 12, max_bytes=sizes[12] - 1) == 6
     assert substring.fit_max_words(line, 12, max_bytes=sizes[3]) == 3
     assert substring.fit_max_words(line, 12, max_bytes=10) is None
+
+
+def test_a_node_held_at_two_places_and_two_nullable_fields_of_a_long_document_both_build() -> None:
+    """One node object at two places (a deep copy keeps the sharing) and two nullable text fields grounded in
+    one long document each become the substring rules, for EBNF and for a backend without EBNF."""
+    from schemas.grounding import MAX_CANDIDATES, ground, spans
+    from schemas.substring import without_substrings
+
+    node = substring_node("alpha beta gamma", 2)
+    shared = {"type": "object", "properties": {"a": node, "b": node}, "required": ["a", "b"]}
+    assert "XSUBSTRING_SENTINEL" not in to_ebnf(shared)
+    assert without_substrings(shared)["properties"]["b"] == {"type": "string"}
+    words = [f"w{i}" for i in range(400)]
+    document = " ".join(words)
+    assert len(spans(document)) > MAX_CANDIDATES
+    nullable = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    schema = {"type": "object", "properties": {"x": nullable, "y": dict(nullable)}, "required": ["x", "y"]}
+    grounded = ground(schema, document, mode="auto")
+    assert has_substring(grounded) and "XSUBSTRING_SENTINEL" not in to_ebnf(grounded)
+    assert not has_substring(without_substrings(grounded))
