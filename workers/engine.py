@@ -130,7 +130,11 @@ def structured_params(json_schema: dict[str, Any], backend: str) -> Any:
 
     if has_substring(json_schema):
         if backend == "xgrammar":
-            return StructuredOutputsParams(grammar=to_ebnf(json_schema))
+            try:
+                return StructuredOutputsParams(grammar=to_ebnf(json_schema))
+            except Exception as exc:  # noqa: BLE001 - a narrowing of the grammar only: decode the field as a string
+                log.warning("engine.substring_grammar_failed", error=f"{type(exc).__name__}: {exc}",
+                            action="the field decodes as a plain string")
         json_schema = without_substrings(json_schema)
     return StructuredOutputsParams(json=grammar_spec(json_schema))
 
