@@ -266,6 +266,65 @@ def test_auto_grounding_decodes_a_plain_schema_from_each_documents_own_values(en
         assert isinstance(record["note"], str) and len(record["note"]) <= 12
 
 
+def test_a_long_documents_text_field_decodes_under_the_substring_grammar(engine):
+    """A document whose spans are past the enum's limit: the field is a run of words of one of its sentences,
+    under the EBNF the engine sends for the substring grammar (not its schema as written)."""
+    import random
+
+    import pyarrow as pa
+
+    from schemas.cells import sentences_of
+    from schemas.contract import SchemaContract
+    from schemas.grounding import MAX_CANDIDATES, ground, spans
+    from schemas.substring import has_substring
+    from workers.extractor import BatchExtractor
+    from workers.spec import ExtractionSpec
+
+    rng = random.Random(7)
+    vocabulary = ["harbor", "ledger", "amber", "signal", "copper", "meadow", "lantern", "quartz", "willow", "falcon",
+                  "ember", "cobalt", "orchid", "summit", "tundra", "velvet", "zephyr", "basalt", "cedar", "delta"]
+    sentences = [" ".join(rng.choice(vocabulary) for _ in range(14)).capitalize() + "." for _ in range(40)]
+    text = "Project codename: Blue Heron.\n" + " ".join(sentences)
+    schema = {"type": "object", "properties": {"codename": {"type": "string", "maxLength": 60}},
+              "required": ["codename"], "additionalProperties": False}
+    assert len(spans(text)) > MAX_CANDIDATES and has_substring(ground(schema, text, mode="auto"))
+    spec = ExtractionSpec(
+        run_id="r", id_column="id", text_column="text", contract=SchemaContract.from_dict(schema, "project"),
+        prompt_template="What is the project's codename? Answer as JSON.\n{document}", model_path="m",
+        model_name="m", max_tokens=48, temperature=0.0, max_model_len=1024, grounding="auto")
+    out = BatchExtractor(engine, spec, 1024)(pa.table({"id": ["long"], "text": [text]}))
+    assert out.column("_kind").to_pylist() == ["row"], out.column("_error").to_pylist()
+    value = json.loads(out.column("_record").to_pylist()[0])["codename"]
+    assert 1 <= len(value.split()) <= 12 and any(value in sentence for sentence in sentences_of(text)), value
+
+
+def test_auto_bounds_fit_free_strings_into_a_small_budget_on_the_real_engine(engine):
+    """`max_string_length: auto` on the real engine: free strings get the bound that fits the schema's longest
+    output into max_tokens, so the output closes instead of running into the limit."""
+    import pyarrow as pa
+
+    from schemas.bounds import budget_bounds
+    from schemas.contract import SchemaContract
+    from workers.extractor import BatchExtractor
+    from workers.spec import ExtractionSpec
+
+    schema = {"type": "object", "properties": {"tracking_id": {"type": "string"}, "note": {"type": "string"}},
+              "required": ["tracking_id", "note"], "additionalProperties": False}
+    max_tokens = 48
+    bound = budget_bounds(schema, max_tokens).max_string
+    assert bound is not None and bound < 48
+    spec = ExtractionSpec(
+        run_id="r", id_column="id", text_column="text", contract=SchemaContract.from_dict(schema, "parcel"),
+        prompt_template="Write the parcel's tracking id as JSON.\n{document}", model_path="m", model_name="m",
+        max_tokens=max_tokens, temperature=0.0, max_model_len=1024, grounding="off",
+        grammar_bounds=("auto", "auto"))
+    out = BatchExtractor(engine, spec, 1024)(pa.table({"id": ["p"], "text": ["Parcel UPS_M_119018_M, two boxes."]}))
+    assert out.column("_kind").to_pylist() == ["row"], out.column("_error").to_pylist()
+    record = json.loads(out.column("_record").to_pylist()[0])
+    assert all(len(value) <= bound for value in record.values()), (bound, record)
+    engine.use_sampling({}, (None, None))  # the module's later tests decode without bounds
+
+
 def test_after_close_a_caller_is_told_rather_than_left_waiting(engine):
     # runs last in this module: it closes the shared engine
     engine.close()
