@@ -108,8 +108,18 @@ def cells(text: str) -> list[str]:
     return list(found)
 
 
-FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells,
-           "code": words}  # code: only inferred (auto), for an enum of codes; not a mark
+TABLE_CELL_WORDS = 24  # a document none of whose cells is longer is tabular (an invoice); else it is prose
+
+
+def items(text: str) -> list[str]:
+    """A list's strings: whole cells in a tabular document (line items, rows), spans in prose, whose cells are
+    whole paragraphs no list item is."""
+    return cells(text) if all(len(c.split()) <= TABLE_CELL_WORDS for c in cells_of(text)) else spans(text)
+
+
+# `code` and `item` are only inferred (auto): an enum of codes, and the strings of a list; neither is a mark.
+FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells, "code": words,
+           "item": items}
 
 
 def _nullable(node: dict[str, Any]) -> bool:
@@ -152,7 +162,7 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
 # Kinds whose candidates are runs of a document's words: past MAX_CANDIDATES (a long document) they are decoded
 # under a grammar of any such run instead of an enum (schemas.substring): `text` runs of up to MAX_WORDS words,
 # `word` runs of one. Only for a plain string field (a maxLength at most): other bounds keep the schema.
-SUBSTRING_KINDS = {"text": MAX_WORDS, "word": 1}
+SUBSTRING_KINDS = {"text": MAX_WORDS, "item": MAX_WORDS, "word": 1}
 PLAIN_STRING_KEYS = frozenset({"type", "maxLength", "minLength"})
 
 
@@ -276,12 +286,13 @@ def _format(node: dict[str, Any]) -> str | None:
 
 
 def inferred_kind(node: dict[str, Any], in_array: bool = False) -> str | None:
-    """The kind `schema_policy.grounding: auto` gives an unmarked field (None: decoded as written): numbers and
-    integers → `number`; `format: date` → `date`; other plain strings → `text` (`cell` inside an array: a
-    list of strings is most often a list of table rows or items); `format: email|uri|hostname` → `word`; an
-    enum of codes (`_codes`: USD, EUR, ...) → `code`, the codes the document writes (all of them where it writes
-    none); other formats (date-time, uuid, ...), booleans, other enums (categories), consts, objects and arrays
-    stay as they are."""
+    """The kind `schema_policy.grounding: auto` gives an unmarked field (None: decoded as written).
+
+    Numbers and integers → `number`; `format: date` → `date`; `format: email|uri|hostname` → `word`; other
+    plain strings → `text`, or `item` inside an array (whole cells in a tabular document, where a list of
+    strings is most often its rows; spans in prose); an enum of codes (`_codes`: USD, EUR, ...) → `code`, the
+    codes the document writes (all of them where it writes none). Other formats (date-time, uuid, ...),
+    booleans, other enums (categories), consts, objects and arrays stay as they are."""
     if _codes(node):
         return "code"
     types = _leaf_types(node)
@@ -294,7 +305,7 @@ def inferred_kind(node: dict[str, Any], in_array: bool = False) -> str | None:
         return None
     fmt = _format(node)
     if fmt is None:
-        return "cell" if in_array else "text"
+        return "item" if in_array else "text"
     return {"date": "date", "email": "word", "uri": "word", "hostname": "word"}.get(fmt)
 
 

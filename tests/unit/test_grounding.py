@@ -167,7 +167,7 @@ def test_auto_infers_a_kind_for_every_plain_field_and_leaves_enums_booleans_form
 
     kinds = {"/".join(map(str, p)): k for p, k in field_kinds(PLAIN, "auto").items()}
     assert kinds == {"properties/title": "text", "$defs/Party/properties/name": "text", "properties/when": "date",
-                     "properties/email": "word", "properties/total": "number", "properties/lines/items": "cell",
+                     "properties/email": "word", "properties/total": "number", "properties/lines/items": "item",
                      "properties/summary": None, "properties/contains": "text"}
     assert {p: k for p, k in field_kinds(PLAIN, "marked").items() if k} == {}
     assert {p: k for p, k in field_kinds(PLAIN, "off").items() if k} == {}
@@ -218,10 +218,10 @@ def test_validate_lines_say_how_each_field_is_decoded_and_warn_about_what_measur
     decodings = field_decodings(PLAIN, "auto", string_bound=None)
     lines = [d.line() for d in decodings]
     assert "title: grounded (text)" in lines and "party.name: grounded (text)" in lines
-    assert "lines[]: grounded (cell)" in lines and "kind: enum (2 values)" in lines
+    assert "lines[]: grounded (item)" in lines and "kind: enum (2 values)" in lines
     assert "summary: free (string, x-grounded: false, no bound)" in lines
     assert "stamp: free (string, bounded by its format)" in lines
-    assert summary(decodings) == "7 grounded (cell 1, date 1, number 1, text 3, word 1), 1 enum, 4 free"
+    assert summary(decodings) == "7 grounded (date 1, item 1, number 1, text 3, word 1), 1 enum, 4 free"
     found = warnings(decodings, examples=0)
     assert found[0].startswith("no few-shot examples") and "free string with no bound: summary" in found[1]
     off = warnings(field_decodings(PLAIN, "off"), examples=3)
@@ -245,3 +245,12 @@ def test_a_text_span_never_runs_from_one_sentence_into_the_next() -> None:
     assert "Data Engineer at Acme in Berlin" in found and "Pay is good" in found
     assert not any("Berlin. Pay" in s for s in found)
     assert "Mr. Smith of St. Louis" in found  # abbreviations do not end a sentence
+
+
+def test_a_lists_strings_are_whole_cells_in_a_table_and_spans_in_prose() -> None:
+    from schemas.grounding import items
+
+    assert items(DOC) == cells(DOC)  # an invoice: every cell short
+    prose = ("The studio released Echoes of the Horizon in 2023, a sequel that blends science fiction with a "
+             "family drama and a courtroom story, and critics praised its score and its lead actors a great deal.")
+    assert items(prose) == spans(prose) and "science fiction" in items(prose)
