@@ -33,7 +33,7 @@ import jsonschema
 
 from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, cells_of, sentences_of
 from schemas.limits import iter_subschemas, pointer
-from schemas.substring import fit_max_words, substring_node
+from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
 
 KEY = "x-grounded"
 KINDS = ("number", "date", "word", "text", "cell")
@@ -156,6 +156,8 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
     if not candidates or len(candidates) > MAX_CANDIDATES:
         return {"type": "null"} if _nullable(node) and not candidates else _without_key(node)
     choice: dict[str, Any] = {"enum": candidates}
+    if any(isinstance(c, float) and not c.is_integer() for c in candidates):  # 8.7, not 8.6999999999999993
+        choice[LITERALS_KEY] = [json.dumps(c) for c in candidates]
     return {"anyOf": [choice, {"type": "null"}]} if _nullable(node) else choice
 
 

@@ -70,8 +70,16 @@ def substring_node(document: str, max_words: int = MAX_WORDS, max_length: int | 
     return {"anyOf": [node, {"type": "null"}]} if nullable else node
 
 
+# A grounded number's candidates as the document writes them ("8.7"): XGrammar writes a float enum value with 17
+# significant digits ("8.6999999999999993", ten tokens more), so a node with this key (beside its `enum`, which a
+# plain validator checks) is spliced in as these exact literals.
+LITERALS_KEY = "x-literals"
+
+
 def _substring_nodes(schema: Any) -> Iterable[dict[str, Any]]:
-    return (node for _, node in iter_subschemas(schema) if isinstance(node.get(SUBSTRING_KEY), dict))
+    """The nodes `to_ebnf` splices rules of its own into: substring nodes and literal-number nodes."""
+    return (node for _, node in iter_subschemas(schema) if isinstance(node.get(SUBSTRING_KEY), dict)
+            or isinstance(node.get(LITERALS_KEY), list))
 
 
 # XGrammar's compile time follows the grammar's size, worse than linearly: on one core (bundled tokenizer)
@@ -123,6 +131,8 @@ def without_substrings(schema: dict[str, Any]) -> dict[str, Any]:
     that takes no EBNF."""
     plain = copy.deepcopy(schema)
     for node in _unique(_substring_nodes(plain)):
+        if node.pop(LITERALS_KEY, None) is not None:
+            continue  # its enum stays
         payload = node.pop(SUBSTRING_KEY)
         if payload.get("max_length") is not None:
             node["maxLength"] = payload["max_length"]
@@ -285,7 +295,7 @@ def _replace_nodes(schema: dict[str, Any]) -> tuple[dict[str, Any], dict[str, di
     work = copy.deepcopy(schema)
     payloads: dict[str, dict[str, Any]] = {}
     for node in _unique(_substring_nodes(work)):
-        payload = node[SUBSTRING_KEY]
+        payload = node[SUBSTRING_KEY] if SUBSTRING_KEY in node else {"literals": node[LITERALS_KEY]}
         key = payload.get("id") or hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
         sentinel = SENTINEL.format(key)
         payloads[sentinel] = payload
@@ -321,6 +331,9 @@ def to_ebnf(schema: dict[str, Any], any_whitespace: bool = False,
             raise ValueError(f"XGrammar wrote the substring sentinel {sentinel} in a form not understood")
         prefix = _free_prefix(base, index)
         base = base.replace(literal, prefix)
+        if "literals" in payload:
+            rules.append(f"{prefix} ::= " + " | ".join(f'("{literal}")' for literal in payload["literals"]))
+            continue
         cells = payload.get("cells") or []
         rules.extend(automaton_rules(automaton(cells, int(payload["max_words"]), payload.get("max_length")), prefix))
     return base.rstrip("\n") + "\n" + "\n".join(rules) + "\n"

@@ -47,8 +47,8 @@ def test_a_grounded_field_becomes_an_enum_of_the_candidates_its_own_bounds_allow
         "code": {"type": "string", "maxLength": 8, "x-grounded": "word"},
         "note": {"type": "string"}}}
     grounded = ground(schema, DOC)
-    assert grounded["properties"]["total"] == {"anyOf": [{"enum": [94105, 2026, 7186, 420.6, 1872.6]},
-                                                         {"type": "null"}]}
+    assert grounded["properties"]["total"] == {"anyOf": [{"enum": [94105, 2026, 7186, 420.6, 1872.6], "x-literals": [
+        "94105", "2026", "7186", "420.6", "1872.6"]}, {"type": "null"}]}
     assert "ACM-2026-7186" not in grounded["properties"]["code"]["enum"]  # longer than maxLength 8
     assert "Acme" in grounded["properties"]["code"]["enum"]
     assert grounded["properties"]["note"] == {"type": "string"}  # unmarked: as written
@@ -133,9 +133,10 @@ def test_ground_numbers_grounds_every_plain_number_field_and_leaves_enums_and_st
     assert ground(schema, doc) is schema  # nothing marked, and ground_numbers off
     grounded = ground(schema, doc, all_numbers=True)["properties"]
     assert grounded["year"] == {"enum": [2023, 10]}  # 8.7 and 9.1 are not integers
-    assert grounded["score"] == {"anyOf": [{"enum": [8.7, 9.1, 10]}, {"type": "null"}]}  # 2023 is above maximum
+    assert grounded["score"] == {"anyOf": [{"enum": [8.7, 9.1, 10], "x-literals": ["8.7", "9.1", "10"]},
+                                           {"type": "null"}]}  # 2023 is above maximum
     assert grounded["stars"] == {"type": "integer", "enum": [1, 2, 3]}
-    assert grounded["rows"]["items"] == {"enum": [2023, 8.7, 9.1, 10]}
+    assert grounded["rows"]["items"] == {"enum": [2023, 8.7, 9.1, 10], "x-literals": ["2023", "8.7", "9.1", "10"]}
     assert grounded["name"] == {"type": "string"}
 
 

@@ -155,3 +155,20 @@ def test_a_node_held_at_two_places_and_two_nullable_fields_of_a_long_document_bo
     grounded = ground(schema, document, mode="auto")
     assert has_substring(grounded) and "XSUBSTRING_SENTINEL" not in to_ebnf(grounded)
     assert not has_substring(without_substrings(grounded))
+
+
+def test_a_grounded_decimal_is_spliced_as_the_document_writes_it_not_as_17_digits() -> None:
+    """XGrammar writes the float enum value 8.7 as 8.6999999999999993 (ten tokens more); a grounded number
+    node carries its candidates' exact literals, which `to_ebnf` splices in instead."""
+    from schemas.grounding import ground
+    from schemas.substring import without_substrings
+
+    schema = {"type": "object", "properties": {"score": {"type": "number", "x-grounded": "number"}},
+              "required": ["score"]}
+    grounded = ground(schema, "Rated 8.7 by critics and 9 by fans.")
+    assert grounded["properties"]["score"] == {"enum": [8.7, 9], "x-literals": ["8.7", "9"]}
+    grammar = xgr.Grammar.from_ebnf(to_ebnf(grounded))
+    assert _is_grammar_accept_string(grammar, '{"score":8.7}') and _is_grammar_accept_string(grammar, '{"score":9}')
+    assert not _is_grammar_accept_string(grammar, '{"score":8.6999999999999993}')
+    assert without_substrings(grounded)["properties"]["score"] == {"enum": [8.7, 9]}
+    assert "x-literals" not in json.dumps(ground(schema, "Rated 8 by critics and 9 by fans."))  # integers: as is
