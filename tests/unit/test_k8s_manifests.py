@@ -1,12 +1,18 @@
 """infra/k8s/ as a cluster would take it, without a cluster: every RayJob and RayCluster (the nightly template
-included) against KubeRay v1.7.0's published CRDs, and every core object against Kubernetes 1.34's schemas, both
-kept in tests/fixtures (their READMEs say where from). Unknown fields are errors, as under `kubectl apply`'s
-default strict field validation."""
+included) against KubeRay v1.7.0's published CRDs, and every core object against Kubernetes 1.34's schemas.
+Unknown fields are errors, as under `kubectl apply`'s default strict field validation.
+
+The Kubernetes schemas come from a PyPI package and are kept in tests/fixtures/kubernetes. KubeRay's CRDs are
+not in this repository (what is taken from another project's repository is not committed here): they are read
+from $EXTRACT_KUBERAY_CRDS or ../shared/kuberay/v1.7.0 beside the project, checked against the sha256s in
+tests/fixtures/kuberay/README.md, and the RayJob/RayCluster checks skip, saying so, where they are absent."""
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -20,7 +26,15 @@ from tests.conftest import ROOT
 K8S = ROOT / "infra" / "k8s"
 FIXTURES = ROOT / "tests" / "fixtures"
 KUBERAY_VERSION = "v1.7.0"
-KUBERAY = FIXTURES / "kuberay"
+KUBERAY = Path(os.environ.get("EXTRACT_KUBERAY_CRDS") or ROOT.parent / "shared" / "kuberay" / KUBERAY_VERSION)
+CRD_SHA256 = {"ray.io_rayjobs.yaml": "01a5cf3b17c1769fda44af7e82debcd98722f0c27b9ab84d084681c6649121f5",
+              "ray.io_rayclusters.yaml": "c44704442eef0c6721ad40c1d66782c8bd3fdab9d3344306a5820910a679baa1"}
+NO_CRDS = (f"KubeRay {KUBERAY_VERSION}'s CRDs are not at {KUBERAY} (set EXTRACT_KUBERAY_CRDS to the folder holding "
+           "ray.io_rayjobs.yaml and ray.io_rayclusters.yaml; tests/fixtures/kuberay/README.md says where from)")
+
+
+def have_crds() -> bool:
+    return all((KUBERAY / name).is_file() for name in CRD_SHA256)
 KUBERNETES = FIXTURES / "kubernetes" / "v1.34.0-local-strict"
 CORE_SCHEMAS = {("v1", "ConfigMap"): "configmap-v1.json", ("batch/v1", "CronJob"): "cronjob-batch-v1.json",
                 ("rbac.authorization.k8s.io/v1", "Role"): "role-rbac-v1.json",
@@ -70,7 +84,9 @@ def load_yaml(path: Path):
 
 
 def crd_validators() -> dict[tuple[str, str], jsonschema.protocols.Validator]:
-    validators = {}
+    validators: dict[tuple[str, str], jsonschema.protocols.Validator] = {}
+    if not have_crds():
+        return validators
     for name in ("ray.io_rayjobs.yaml", "ray.io_rayclusters.yaml"):
         crd = load_yaml(KUBERAY / name)
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
@@ -96,14 +112,18 @@ def validators():
 
 def errors(validators, doc: dict) -> list[str]:
     validator = validators.get((doc.get("apiVersion"), doc.get("kind")))
+    if validator is None and doc.get("apiVersion", "").startswith("ray.io/") and not have_crds():
+        pytest.skip(NO_CRDS)
     assert validator is not None, f"no schema here for {doc.get('apiVersion')} {doc.get('kind')}"
     return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(doc)]
 
 
-def test_the_fixtures_are_the_named_kuberay_release():
-    assert KUBERAY_VERSION in (KUBERAY / "README.md").read_text()
-    assert "Apache License" in (KUBERAY / "LICENSE").read_text()
-    for name in ("ray.io_rayjobs.yaml", "ray.io_rayclusters.yaml"):
+def test_the_crds_are_the_named_kuberay_release():
+    assert KUBERAY_VERSION in (FIXTURES / "kuberay" / "README.md").read_text()
+    if not have_crds():
+        pytest.skip(NO_CRDS)
+    for name, digest in CRD_SHA256.items():
+        assert hashlib.sha256((KUBERAY / name).read_bytes()).hexdigest() == digest, name
         crd = load_yaml(KUBERAY / name)
         assert crd["kind"] == "CustomResourceDefinition" and crd["spec"]["group"] == "ray.io"
 
