@@ -13,9 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from schemas.bounds import SELF_BOUNDED_FORMATS, _types, is_free_string
 from schemas.grounding import KEY, field_kinds
-
-SELF_BOUNDED_FORMATS = {"date", "time", "date-time", "uuid", "ipv4", "ipv6", "duration"}
 
 
 @dataclass(frozen=True)
@@ -28,14 +27,12 @@ class FieldDecoding:
         return f"{self.field}: {self.how}" + (f" ({self.detail})" if self.detail else "")
 
 
-def _types(node: dict[str, Any]) -> set[str]:
-    found: set[str] = set()
-    kind = node.get("type")
-    found |= {kind} if isinstance(kind, str) else {k for k in kind if isinstance(k, str)} \
-        if isinstance(kind, list) else set()
+def _all_types(node: dict[str, Any]) -> set[str]:
+    """The node's types and those of its anyOf/oneOf branches."""
+    found = _types(node)
     for branch in node.get("anyOf") or node.get("oneOf") or []:
         if isinstance(branch, dict):
-            found |= _types(branch)
+            found |= _all_types(branch)
     return found
 
 
@@ -101,7 +98,7 @@ class _Walker:
             return FieldDecoding(name, "enum", f"{len(value['enum'])} values")
         if "const" in value:
             return FieldDecoding(name, "const")
-        types = _types(node) - {"null"}
+        types = _all_types(node) - {"null"}
         detail = "/".join(sorted(types)) or "any"
         if node.get(KEY) is False:
             detail += ", x-grounded: false"
@@ -114,7 +111,7 @@ class _Walker:
             return f"maxLength {value['maxLength']}"
         if value.get("format") in SELF_BOUNDED_FORMATS or "pattern" in value:
             return f"bounded by its {'format' if 'format' in value else 'pattern'}"
-        if self.string_bound is None:
+        if self.string_bound is None or not is_free_string(value):  # the grammar bounds no other format
             return "no bound"
         return f"bounded to {self.string_bound} characters in the grammar" if isinstance(self.string_bound, int) \
             else "bounded in the grammar to fit max_tokens"  # per-row schemas: each its own bound
