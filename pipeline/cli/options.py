@@ -47,6 +47,14 @@ def fail_fast_flag(p: argparse.ArgumentParser) -> None:
                    "staged units are kept")
 
 
+def parse_value(value: str) -> Any:
+    """A command-line value as JSON where it parses (null, 0.5, false, [1]), else the text itself."""
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Dotted config keys from `--set`, `--set-file`, `--limit`, `--output` and `--max-dead-letter-rate`."""
     found: dict[str, Any] = {}
@@ -54,10 +62,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
-        try:
-            found[key] = json.loads(value)
-        except json.JSONDecodeError:
-            found[key] = value
+        found[key] = parse_value(value)
     if getattr(args, "limit", None) is not None:
         found["input.limit"] = args.limit
     if getattr(args, "output", None):

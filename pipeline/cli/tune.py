@@ -13,7 +13,7 @@ import argparse
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline.cli.options import config_options, overrides
+from pipeline.cli.options import config_options, overrides, parse_value
 from pipeline.config import ConfigError, load_config
 from pipeline.storage import is_s3, join
 
@@ -35,20 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def parse_levers(items: list[str]) -> dict[str, tuple]:
     """`--lever KEY=V1,V2` items as {key: values}; values parsed as JSON where they parse (null, 0.5, false)."""
-    import json
-
     levers: dict[str, tuple] = {}
     for item in items:
         key, sep, values = item.partition("=")
         if not sep or not key or not values:
             raise ConfigError(f"--lever {item!r}: expected KEY=V1,V2 (e.g. model.sampling.presence_penalty=0,1)")
-        parsed = []
-        for value in values.split(","):
-            try:
-                parsed.append(json.loads(value))
-            except json.JSONDecodeError:
-                parsed.append(value)
-        levers[key] = tuple(parsed)
+        levers[key] = tuple(parse_value(value) for value in values.split(","))
     return levers
 
 
@@ -64,7 +56,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         golds = load_gold(args.gold, loaded.config.input.id_column)
     except EvalError as exc:
         raise ConfigError(str(exc)) from None
-    tuner = Tuner(Path(args.config), base, golds, args.limit, EvalOptions())
+    tuner = Tuner(loaded, base, golds, args.limit, EvalOptions())
     out = _out_dir(args, loaded.output_uri)
     print(f"tune: {len(tuner.ids)} documents with gold; starting one engine")
     tuner.start_engine()

@@ -102,13 +102,14 @@ def read_documents(loaded: LoadedConfig, ids: set[str], limit: int | None) -> tu
 class Tuner:
     """One engine, many settings: each setting's documents decoded and scored against the gold records."""
 
-    def __init__(self, config: Path, overrides: dict[str, Any], golds: dict[str, dict[str, Any]],
+    def __init__(self, loaded: LoadedConfig, overrides: dict[str, Any], golds: dict[str, dict[str, Any]],
                  limit: int | None, options: EvalOptions) -> None:
-        self.config = config
+        """`loaded` is the job as written (its config file with `overrides`); each setting reloads that file."""
+        self.config = loaded.path
         self.base = dict(overrides)
         self.golds = golds
         self.options = options
-        self.loaded = load_config(config, self.base)
+        self.loaded = loaded
         self.ids, self.texts, self.schemas = read_documents(self.loaded, set(golds), limit)
         self.engine: Any = None
         self.engine_starts = 0
