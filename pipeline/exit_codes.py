@@ -12,4 +12,6 @@ QUALITY_ALERT = 4  # the run committed, but missed the output's quality bar (dea
 OUTPUT_LEASED = 5  # another writer holds the output's lease
 STORAGE = 6  # the input or output store refused or failed
 ACCOUNTING = 7  # outcomes did not add up to the input (a lost or duplicated document): nothing was committed
+OUTPUT_CORRUPT = 8  # the committed output is corrupt or tampered: a manifest that does not parse, a named file
+# missing, outside the output, or not of the size (or, with --verify, the hash) its manifest records
 INTERRUPTED = 130

@@ -14,7 +14,7 @@ from pipeline.cli import eval as evaluate
 from pipeline.cli.options import terminal_flags
 from pipeline.config import ConfigError
 from pipeline.lease import LeaseHeldError, LeaseLostError
-from pipeline.output.manifest import AccountingError
+from pipeline.output.manifest import AccountingError, OutputCorruptError
 from pipeline.partition import DateError
 from pipeline.progress import FailFastError
 from pipeline.storage import StorageError
@@ -67,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     except AccountingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exit_codes.ACCOUNTING
+    except OutputCorruptError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_codes.OUTPUT_CORRUPT
     except (LeaseHeldError, LeaseLostError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exit_codes.OUTPUT_LEASED

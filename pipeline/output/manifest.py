@@ -27,7 +27,12 @@ class AccountingError(RuntimeError):
     """input_rows != rows + dead_letters: a document was lost or duplicated, so nothing is committed."""
 
 
-class ManifestError(ValueError):
+class OutputCorruptError(RuntimeError):
+    """The committed output is not what its manifests say: a manifest that does not parse, a file it names that is
+    missing, outside the output, or of another size or hash. `extract` exits with `exit_codes.OUTPUT_CORRUPT`."""
+
+
+class ManifestError(OutputCorruptError, ValueError):
     """A manifest that is not valid JSON or lacks a required key."""
 
 
