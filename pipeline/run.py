@@ -21,6 +21,7 @@ import structlog
 from pipeline import lifecycle, logs
 from pipeline.config import ConfigError, LoadedConfig
 from pipeline.ids import check_ids
+from pipeline.job_checks import check_job
 from pipeline.lease import Lease
 from pipeline.output.commit import PartitionCommitter, PartitionResult, check_unchanged, output_parts, sweep
 from pipeline.output.layout import OutputLayout
@@ -43,6 +44,7 @@ def new_run_id(name: str) -> str:
 
 
 def check_names(loaded: LoadedConfig) -> None:
+    check_job(loaded)  # schema fields named as our own columns; max_tokens leaving no room for a prompt
     id_column = loaded.config.input.id_column
     if id_column in set(loaded.contract.layout.schema.names):
         raise ConfigError(f"input.id_column: {id_column!r} is also a field of schema {loaded.contract.name}")

@@ -1,0 +1,53 @@
+"""Checks of a job that need its schema and settings together, made by `extract validate` and `extract run`
+before anything starts (`ConfigError`: one line, exit 2).
+
+- A schema field may not take the name of a column the pipeline writes beside it in the rows table (the
+  lineage columns), of one a query view adds (`_source_file`, and `dt` for a dated input) or of one the
+  pipeline uses internally on the way (`_unit`, the actors' outcome columns): it would be written twice, or
+  hide the user's value, or break every query.
+- `model.max_tokens` must leave room for a prompt inside `model.max_model_len`: otherwise every document
+  would be dead-lettered `input_too_long`.
+"""
+
+from __future__ import annotations
+
+from pipeline.config import ConfigError, LoadedConfig
+from pipeline.output.tables import ROW_LINEAGE_COLUMNS
+from pipeline.partition import DATE_TOKEN
+from pipeline.reader import UNIT_COLUMN
+from workers.classify import INVALID_INPUT_COLUMN
+from workers.extractor import BACKEND_COLUMN, OUTCOME_FIELDS
+
+QUERY_COLUMNS = ("_source_file",)  # the file column the local query views read and drop (pipeline.output.query)
+DATE_COLUMN = "dt"  # the date column a query view derives from a dated partition's folder
+
+
+def reserved_columns(dated: bool) -> tuple[str, ...]:
+    """Column names a schema field may not take, for a job with (`dated`) or without a `{date}` input."""
+    internal = (UNIT_COLUMN, INVALID_INPUT_COLUMN, BACKEND_COLUMN, *(f.name for f in OUTCOME_FIELDS))
+    names = (*ROW_LINEAGE_COLUMNS, *QUERY_COLUMNS, *internal, *((DATE_COLUMN,) if dated else ()))
+    return tuple(dict.fromkeys(names))
+
+
+def check_reserved_fields(loaded: LoadedConfig) -> None:
+    """`ConfigError` for a schema field named as one of the pipeline's own columns."""
+    reserved = set(reserved_columns(DATE_TOKEN in loaded.input_uri))
+    clashes = [name for name in loaded.contract.layout.schema.names if name in reserved]
+    if clashes:
+        shown = ", ".join(repr(name) for name in clashes)
+        raise ConfigError(f"schema {loaded.contract.name}: field {shown} is a reserved output column name "
+                          f"(reserved: {', '.join(sorted(reserved))}); rename the field in the schema")
+
+
+def check_token_budget(loaded: LoadedConfig) -> None:
+    """`ConfigError` when `model.max_tokens` leaves no room for any prompt in `model.max_model_len`."""
+    model = loaded.config.model
+    if model.max_tokens >= model.max_model_len:
+        raise ConfigError(f"model.max_tokens ({model.max_tokens}) must be below model.max_model_len "
+                          f"({model.max_model_len}): the prompt and the output share the context, so every "
+                          "document would be input_too_long; lower model.max_tokens or raise model.max_model_len")
+
+
+def check_job(loaded: LoadedConfig) -> None:
+    check_reserved_fields(loaded)
+    check_token_budget(loaded)
