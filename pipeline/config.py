@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pipeline.storage import S3Settings
 from schemas.contract import SchemaContract
 from schemas.registry import SchemaNotFoundError
+from schemas.repeats import has_lists
 
 
 class ConfigError(ValueError):
@@ -153,6 +154,9 @@ class SchemaPolicyConfig(_Strict):
     grounding: Literal["auto", "marked", "off"] = "auto"
     # Under `marked`: every plain number field (no enum or const) is grounded as if marked x-grounded: number.
     ground_numbers: bool = False
+    # cut: a list ends before its first item equal to an earlier one (a decoding loop; schemas.repeats), unless
+    # only the output as decoded passes its checks; keep: outputs as decoded.
+    repeated_items: Literal["cut", "keep"] = "cut"
 
     @field_validator("grounding", mode="before")
     @classmethod
@@ -373,6 +377,9 @@ class LoadedConfig:
         for key in ("max_string_length", "max_array_items"):  # auto that bounds nothing: the old default's hash
             if policy[key] == "auto" and not self.auto_bounds_act:
                 policy[key] = None
+        # `cut` changes outputs only where the schema has a list: elsewhere the hash from before the key.
+        if policy["repeated_items"] == "keep" or not has_lists(self.contract.json_schema) and not self.contract.per_row:
+            policy.pop("repeated_items")
         mode = self.grounding_in_effect
         if mode == "marked":
             policy.pop("grounding")

@@ -76,6 +76,7 @@ def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = 
         grammar_bounds=(cfg.schema_policy.max_string_length, cfg.schema_policy.max_array_items),
         grounding=cfg.schema_policy.grounding,
         ground_numbers=cfg.schema_policy.ground_numbers,
+        repeated_items=cfg.schema_policy.repeated_items,
     )
 
 

@@ -13,7 +13,12 @@ After generation, in this order:
   4. a validator that crashed instead of answering → `validator_error` (any exception, `SystemExit` and
      `KeyboardInterrupt` included; only `workers.engine.EngineFatal` and `MemoryError` go up), and
      a schema pattern that ran past its time budget → `validator_timeout`;
-  5. otherwise a row.
+  5. a value its Arrow column cannot hold (an integer past int64) → `type_overflow`, naming the field: rows
+     are typed here, on the actor (`check_types`), not only on the driver, where one value would fail the
+     whole table (a per-row-schema job stores each record as JSON text, and has nothing to type);
+  6. otherwise a row.
+A batch whose generation raised → every document in it is `engine_error`.
+A document its actor's process died on twice (a crash, an OOM kill) → `actor_crash` (workers.crashes).
 A batch whose generation raised → every document in it is `engine_error`.
 Per-row schemas add `schema_invalid` (not JSON, not a JSON Schema, or over a `schemas.limits` bound)
 and `schema_unsupported` (no structured-output backend compiles it, under `on_unsupported: dead_letter`).
@@ -31,8 +36,10 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.arrow import FieldTypeError, check_record
 from schemas.contract import RecordRejected, SchemaContract
 from schemas.patterns import PatternBudgetExceeded
+from schemas.repeats import cut_output
 from workers.engine import REFUSED, EngineFatal, Generation
 
 DEAD_LETTER_REASONS = (
@@ -48,6 +55,8 @@ DEAD_LETTER_REASONS = (
     "engine_error",
     "schema_invalid",
     "schema_unsupported",
+    "type_overflow",
+    "actor_crash",
 )
 
 INVALID_INPUT_COLUMN = "_invalid_input"  # set by the reader on a row it could not decode: why, else null
@@ -103,7 +112,9 @@ def check_input(text: str | None, prompt_tokens: int | None, max_tokens: int, ma
 
 
 def classify(generation: Generation, contract: SchemaContract, context: dict[str, Any],
-             constrained: bool = True) -> Outcome:
+             constrained: bool = True, repeated_items: str = "keep") -> Outcome:
+    """`repeated_items="cut"` (schema_policy.repeated_items): lists end before their first repeated item
+    (`schemas.repeats`) when the output passes its checks so; else it is checked as decoded."""
     outcome = Outcome(
         raw_output=generation.text,
         finish_reason=generation.finish_reason,
@@ -126,8 +137,9 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         outcome.reason = "truncated"
         outcome.error = {"message": f"output hit the token limit after {generation.output_tokens} tokens"}
         return outcome
+    text = generation.text if constrained else json_candidate(generation.text)
     try:
-        outcome.record = contract.check(generation.text if constrained else json_candidate(generation.text), context)
+        outcome.record = _check(contract, text, context, repeated_items)
     except RecordRejected as rejected:
         outcome.reason = rejected.reason
         outcome.error = {"message": rejected.errors[0]["msg"] if rejected.errors else rejected.reason,
@@ -143,6 +155,31 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
             "message": f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exception_only(type(exc), exc)[-1].strip(),
         }
+    return outcome
+
+
+def _check(contract: SchemaContract, text: str, context: dict[str, Any], repeated_items: str) -> dict[str, Any]:
+    cut = cut_output(text) if repeated_items == "cut" else None
+    if cut is not None:
+        try:
+            return contract.check(cut[0], context)
+        except RecordRejected:
+            pass  # the cut never makes a dead letter: the output as decoded decides
+    return contract.check(text, context)
+
+
+def check_types(outcome: Outcome, contract: SchemaContract) -> Outcome:
+    """`outcome`, or for a row with a value its column cannot hold, a `type_overflow` dead letter naming the
+    field (the raw output and token counts kept)."""
+    if outcome.record is None:
+        return outcome
+    try:
+        check_record(contract.layout, outcome.record)
+    except FieldTypeError as exc:
+        outcome.record = None
+        outcome.reason = "type_overflow"
+        outcome.error = {"message": str(exc), "field": exc.field,
+                         "errors": [{"loc": [exc.field], "msg": str(exc), "type": "type_overflow"}]}
     return outcome
 
 

@@ -249,7 +249,8 @@ class BatchExtractor:
             return exc
         outcomes = []
         for doc_id, text, generation, contract in zip(ids, texts, generations, contracts, strict=True):
-            outcome = classify(generation, contract, {"document": text, "document_id": doc_id}, self.spec.constrained)
+            outcome = classify(generation, contract, {"document": text, "document_id": doc_id}, self.spec.constrained,
+                               self.spec.repeated_items)
             outcome.extra["schema_hash"] = contract.hash
             outcomes.append(outcome)
         return outcomes

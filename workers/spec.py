@@ -59,3 +59,4 @@ class ExtractionSpec:
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # model.retry
     grounding: str = "marked"  # schema_policy.grounding (auto, marked, off): fields narrowed to each document's values
     ground_numbers: bool = False  # schema_policy.ground_numbers: plain number fields grounded as well
+    repeated_items: str = "keep"  # schema_policy.repeated_items (cut, keep): lists end before a repeated item
