@@ -217,6 +217,27 @@ class RecordLayout:
         return columns
 
 
+class FieldTypeError(ValueError):
+    """A record's value that its field's Arrow column cannot hold (an integer past int64, say)."""
+
+    def __init__(self, field: str, arrow_type: pa.DataType, cause: BaseException) -> None:
+        super().__init__(f"field {field!r}: the value does not fit its column ({arrow_type}): "
+                         f"{type(cause).__name__}: {cause}")
+        self.field = field
+        self.arrow_type = arrow_type
+
+
+def check_record(layout: RecordLayout, record: dict[str, Any]) -> None:
+    """Convert one JSON-form record to its columns' types, field by field, as the rows table will: a value a
+    column cannot hold raises `FieldTypeError` naming the field, here, instead of failing the table later. A
+    layout without converters (per-row schemas: the record is one JSON text) has nothing to check."""
+    for field, (name, convert) in zip(layout.schema, layout.converters, strict=False):
+        try:
+            pa.array([convert(record.get(name))], type=field.type)
+        except (OverflowError, ValueError, TypeError, pa.ArrowException) as exc:
+            raise FieldTypeError(name, field.type, exc) from None
+
+
 def record_layout(json_schema: dict[str, Any]) -> RecordLayout:
     """The columns for records of `json_schema`, whose root must be an object with properties."""
     mapper = _Mapper(json_schema)

@@ -19,7 +19,6 @@ After generation, in this order:
   6. otherwise a row.
 A batch whose generation raised → every document in it is `engine_error`.
 A document its actor's process died on twice (a crash, an OOM kill) → `actor_crash` (workers.crashes).
-A batch whose generation raised → every document in it is `engine_error`.
 Per-row schemas add `schema_invalid` (not JSON, not a JSON Schema, or over a `schemas.limits` bound)
 and `schema_unsupported` (no structured-output backend compiles it, under `on_unsupported: dead_letter`).
 

@@ -28,6 +28,7 @@ from workers.classify import (
     INVALID_INPUT_COLUMN,
     Outcome,
     check_input,
+    check_types,
     classify,
     dead_letter,
     error_json,
@@ -251,6 +252,8 @@ class BatchExtractor:
         for doc_id, text, generation, contract in zip(ids, texts, generations, contracts, strict=True):
             outcome = classify(generation, contract, {"document": text, "document_id": doc_id}, self.spec.constrained,
                                self.spec.repeated_items)
+            if not self.spec.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
+                outcome = check_types(outcome, contract)
             outcome.extra["schema_hash"] = contract.hash
             outcomes.append(outcome)
         return outcomes

@@ -1,0 +1,72 @@
+"""Rows are typed on the actor: a value Pydantic or the JSON Schema accepts but its Arrow column cannot hold (an
+integer past int64) is that row's `type_overflow` dead letter, naming the field, and the driver's table of the
+other rows builds. Before, the driver's typing raised and the whole run ended."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from pipeline.output.tables import RecordTables
+from schemas.arrow import FieldTypeError, check_record, record_layout
+from schemas.contract import SchemaContract
+from workers.classify import DEAD_LETTER_REASONS
+from workers.engine import Generation
+from workers.extractor import BatchExtractor
+from workers.spec import ExtractionSpec
+
+SCHEMA = {"title": "counts", "type": "object", "required": ["label", "count"],
+          "properties": {"label": {"type": "string"}, "count": {"type": "integer"},
+                         "parts": {"type": "array", "items": {"type": "object", "properties": {
+                             "n": {"type": "integer"}}}}}}
+HUGE = 2**70
+
+
+class AnswerByText:
+    """An engine double that tokenizes by whitespace and answers each prompt with the record its text names."""
+
+    def __init__(self, answers: dict[str, dict]) -> None:
+        self.answers = answers
+        self.prompts: list[str] = []
+
+    def prompt_token_ids(self, text: str) -> list[int]:
+        self.prompts.append(text)
+        return [len(self.prompts) - 1] * max(1, len(text.split()))
+
+    def warm(self, json_schema) -> float:
+        return 0.0
+
+    def generate(self, prompts, json_schemas, max_tokens, temperature):
+        return [Generation(json.dumps(self.answers[self.prompts[p[0]].strip()]), "stop", len(p), 9) for p in prompts]
+
+
+def test_check_record_names_the_field_whose_value_its_column_cannot_hold():
+    layout = record_layout(SCHEMA)
+    check_record(layout, {"label": "a", "count": 2**63 - 1, "parts": [{"n": 1}]})
+    with pytest.raises(FieldTypeError) as info:
+        check_record(layout, {"label": "a", "count": HUGE})
+    assert info.value.field == "count" and "int64" in str(info.value)
+    with pytest.raises(FieldTypeError) as info:
+        check_record(layout, {"label": "a", "count": 1, "parts": [{"n": 2**64}]})
+    assert info.value.field == "parts"
+
+
+def test_an_int_past_int64_is_a_type_overflow_dead_letter_and_the_other_rows_type_on_the_driver():
+    contract = SchemaContract.from_dict(SCHEMA)
+    spec = ExtractionSpec(run_id="r", id_column="id", text_column="text", prompt_template="{document}",
+                          contract=contract, model_path="m", model_name="m", max_tokens=50, temperature=0.0,
+                          max_model_len=100)
+    engine = AnswerByText({"small": {"label": "s", "count": 7}, "huge": {"label": "h", "count": HUGE},
+                           "max": {"label": "m", "count": 2**63 - 1}})
+    batch = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "text": ["small", "huge", "max"]})
+    out = BatchExtractor(engine, spec, 100)(batch)
+    assert out.column("_kind").to_pylist() == ["row", "dead_letter", "row"]
+    assert out.column("_reason").to_pylist() == [None, "type_overflow", None]
+    error = json.loads(out.column("_error")[1].as_py())
+    assert error["field"] == "count" and "count" in error["message"]
+    assert "type_overflow" in DEAD_LETTER_REASONS
+    rows, dead = RecordTables(contract, pa.field("id", pa.int64()), "r", "m").split(out)
+    assert rows.column("count").to_pylist() == [7, 2**63 - 1]
+    assert dead.column("id").to_pylist() == [2] and dead.column("reason").to_pylist() == ["type_overflow"]
