@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pipeline.config import LoadedConfig
 from schemas.bounds import budget_bounds
 from schemas.levers import FieldDecoding, field_decodings, summary, warnings
+from schemas.repeats import has_lists
 from workers.prompt import resolve_mode
 
 
@@ -20,6 +21,7 @@ class JobLevers:
     example_source: str
     schema_shown: str
     warnings: list[str] = field(default_factory=list)
+    lists: str = ""  # what schema_policy.repeated_items does to this job's lists
 
 
 def job_levers(loaded: LoadedConfig) -> JobLevers:
@@ -39,5 +41,7 @@ def job_levers(loaded: LoadedConfig) -> JobLevers:
     source = "none (examples: false)" if cfg.examples is False else "none (per-row schemas)" if per_row else \
         f"from {cfg.examples}" if cfg.examples else \
         "the schema's own (json_schema_extra examples)" if count else "none given"
+    lists = "" if not per_row and not has_lists(loaded.contract.json_schema) else \
+        "cut before their first repeated item" if policy.repeated_items == "cut" else "kept as decoded"
     return JobLevers(policy.grounding, decodings, fields, count, source, resolve_mode(cfg.prompt_schema, bool(count)),
-                     warnings(decodings, count if not per_row else -1, cfg.model.constrained) + problems)
+                     warnings(decodings, count if not per_row else -1, cfg.model.constrained) + problems, lists)

@@ -121,7 +121,7 @@ def _log_levers(loaded: LoadedConfig) -> None:
 
     levers = job_levers(loaded)
     log.info("run.decoding", grounding=levers.grounding, fields=levers.fields, examples=levers.examples,
-             schema_shown=levers.schema_shown)
+             schema_shown=levers.schema_shown, lists=levers.lists or None)
     for warning in levers.warnings:
         log.warning("run.lever", warning=warning)
 

@@ -64,6 +64,8 @@ def lever_lines(loaded: LoadedConfig) -> list[str]:
     cfg = loaded.config
     lines = [f"  decoding schema_policy.grounding: {levers.grounding}: {levers.fields}"]
     lines += [f"    {d.line()}" for d in levers.decodings]
+    if levers.lists:
+        lines.append(f"  lists    {levers.lists} (schema_policy.repeated_items: {cfg.schema_policy.repeated_items})")
     system = "; system prompt set" if cfg.system else ""
     lines.append(f"  prompt   examples: {levers.examples}, {levers.example_source}; schema shown: "
                  f"{levers.schema_shown} (prompt_schema: {cfg.prompt_schema}){system}")
@@ -71,7 +73,9 @@ def lever_lines(loaded: LoadedConfig) -> list[str]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    validate = sub.add_parser("validate", parents=[job_options()],
+    validate = sub.add_parser("validate", parents=[job_options(
+        rate_help="a quality bar to check, 0 to 1 (overrides output.max_dead_letter_rate): validate only checks "
+        "that the value is one; `extract run` applies it")],
                               help="check a job's config, schema and input without running it")
     validate.add_argument("--date", help="the partition to check when input.uri has {date}")
     validate.set_defaults(func=cmd_validate)
