@@ -1,12 +1,19 @@
 """What the commands share: the job options' parent parser, the terminal flags, `--set` overrides and `--date`.
 
 A command module builds its parser from these and imports nothing else from the CLI, so `main` is the only
-module that knows every command, and no command imports `main` back."""
+module that knows every command, and no command imports `main` back.
+
+A path given on the command line (`--output`, `--set output.uri=...`, any `--set` of a path key) is relative to
+the working directory, as a shell user expects; a path written in extract.yaml stays relative to that file.
+So `overrides` turns a relative local path of a path key into an absolute one before the config is loaded.
+A `--set` value is parsed by the type of the key it sets: `--set name=2026` is the text "2026", and
+`--set model.max_tokens=256` the number 256; a value its key cannot take fails naming the `--set`."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from datetime import date
 from typing import Any
 
@@ -14,24 +21,30 @@ from pipeline.config import ConfigError, LoadedConfig
 from pipeline.partition import is_templated, parse_day
 
 
-def config_options(config_help: str = "path to extract.yaml") -> argparse.ArgumentParser:
+def config_options(config_help: str = "path to extract.yaml",
+                   set_example: str = "model.max_tokens=256") -> argparse.ArgumentParser:
     """The parent parser of every command that reads a job's config: CONFIG and `--set`."""
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("config", help=config_help)
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a config key, e.g. --set model.max_tokens=256 (repeatable)")
+                   help=f"override a config key, e.g. --set {set_example} (repeatable; parsed by the key's type; "
+                   "a path is relative to the working directory)")
     return p
 
 
-def job_options() -> argparse.ArgumentParser:
+RATE_HELP = ("quality bar, 0 to 1 (overrides output.max_dead_letter_rate): a run above it still commits, records an "
+             "alert and exits 4")
+
+
+def job_options(rate_help: str = RATE_HELP) -> argparse.ArgumentParser:
     """The parent parser of the commands that run (or check) a job: `run`, `backfill`, `validate`."""
     p = argparse.ArgumentParser(add_help=False, parents=[config_options()])
     p.add_argument("--limit", type=int, help="process at most N documents (overrides input.limit)")
-    p.add_argument("--output", help="output URI (overrides output.uri)")
+    p.add_argument("--output", help="output URI (overrides output.uri; a path is relative to the working "
+                   "directory)")
     p.add_argument("--set-file", metavar="FILE", help="more --set items: a JSON list of \"KEY=VALUE\" strings")
     p.add_argument("--max-dead-letter-rate", type=float, metavar="RATE",
-                   help="quality bar (overrides output.max_dead_letter_rate): above it the run commits, "
-                   "records an alert and exits 4")
+                   help=rate_help)
     return p
 
 
@@ -55,21 +68,98 @@ def parse_value(value: str) -> Any:
         return value
 
 
+# Config keys that hold a path (a local one may be relative); `model.path` is a path only where one exists.
+PATH_KEYS = frozenset({"input.uri", "output.uri", "input.schema_table", "schema_file", "examples",
+                       "model.chat_template"})
+
+
+def from_working_dir(key: str, value: Any) -> Any:
+    """`value` of config key `key`, given on the command line: a relative local path made absolute against the
+    working directory (a URI, an absolute path and a non-path value are returned as they are)."""
+    if not isinstance(value, str) or not value or "://" in value:
+        return value
+    path = os.path.expanduser(value)
+    if os.path.isabs(path):
+        return path
+    if key in PATH_KEYS or (key == "model.path" and value != "bundled" and os.path.exists(path)):
+        return os.path.abspath(path)
+    return value
+
+
+def _field(dotted: str) -> Any:
+    """The Pydantic field of ExtractConfig that dotted key `dotted` sets, or None (an unknown key, or a key
+    inside a free mapping such as model.engine_kwargs)."""
+    from pydantic import BaseModel
+
+    from pipeline.config import ExtractConfig
+
+    model: Any = ExtractConfig
+    info = None
+    for part in dotted.split("."):
+        if model is None:
+            return None
+        fields = model.model_fields
+        info = fields.get(part) or next((f for f in fields.values() if f.alias == part), None)
+        if info is None:
+            return None
+        kind = info.annotation
+        model = kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+    return info
+
+
+def typed_value(key: str, text: str) -> Any:
+    """`--set KEY=TEXT`'s value, by the type of the field KEY sets: JSON where the field takes the parsed value
+    (256, 0.5, false, null, [1]), else the text itself (`name=2026` is "2026" for a text field). ConfigError
+    naming the `--set` when the field takes neither."""
+    parsed = parse_value(text)
+    info = _field(key)
+    if info is None:
+        return parsed  # unknown keys are refused, naming the key, when the config is validated
+    from typing import Annotated
+
+    from pydantic import TypeAdapter, ValidationError
+
+    adapter = TypeAdapter(Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation)
+    first: ValidationError | None = None
+    for candidate in (parsed, text) if parsed is not text else (text,):
+        try:
+            adapter.validate_python(candidate)
+            return candidate
+        except ValidationError as exc:
+            first = first or exc
+    assert first is not None
+    problem = first.errors(include_url=False)[0]
+    where = ".".join(str(p) for p in problem["loc"])
+    raise ConfigError(f"--set {key}={text}: {problem['msg']}" + (f" (at {where})" if where else ""))
+
+
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """Dotted config keys from `--set`, `--set-file`, `--limit`, `--output` and `--max-dead-letter-rate`."""
+    """Dotted config keys from `--set`, `--set-file`, `--limit`, `--output` and `--max-dead-letter-rate`, each
+    value typed by its key and a relative path made absolute against the working directory."""
     found: dict[str, Any] = {}
     for item in [*(args.set or []), *_set_file(args)]:
         key, sep, value = item.partition("=")
-        if not sep:
+        if not sep or not key:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
-        found[key] = parse_value(value)
+        found[key] = from_working_dir(key, typed_value(key, value))
     if getattr(args, "limit", None) is not None:
         found["input.limit"] = args.limit
     if getattr(args, "output", None):
-        found["output.uri"] = args.output
+        found["output.uri"] = from_working_dir("output.uri", args.output)
     if getattr(args, "max_dead_letter_rate", None) is not None:
         found["output.max_dead_letter_rate"] = args.max_dead_letter_rate
     return found
+
+
+def set_items(args: argparse.Namespace) -> list[str]:
+    """The `--set` items as given, with a relative path of a path key made absolute against the working directory
+    (what `extract submit` ships: on the cluster the working directory is another)."""
+    items = []
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        fixed = from_working_dir(key, value) if sep and key in PATH_KEYS | {"model.path"} else value
+        items.append(f"{key}={fixed}" if sep else item)
+    return items
 
 
 def _set_file(args: argparse.Namespace) -> list[str]:

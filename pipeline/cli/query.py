@@ -6,14 +6,34 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
+from pipeline import exit_codes
 from pipeline.cli.options import config_options, overrides
 from pipeline.config import load_config
 
 
+def output_folder(target: str) -> str:
+    """An output folder as the command line names it: an s3:// prefix as it is, a local path absolute against the
+    working directory (`./out/invoices`, `out/invoices` and the absolute path are the same output)."""
+    return target if "://" in target else os.path.abspath(os.path.expanduser(target))
+
+
+def sql_error(exc: Exception) -> str:
+    """DuckDB's error in one line: its message without the `LINE 1: ...` caret picture."""
+    lines = []
+    for line in str(exc).splitlines():
+        if line.startswith("LINE ") or not line.strip():
+            break
+        lines.append(line.strip())
+    return " ".join(lines) or type(exc).__name__
+
+
 def cmd_query(args: argparse.Namespace) -> int:
+    import duckdb
+
     from pipeline.output.query import NothingCommittedError, run_query
 
     target = args.config
@@ -22,29 +42,34 @@ def cmd_query(args: argparse.Namespace) -> int:
     elif args.set:
         print("error: --set applies to a config; this is an output folder (query it through its extract.yaml "
               "to use the job's storage settings)", file=sys.stderr)
-        return 2
+        return exit_codes.USAGE
+    else:
+        target = output_folder(target)
     try:
         relation = run_query(target, args.sql)
-    except NothingCommittedError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    if relation is not None:
-        if args.format == "csv":
-            table = relation.to_arrow_table()
-            import pyarrow.csv as pacsv
+        if relation is not None:
+            if args.format == "csv":
+                table = relation.to_arrow_table()
+                import pyarrow.csv as pacsv
 
-            pacsv.write_csv(table, sys.stdout.buffer)
-        elif args.format == "json":
-            for row in relation.to_arrow_table().to_pylist():
-                print(json.dumps(row, default=str))
-        else:
-            relation.show(max_rows=args.max_rows, max_width=200)
+                pacsv.write_csv(table, sys.stdout.buffer)
+            elif args.format == "json":
+                for row in relation.to_arrow_table().to_pylist():
+                    print(json.dumps(row, default=str))
+            else:
+                relation.show(max_rows=args.max_rows, max_width=200)
+    except NothingCommittedError as exc:  # a missing or empty output: what was asked for is not there
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_codes.USAGE
+    except duckdb.Error as exc:  # bad SQL, an unknown column, a failed cast: the query's fault
+        print(f"error: the query failed: {sql_error(exc)}", file=sys.stderr)
+        return exit_codes.USAGE
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     query = sub.add_parser("query", parents=[config_options("the job's extract.yaml, or its output folder or "
-                                                            "s3:// prefix")],
+                                                            "s3:// prefix", set_example="output.uri=out/other")],
                            help="SQL over the committed output: views `rows` and `dead_letters`")
     query.add_argument("sql", help="a DuckDB query, e.g. \"SELECT reason, count(*) FROM dead_letters GROUP BY 1\"")
     query.add_argument("--format", choices=["table", "csv", "json"], default="table",

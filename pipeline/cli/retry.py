@@ -7,19 +7,20 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pipeline.cli.options import config_options, overrides
+from pipeline.cli.options import config_options, from_working_dir, overrides
 from pipeline.config import ConfigError, load_config
 from pipeline.partition import day_range, is_templated, parse_day
 from workers.classify import DEAD_LETTER_REASONS
 
 
 def retry_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """Dotted config keys from `--set`, `--max-tokens`, `--model` and `--prompt-file` (the last three win)."""
+    """Dotted config keys from `--set` (as `extract run` takes it), and its shortcuts `--max-tokens` (model.max_tokens),
+    `--model` (model.path) and `--prompt-file` (prompt, read from a file), which win over `--set`."""
     found = overrides(args)
     if args.max_tokens is not None:
         found["model.max_tokens"] = args.max_tokens
     if args.model:
-        found["model.path"] = args.model
+        found["model.path"] = from_working_dir("model.path", args.model)
     if args.prompt_file:
         try:
             found["prompt"] = Path(args.prompt_file).read_text()
@@ -55,14 +56,15 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("retry", parents=[config_options()],
+    p = sub.add_parser("retry", parents=[config_options(set_example="model.max_tokens=1024")],
                        help="reprocess dead letters with new settings; recovered documents move to rows in one "
                        "atomic commit per partition")
     p.add_argument("--reason", action="append", required=True, choices=DEAD_LETTER_REASONS, metavar="REASON",
                    help="dead-letter reason to retry, e.g. truncated (repeatable)")
-    p.add_argument("--max-tokens", type=int, help="overrides model.max_tokens for the retry")
-    p.add_argument("--model", help="overrides model.path for the retry (a Hugging Face id or folder)")
-    p.add_argument("--prompt-file", help="a file whose text replaces the prompt for the retry")
+    p.add_argument("--max-tokens", type=int, help="shortcut for --set model.max_tokens=N")
+    p.add_argument("--model", help="shortcut for --set model.path=M (a Hugging Face id or a folder)")
+    p.add_argument("--prompt-file", help="a file whose text replaces the prompt for the retry (--set prompt=TEXT "
+                   "with the text read from the file)")
     p.add_argument("--date", help="the partition to retry when input.uri has {date} (default: every committed one)")
     p.add_argument("--start", help="first day of a range of partitions, YYYY-MM-DD")
     p.add_argument("--end", help="last day of a range of partitions, YYYY-MM-DD (or yesterday)")

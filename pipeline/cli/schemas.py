@@ -146,13 +146,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                     verdict = check_examples_file(name, schema, args.examples, compiler, check.backend)
                 except ExampleError as exc:
                     ok, verdict = False, f"FAILED {exc}"
-            if args.json:
+            if args.format == "json":
                 outputs.append({**check.as_dict(), "lint": _lint_dict(warnings), "examples": verdict})
             else:
                 print(render_check(check, warnings))
                 if verdict:
                     print(f"  examples    {verdict}")
-    if args.json:
+    if args.format == "json":
         print(json.dumps(outputs, indent=2))
     return 0 if ok else 2
 
@@ -164,14 +164,22 @@ def cmd_lint(args: argparse.Namespace) -> int:
     outputs = []
     for name, schema in loaded:
         warnings = lint(schema)
-        if args.json:
+        if args.format == "json":
             outputs.append({"name": name, "lint": _lint_dict(warnings)})
         else:
             print(f"{name}: {len(warnings)} warning(s)")
             print("\n".join(_render_lint(warnings)) if warnings else "  (none)")
-    if args.json:
+    if args.format == "json":
         print(json.dumps(outputs, indent=2))
     return 0
+
+
+def format_flags(p: argparse.ArgumentParser) -> None:
+    """`--format table|json`, as `extract query` and `extract report` take it; `--json` is the older spelling."""
+    p.add_argument("--format", choices=["table", "json"], default="table",
+                   help="table: text for a person (default); json: one JSON list")
+    p.add_argument("--json", dest="format", action="store_const", const="json",
+                   help="the same as --format json (deprecated)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -185,7 +193,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("schemas", nargs="+", metavar="SCHEMA", help="a JSON Schema file or module:Model")
     check.add_argument("--model", default="bundled", help="model whose tokenizer to compile against (default: bundled)")
     check.add_argument("--timeout", type=float, default=30.0, help="hard compile timeout per schema and backend, s")
-    check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    format_flags(check)
     check.add_argument("--examples", metavar="FILE", help="also check these few-shot examples (JSONL of {document, "
                        "output}) against each schema, its validators and its compiled grammar")
     check.set_defaults(func=cmd_check)
@@ -193,5 +201,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     lint_parser = actions.add_parser("lint", help="design warnings: no escape hatch, answer before reasoning, "
                                      "unbounded lists and strings")
     lint_parser.add_argument("schemas", nargs="+", metavar="SCHEMA", help="a JSON Schema file or module:Model")
-    lint_parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    format_flags(lint_parser)
     lint_parser.set_defaults(func=cmd_lint)

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from pipeline import exit_codes
-from pipeline.cli.options import config_options, days, overrides
+from pipeline.cli.options import config_options, days, overrides, set_items
 from pipeline.config import load_config
 
 
@@ -25,7 +25,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         extra.append("--force")
     files = job.job_files(loaded)
     try:
-        job_id = job.submit(loaded, args.address, extra, list(args.set or []),
+        job_id = job.submit(loaded, args.address, extra, set_items(args),
                             args.submission_id or job.submission_id(loaded, day), files)
     except job.SubmitError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -24,7 +24,9 @@ import base64
 import html
 import json
 import math
+import os
 import re
+import shlex
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,7 +37,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.output.layout import OutputLayout
-from pipeline.output.manifest import committed
+from pipeline.output.manifest import OutputCorruptError, committed
 from pipeline.output.tables import column_names, read_columns
 from pipeline.storage import S3Settings, Storage, StorageError, join, storage_for
 
@@ -54,6 +56,20 @@ CHART_FILES = ("outcomes.png", "throughput.png", "startup.png", "tokens_prompt.p
 
 class ReportError(RuntimeError):
     """The output holds nothing to report on (no run records, an unknown run id, no committed data)."""
+
+
+PLAIN_RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+
+
+def plain_run_id(record: dict[str, Any], where: str) -> str:
+    """The record's run id, which names a folder of the report (OUT/<run_id>/report.html): a plain name, or
+    OutputCorruptError (a run record that names `../x`, an absolute path or a second line is tampered with)."""
+    run_id = str(record.get("run_id"))
+    if not PLAIN_RUN_ID.fullmatch(run_id) or run_id in (".", ".."):
+        raise OutputCorruptError(f"a run record under {where}/_runs has run_id {run_id[:80]!r}, not a plain name "
+                                 "(letters, digits, _ . -): the output's run records are tampered with; remove "
+                                 "that record to report on the others")
+    return run_id
 
 
 # ---------------------------------------------------------------- loading
@@ -1068,10 +1084,16 @@ def _cards(report: Report) -> list[dict[str, str]]:
 
 
 def query_hint(report: Report) -> str:
+    """A command that runs wherever it is pasted: the job's config (for its storage settings) where it is still a
+    file, with the output as an absolute path or URI; else the output folder itself."""
     record = report.data.record
     reason = next(iter(report.dead_samples), "truncated")
-    return (f"extract query {record.get('config_path') or 'extract.yaml'} --set output.uri={report.data.output_uri} "
-            f"\"SELECT doc_id, error, raw_output FROM dead_letters WHERE reason = '{reason}'\"")
+    sql = f"SELECT doc_id, error, raw_output FROM dead_letters WHERE reason = '{reason}'"
+    output = report.data.output_uri if "://" in report.data.output_uri else os.path.abspath(report.data.output_uri)
+    config = str(record.get("config_path") or "")
+    if config and Path(config).is_absolute() and Path(config).is_file():
+        return shlex.join(["extract", "query", config, "--set", f"output.uri={output}", sql])
+    return shlex.join(["extract", "query", output, sql])
 
 
 def render_html(report: Report, charts: dict[str, Path], index_href: str | None = None) -> str:
@@ -1123,14 +1145,27 @@ def _partitions_table(record: dict[str, Any]) -> str:
             f"<th>note</th></tr>{rows}</table>")
 
 
+def default_out(output_uri: str) -> Path:
+    """Where the pages go without --out: ./out/report, unless that lies inside a local output (an output named
+    ./out), then a folder beside the output, OUTPUT-report. Never inside the output it reports on."""
+    default = Path(os.path.abspath(os.path.join("out", "report")))
+    if "://" in output_uri:
+        return default
+    output = Path(os.path.abspath(output_uri))
+    if default == output or output in default.parents:
+        return output.parent / f"{output.name}-report"
+    return default
+
+
 def write_report(output_uri: str, out_dir: Path | None = None, run_id: str | None = None,
                  settings: S3Settings | None = None, top: int = 5, index_href: str | None = None
                  ) -> tuple[Report, Path]:
-    """Load the run, write the charts and report.html into `out_dir` (default ./out/report/<run_id>)."""
+    """Load the run, write the charts and report.html into `out_dir` (default `default_out`/<run_id>)."""
     data = load_run(output_uri, run_id, settings)
+    plain_run_id(data.record, data.output_uri)
     scores = eval_scores(storage_for(data.output_uri, settings), data.output_uri, data.run_id)
     report = build_report(data, top=top, scores=scores)
-    out_dir = out_dir or Path("out") / "report" / data.run_id
+    out_dir = out_dir or default_out(output_uri) / data.run_id
     charts = write_charts(report, out_dir)
     (out_dir / "report.html").write_text(render_html(report, charts, index_href))
     return report, out_dir
@@ -1209,7 +1244,9 @@ def write_index(output_uri: str, out_dir: Path | None = None, settings: S3Settin
     records = list_runs(storage, output_uri)
     if not records:
         raise ReportError(f"no run records under {output_uri}/_runs: is {output_uri} a job's output folder?")
-    out_dir = out_dir or Path("out") / "report"
+    for record in records:
+        plain_run_id(record, output_uri)
+    out_dir = out_dir or default_out(output_uri)
     out_dir.mkdir(parents=True, exist_ok=True)
     lines, newest = [], None
     for record in records:
