@@ -4,6 +4,7 @@ its last unit is staged."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import time
@@ -23,7 +24,15 @@ from pipeline.config import ConfigError, LoadedConfig
 from pipeline.ids import check_ids
 from pipeline.job_checks import check_job
 from pipeline.lease import Lease
-from pipeline.output.commit import PartitionCommitter, PartitionResult, check_unchanged, output_parts, sweep
+from pipeline.output.commit import (
+    PartitionCommitter,
+    PartitionResult,
+    check_unchanged,
+    more_selected,
+    output_parts,
+    skip_note,
+    sweep,
+)
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, PartitionManifest, RunManifest
 from pipeline.output.tables import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS
@@ -52,12 +61,14 @@ def check_names(loaded: LoadedConfig) -> None:
         raise ConfigError(f"input.id_column: {id_column!r} is a reserved output column name")
 
 
-def plan_one(loaded: LoadedConfig, partition: Partition) -> PartitionInput:
+def plan_one(loaded: LoadedConfig, partition: Partition, offsets: dict[str, int] | None = None) -> PartitionInput:
+    """One partition's plan; `offsets[label]` documents (a limited run's commit) are already committed."""
     cfg = loaded.config
     storage = storage_for(partition.input_uri, loaded.s3_settings)
     pinput = plan_partition(storage, partition, cfg.input.id_column, cfg.input.text_column, cfg.input.limit,
-                            cfg.output.checkpoint_rows, cfg.input.schema_column)
-    check_ids(storage, pinput)
+                            cfg.output.checkpoint_rows, cfg.input.schema_column,
+                            offset=(offsets or {}).get(partition.label, 0))
+    check_ids(storage, dataclasses.replace(pinput, units=pinput.covered + pinput.units))
     return pinput
 
 
@@ -127,18 +138,25 @@ def _log_levers(loaded: LoadedConfig) -> None:
 
 
 def _resumable(committer: PartitionCommitter, loaded: LoadedConfig, days: list[date | None],
-               force: bool) -> dict[str, PartitionManifest]:
+               force: bool, offsets: dict[str, int] | None = None) -> dict[str, PartitionManifest]:
     """The committed partitions among `days` to skip: a changed job stops here (`ChangedJobError`, before Ray);
-    one whose input changed since its commit (another input fingerprint) is logged and rerun."""
-    prior = [(p, m) for p in (partition_for(loaded.input_uri, d) for d in days) if (m := committer.committed(p))]
+    one whose input changed since its commit (another input fingerprint) is logged and rerun. A partition a
+    limited run committed is skipped only if this run selects no more of it; else `offsets[label]` is set to the
+    documents committed, and this run reads the rest (`pipeline.units`)."""
     if force:
         return {}
+    prior = [(p, m) for p in (partition_for(loaded.input_uri, d) for d in days) if (m := committer.committed(p))]
     check_unchanged(prior, loaded.output_hash, committer.parts, loaded.output_uri)
     keep = {}
     for p, m in prior:
-        fingerprint = m.input_fingerprint and getattr(_plan_or_none(loaded, p), "fingerprint", None)
+        plan = _plan_or_none(loaded, p)
+        fingerprint = m.input_fingerprint and getattr(plan, "fingerprint", None)
         if fingerprint and fingerprint != m.input_fingerprint:
             log.warning("partition.input_changed", partition=p.label, committed_by=m.run_id)
+            continue
+        if offsets is not None and (more := more_selected(m, plan, loaded.config.input.limit)):
+            log.info("partition.continue", partition=p.label, committed=m.input_rows, to_read=more)
+            offsets[p.label] = m.input_rows
             continue
         keep[p.label] = m
     return keep
@@ -160,11 +178,13 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
     structlog.contextvars.bind_contextvars(run_id=run_id)
     committer = PartitionCommitter(out_storage, layout, loaded.contract, loaded.config.model.path, loaded.output_hash,
                                    run_id, parts=output_parts(loaded.decisive), guard=lease.ensure)
-    skip = _resumable(committer, loaded, days, force)
+    offsets: dict[str, int] = {}  # partitions a limited run committed in part: the documents committed
+    skip = _resumable(committer, loaded, days, force, offsets)
     manifest = _new_manifest(loaded, run_id)
     started = time.perf_counter()
     results: dict[str, PartitionResult] = {}
-    work = _plan_partitions([partition_for(loaded.input_uri, d) for d in days], partial(plan_one, loaded), skip,
+    work = _plan_partitions([partition_for(loaded.input_uri, d) for d in days], partial(plan_one, loaded,
+                            offsets=offsets), skip,
                             committer, results, fail_fast=fail_fast, force=force)
     manifest.input_files = sum(len(w.input.files) for w in work)
     commit = _Commits(committer, results, fail_fast)
@@ -215,9 +235,10 @@ def _plan_partitions(partitions: list[Partition], plan: Callable[[Partition], Pa
     work: list[_Work] = []
     for partition in partitions:
         if partition.label in skip:
-            committer.discard_staging(partition)
             sweep(committer.storage, committer.layout, partition, skip[partition.label])  # a crashed commit's files
-            results[partition.label] = PartitionResult(partition.label, "skipped", error="already committed")
+            committer.discard_staging(partition)
+            note = skip_note(skip[partition.label])
+            results[partition.label] = PartitionResult(partition.label, "skipped", error=note)
             continue
         try:
             pinput = plan(partition)

@@ -7,6 +7,9 @@ S3 endpoint: `storage.endpoint_url` in the config, else AWS_ENDPOINT_URL_S3, els
 Credentials come from the standard AWS chain and are never logged or written anywhere.
 Transient errors (5xx, throttling, timeouts) are retried with backoff by both clients; a permanent
 error (no such bucket, access denied) raises `StorageError` at once, naming the bucket and operation.
+Locally, an OS error of a write (a read-only folder, a full disk, a permission refused) is a `StorageError`
+naming the path and the cause, and every file a commit writes is fsynced (file and folder) before it is
+renamed into place, so a manifest is never durable before the files it names.
 """
 
 from __future__ import annotations
@@ -40,6 +43,27 @@ FILE_MODE = _file_mode()  # what open() gives a new file here (the data files py
 
 class StorageError(RuntimeError):
     """A storage operation failed for good (after retries, or at once for a permanent error)."""
+
+
+def os_error(operation: str, uri: str, exc: OSError) -> StorageError:
+    """One line for an OS error of a local write: the path, the cause and what to check."""
+    import errno
+
+    cause = exc.strerror or str(exc)
+    hint = {errno.ENOSPC: "free space on the output's disk", errno.EDQUOT: "raise the disk quota",
+            errno.EFBIG: "the file size limit (ulimit -f) was reached", errno.EROFS: "the file system is read-only",
+            errno.EACCES: "check the folder's permissions", errno.EPERM: "check the folder's permissions"}
+    extra = hint.get(exc.errno or 0)
+    return StorageError(f"cannot {operation} {uri}: {cause}" + (f" ({extra})" if extra else ""))
+
+
+def fsync_path(path: str | Path, directory: bool = False) -> None:
+    """Flush a file's (or a folder's entries') data to disk."""
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -82,6 +106,9 @@ class Storage(Protocol):
     def arrow_path(self, uri: str) -> str: ...
     def check_writable(self, prefix: str) -> None: ...
     def atomic_output(self, uri: str, scratch: str | None = None) -> AbstractContextManager[str]: ...
+    def size(self, uri: str) -> int | None: ...
+    def read_chunks(self, uri: str) -> Iterator[bytes]: ...
+    def is_link(self, uri: str) -> bool: ...
 
 
 class LocalStorage:
@@ -97,21 +124,57 @@ class LocalStorage:
         return os.path.exists(uri)
 
     def read_text(self, uri: str) -> str:
-        return Path(uri).read_text()
+        try:
+            return Path(uri).read_text()
+        except UnicodeDecodeError as exc:
+            raise StorageError(f"cannot read {uri}: not UTF-8 text ({exc.reason})") from None
+        except OSError as exc:
+            raise os_error("read", uri, exc) from None
 
     def write_text(self, uri: str, text: str) -> None:
         path = Path(uri)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, FILE_MODE)  # mkstemp makes 0600: manifests get the mode of the data files beside them
-        os.replace(tmp, path)
+        tmp = ""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, FILE_MODE)  # mkstemp makes 0600: manifests get the mode of the data files beside them
+            os.replace(tmp, path)
+            fsync_path(path.parent, directory=True)  # the rename itself is durable
+        except OSError as exc:
+            if tmp:
+                Path(tmp).unlink(missing_ok=True)
+            raise os_error("write", uri, exc) from None
 
     def delete(self, uri: str) -> None:
-        Path(uri).unlink(missing_ok=True)
+        try:
+            Path(uri).unlink(missing_ok=True)
+        except OSError as exc:
+            raise os_error("delete", uri, exc) from None
+
+    def size(self, uri: str) -> int | None:
+        """The file's size in bytes, None if there is no such file."""
+        try:
+            st = os.stat(uri)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise os_error("stat", uri, exc) from None
+        return st.st_size if os.path.isfile(uri) else None
+
+    def read_chunks(self, uri: str) -> Iterator[bytes]:
+        try:
+            with open(uri, "rb") as handle:
+                while piece := handle.read(8 << 20):
+                    yield piece
+        except OSError as exc:
+            raise os_error("read", uri, exc) from None
+
+    def is_link(self, uri: str) -> bool:
+        return os.path.islink(uri)
 
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(prefix, ignore_errors=True)
@@ -128,22 +191,39 @@ class LocalStorage:
         return uri
 
     def check_writable(self, prefix: str) -> None:
+        """Create the output folder and write (then delete) a probe file in it: a read-only output fails here,
+        before a run takes the lease or starts Ray."""
         try:
             Path(prefix).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create output folder {prefix}: {exc.strerror}") from None
+        try:
+            fd, probe = tempfile.mkstemp(dir=prefix, prefix=".extract-probe-", suffix=".tmp")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            raise StorageError(f"output folder {prefix} is not writable: {exc.strerror} (check its permissions "
+                               "and free space, or set output.uri to another folder)") from None
 
     @contextmanager
     def atomic_output(self, uri: str, scratch: str | None = None) -> Iterator[str]:
-        """A temporary path beside `uri` (hidden, not *.parquet), renamed onto it when the block succeeds."""
+        """A temporary path beside `uri` (hidden, not *.parquet), fsynced and renamed onto it when the block
+        succeeds (then the folder is fsynced). An OS error of the write is a `StorageError`."""
         path = Path(uri)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             yield str(tmp)
+            fsync_path(tmp)
             os.replace(tmp, path)
+            fsync_path(path.parent, directory=True)
+        except OSError as exc:
+            raise os_error("write", uri, exc) from None
         finally:
-            tmp.unlink(missing_ok=True)
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
 
 
 def split_s3(uri: str) -> tuple[str, str]:
@@ -228,6 +308,25 @@ class S3Storage:
     def write_text(self, uri: str, text: str) -> None:
         bucket, key = split_s3(uri)  # a single PUT: readers see the old object or the new one
         self._call("put", uri, self.client.put_object, Bucket=bucket, Key=key, Body=text.encode())
+
+    def size(self, uri: str) -> int | None:
+        from botocore.exceptions import ClientError
+
+        bucket, key = split_s3(uri)
+        try:
+            return int(self.client.head_object(Bucket=bucket, Key=key)["ContentLength"])
+        except ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code", "")) in {"404", "NoSuchKey", "NotFound"}:
+                return None
+            raise self._error("head", uri, bucket, exc) from None
+
+    def read_chunks(self, uri: str) -> Iterator[bytes]:
+        bucket, key = split_s3(uri)
+        body = self._call("get", uri, self.client.get_object, Bucket=bucket, Key=key)["Body"]
+        yield from body.iter_chunks(8 << 20)
+
+    def is_link(self, uri: str) -> bool:
+        return False  # S3 has no links
 
     def delete(self, uri: str) -> None:
         bucket, key = split_s3(uri)

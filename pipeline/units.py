@@ -8,6 +8,12 @@ driver's memory holds unit ids, not document ids.
 Every unit id carries its file's version (size and mtime locally, ETag on S3), so staging made from
 another version of a file never matches a unit of this one: a rerun after the input was re-delivered
 redoes those units instead of committing outcomes of documents that are no longer there.
+
+The input selection is a prefix of the partition's documents in plan order (files sorted, row groups,
+rows): `limit` N selects the first N. A partition committed by a limited run records how many it read and
+is marked incomplete; a later run plans with `offset` = that count, so its units start where the committed
+ones stop, and its commit carries the committed rows over (`pipeline.output.commit`): every document is
+committed once, none is read twice.
 """
 
 from __future__ import annotations
@@ -52,10 +58,22 @@ class PartitionInput:
     total_rows: int
     units: list[Unit] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)  # file → `file_version`
+    offset: int = 0  # the first `offset` documents (in plan order) are committed already, by a limited run
+    limit: int | None = None  # the selection: the first `limit` documents, or all
+    covered: list[Unit] = field(default_factory=list)  # the units of the first `offset` documents (not read)
 
     @property
     def rows_to_read(self) -> int:
         return sum(u.rows for u in self.units)
+
+    @property
+    def selected_rows(self) -> int:
+        """Documents the partition holds once this run commits: the committed prefix and this run's units."""
+        return self.offset + self.rows_to_read
+
+    @property
+    def complete(self) -> bool:
+        return self.selected_rows >= self.total_rows
 
     @property
     def fingerprint(self) -> str:
@@ -92,6 +110,21 @@ def resolve_files(storage: Storage, uri: str) -> list[str]:
     return files
 
 
+def _check_columns(uri: str, file_schema: pa.Schema, id_column: str, text_column: str,
+                   schema_column: str | None) -> None:
+    strings = [("input.text_column", text_column)] + ([("input.schema_column", schema_column)]
+                                                      if schema_column else [])
+    for key, column in (("input.id_column", id_column), *strings):
+        if column not in file_schema.names:
+            raise ConfigError(
+                f"{key}: column {column!r} is not in {uri} (columns: {', '.join(file_schema.names)})"
+            )
+    for key, column in strings:
+        kind = file_schema.field(column).type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            raise ConfigError(f"{key}: column {column!r} in {uri} is {kind}, not a string")
+
+
 def plan_partition(
     storage: Storage,
     partition: Partition,
@@ -100,14 +133,18 @@ def plan_partition(
     limit: int | None,
     checkpoint_rows: int,
     schema_column: str | None = None,
+    offset: int = 0,
 ) -> PartitionInput:
-    """Files, columns and units of one partition, from metadata; a wrong column fails naming it."""
+    """Files, columns and units of one partition, from metadata; a wrong column fails naming it. The units cover
+    documents [offset, limit) in plan order; those before `offset` are in `covered` (split at `offset`)."""
     files = resolve_files(storage, partition.input_uri)
     fs = storage.arrow_fs()
     schema: pa.Schema | None = None
     total = 0
     units: list[Unit] = []
+    covered: list[Unit] = []
     remaining = limit if limit else None
+    position = 0  # documents planned so far, in plan order
     versions: dict[str, str] = {}
     for uri in files:
         versions[uri] = version = file_version(storage, uri)
@@ -116,17 +153,7 @@ def plan_partition(
         except (pa.ArrowInvalid, OSError) as exc:
             raise ConfigError(f"input.uri: {uri} is not a readable Parquet file: {exc}") from None
         file_schema = meta.schema_arrow
-        strings = [("input.text_column", text_column)] + ([("input.schema_column", schema_column)]
-                                                          if schema_column else [])
-        for key, column in (("input.id_column", id_column), *strings):
-            if column not in file_schema.names:
-                raise ConfigError(
-                    f"{key}: column {column!r} is not in {uri} (columns: {', '.join(file_schema.names)})"
-                )
-        for key, column in strings:
-            kind = file_schema.field(column).type
-            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-                raise ConfigError(f"{key}: column {column!r} in {uri} is {kind}, not a string")
+        _check_columns(uri, file_schema, id_column, text_column, schema_column)
         schema = schema or file_schema
         if file_schema.field(id_column).type != schema.field(id_column).type:
             raise ConfigError(f"input.id_column: column {id_column!r} is {file_schema.field(id_column).type} in "
@@ -141,6 +168,14 @@ def plan_partition(
                 if remaining is not None:
                     stop = min(stop, start + remaining)
                     remaining -= stop - start
-                units.append(Unit(partition.key, uri, rg, start, stop, version))
+                cut = min(stop, max(start, start + offset - position))  # rows before it are committed
+                if cut > start:
+                    covered.append(Unit(partition.key, uri, rg, start, cut, version))
+                if stop > cut:
+                    units.append(Unit(partition.key, uri, rg, cut, stop, version))
+                position += stop - start
     assert schema is not None
-    return PartitionInput(partition, id_column, files, schema, total, units, versions)
+    if offset > position:
+        raise ConfigError(f"partition {partition.label}: {offset} documents are committed but the input holds "
+                          f"{position}; rerun with --force")
+    return PartitionInput(partition, id_column, files, schema, total, units, versions, offset, limit, covered)

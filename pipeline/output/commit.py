@@ -2,14 +2,23 @@
 
 During a run each finished unit is staged as one Parquet file of raw outcomes under
 `_staging/<partition>/<output_hash>/`. When every unit of a partition is staged, the partition is committed:
+0. `begin_commit()` records the commit id under `_staging/<partition>/_commits/` before any file is written,
+   so a sweep knows the files as this output's own;
 1. the outcomes are compacted into `rows/<key>/part-<commit_id>.parquet` and
    `dead_letters/<key>/part-<commit_id>.parquet`, names no other commit uses (each written whole under a
-   hidden name, then renamed locally or copied on S3, so no reader ever sees half a file);
-2. `publish()` writes the partition manifest naming both files (relative to the output root). That single
-   write (a rename locally, one PUT on S3) is the commit point: before it readers see the old state, after
-   it the new one, both tables together;
-3. `sweep()` deletes the partition's data files the manifest does not name (the superseded commit's, or
-   those of a commit that died before its manifest), then the staging.
+   hidden name, fsynced, then renamed locally or copied on S3, so no reader ever sees half a file); their
+   sizes and blake2b hashes go into the manifest;
+2. `publish()` writes the partition manifest naming both files (relative to the output root), stamped with
+   the lease generation the writer just confirmed with the store; a manifest already published by a newer
+   generation is never overwritten (`LeaseLostError`). That single write (a rename locally, one PUT on S3)
+   is the commit point: before it readers see the old state, after it the new one, both tables together;
+3. `sweep()` deletes the partition's data files of the superseded commit and of recorded commits that died
+   before their manifest, then the staging. It deletes nothing else: no file whose name does not carry one of
+   those commit ids, nothing through a symbolic link.
+
+A partition committed by a limited run (`input.limit`, `--limit`) is marked incomplete; the next run without
+the limit (or with a larger one) reads only the documents after the committed ones and its commit carries
+the committed rows and dead letters over into its own two files: every document is committed once.
 
 A process killed at any step leaves the old manifest naming the old files, or the new one naming the new
 files; the next commit of the partition (a run or a retry) sweeps what the dead one left.
@@ -35,10 +44,18 @@ import structlog
 
 from pipeline.config import ConfigError
 from pipeline.output.layout import KINDS, OutputLayout
-from pipeline.output.manifest import AccountingError, PartitionManifest, read_manifest, relative
+from pipeline.output.manifest import (
+    FORMAT,
+    AccountingError,
+    ManifestError,
+    PartitionManifest,
+    file_hash,
+    read_manifest,
+    relative,
+)
 from pipeline.output.tables import RecordTables
 from pipeline.partition import Partition
-from pipeline.storage import Storage, join
+from pipeline.storage import Storage, StorageError, join
 from pipeline.units import PartitionInput
 from schemas.contract import SchemaContract
 
@@ -50,6 +67,43 @@ Hook = Callable[[str], None]  # called with a step name as a commit passes it (t
 def new_commit_id(run_id: str) -> str:
     """Names one commit's files: the run id (lineage) and a token (a run may commit a partition again)."""
     return f"{run_id}-{secrets.token_hex(3)}"
+
+
+def begin_commit(storage: Storage, layout: OutputLayout, p: Partition, run_id: str) -> str:
+    """A new commit id, recorded under the partition's staging before any of its files is written: the sweep
+    deletes a dead commit's files only if its id is recorded there."""
+    commit_id = new_commit_id(run_id)
+    storage.write_text(layout.commit_marker(p, commit_id), "")
+    return commit_id
+
+
+def _commit_of(name: str) -> str | None:
+    """The commit id in a data file's name (`part-<id>.parquet`, or its temporary `.part-<id>.parquet.<pid>.tmp`)."""
+    name = name[1:] if name.startswith(".") else name
+    if not name.startswith("part-") or ".parquet" not in name:
+        return None
+    return name[len("part-"):name.index(".parquet")]
+
+
+def _linked(storage: Storage, root: str, folder: str) -> bool:
+    """Whether `folder` or a folder between it and the output root is a symbolic link."""
+    path = folder
+    while len(path) > len(root.rstrip("/")):
+        if storage.is_link(path):
+            return True
+        path = path.rsplit("/", 1)[0]
+    return False
+
+
+def file_facts(storage: Storage, files: dict[str, str]) -> tuple[dict[str, int], dict[str, str]]:
+    """Each written file's size and content hash, for the manifest."""
+    sizes, hashes = {}, {}
+    for kind, uri in files.items():
+        size = storage.size(uri)
+        if size is None:
+            raise StorageError(f"{uri}: written, but not found when read back")
+        sizes[kind], hashes[kind] = size, file_hash(storage, uri)
+    return sizes, hashes
 
 
 def output_parts(decisive: dict[str, Any]) -> dict[str, str]:
@@ -71,18 +125,28 @@ def changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
-def sweep(storage: Storage, layout: OutputLayout, p: Partition, manifest: PartitionManifest | None) -> list[str]:
-    """Delete the partition's data files that `manifest` does not name (all of them if nothing is committed),
-    and a format-1 `_SUCCESS` marker. Only a lease holder may call it: it would delete a running commit's files."""
+def sweep(storage: Storage, layout: OutputLayout, p: Partition, manifest: PartitionManifest | None,
+          superseded: set[str] | None = None) -> list[str]:
+    """Delete the partition's data files (and their temporaries) of the `superseded` commit and of every commit
+    recorded by `begin_commit`, except the files `manifest` names; then the records, and a format-1 `_SUCCESS`
+    marker. A file whose name carries no such commit id, and a table folder reached through a symbolic link, are
+    left alone. Only a lease holder may call it: it would delete a running commit's files."""
     named = manifest.uris(layout.root) if manifest else set()
+    markers = storage.list_files(layout.commits_root(p))
+    own = {m.rsplit("/", 1)[1] for m in markers} | (superseded or set())
     removed = []
     for kind in KINDS:
         folder = layout.folder(kind, p)
+        if _linked(storage, layout.root, folder):
+            log.warning("partition.sweep_skipped", folder=folder, reason="a symbolic link: not this output's folder")
+            continue
         for path in storage.list_files(folder):
             parent, name = path.rsplit("/", 1)
-            if parent == folder and path not in named and (name.startswith("part-") or name.startswith(".part-")):
+            if parent == folder and path not in named and _commit_of(name) in own and not storage.is_link(path):
                 storage.delete(path)
                 removed.append(path)
+    for marker in markers:
+        storage.delete(marker)
     if manifest and storage.exists(layout.success(p)):
         storage.delete(layout.success(p))
     if removed:
@@ -90,13 +154,37 @@ def sweep(storage: Storage, layout: OutputLayout, p: Partition, manifest: Partit
     return removed
 
 
+def _prior(storage: Storage, layout: OutputLayout, p: Partition) -> PartitionManifest | None:
+    """The manifest a publish replaces; one that does not parse is replaced (with --force), its files left."""
+    try:
+        return read_manifest(storage, layout, p)
+    except ManifestError as exc:
+        log.warning("partition.unreadable_manifest", partition=p.label, error=str(exc))
+        return None
+
+
 def publish(storage: Storage, layout: OutputLayout, p: Partition, manifest: PartitionManifest,
-            hook: Hook | None = None) -> None:
-    """The commit point: one write of the manifest; then every file it does not name is deleted."""
+            hook: Hook | None = None, generation: int | None = None) -> None:
+    """The commit point: one write of the manifest, stamped with the writer's lease `generation` and the size and
+    hash of each file it names (read back from the store, after they were fsynced); then the
+    superseded commit's files and those of dead commits are deleted. A manifest published under a newer
+    generation than this writer's is not overwritten: `LeaseLostError` (this writer's lease was taken over)."""
+    from pipeline.lease import LeaseLostError
+
+    prior = _prior(storage, layout, p)
+    if generation is not None:
+        newer = prior.lease_generation if prior and prior.lease_generation is not None else None
+        if newer is not None and newer > generation:
+            raise LeaseLostError(f"partition {p.label} of {layout.root} was published by lease generation {newer}; "
+                                 f"this writer's generation {generation} is stale, so it publishes nothing")
+        manifest.lease_generation = generation
+    manifest.sizes, manifest.hashes = file_facts(storage, {kind: manifest.uri(kind, layout.root) for kind in KINDS})
+    manifest.format = FORMAT
     storage.write_text(layout.manifest(p), manifest.to_json())
     if hook:
         hook("manifest_written")
-    sweep(storage, layout, p, manifest)
+    superseded = {_commit_of(f.rsplit("/", 1)[-1]) for f in prior.files.values()} if prior else set()
+    sweep(storage, layout, p, manifest, {c for c in superseded if c} - {manifest.commit_id})
     if hook:
         hook("swept")
 
@@ -119,7 +207,7 @@ class PartitionResult:
 class PartitionCommitter:
     def __init__(self, storage: Storage, layout: OutputLayout, contract: SchemaContract,
                  model_name: str, output_hash: str, run_id: str, parts: dict[str, str] | None = None,
-                 hook: Hook | None = None, guard: Callable[[], None] | None = None) -> None:
+                 hook: Hook | None = None, guard: Callable[[], int | None] | None = None) -> None:
         self.storage = storage
         self.layout = layout
         self.contract = contract
@@ -128,7 +216,9 @@ class PartitionCommitter:
         self.run_id = run_id
         self.parts = parts or {}
         self.hook = hook
-        self.guard = guard  # raises if this writer lost the output's lease: then nothing is published
+        # Confirms with the store that this writer still holds the output's lease and returns its generation (or
+        # raises `LeaseLostError`): then nothing is published.
+        self.guard = guard
 
     def committed(self, p: Partition) -> PartitionManifest | None:
         return read_manifest(self.storage, self.layout, p)
@@ -147,11 +237,15 @@ class PartitionCommitter:
         return join(self.layout.staging(p, self.output_hash), f"unit-{unit_id}.parquet")
 
     def prepare(self, p: Partition, fresh: bool) -> set[str]:
-        """Delete staging that cannot be reused; return the unit ids already staged for this output."""
+        """Delete staging that cannot be reused; return the unit ids already staged for this output. The records
+        of begun commits stay: the next sweep needs them."""
         current = self.layout.staging(p, self.output_hash) + "/"
+        commits = self.layout.commits_root(p) + "/"
         staged = set()
         for path in self.storage.list_files(self.layout.staging_root(p)):
             name = path.rsplit("/", 1)[-1]
+            if path.startswith(commits):
+                continue
             if fresh or not path.startswith(current):
                 self.storage.delete(path)
             elif name.startswith("unit-") and name.endswith(".parquet"):
@@ -167,17 +261,40 @@ class PartitionCommitter:
         with self.storage.atomic_output(path, self._scratch(p)) as target:
             pq.write_table(outcomes, self.storage.arrow_path(target), filesystem=self.storage.arrow_fs())
 
-    def commit(self, pinput: PartitionInput, started: float, resumed_units: int) -> PartitionResult:
-        """Compact the staged units into this commit's two files, publish them with one manifest write,
-        then delete what the manifest no longer names."""
+    def carried(self, pinput: PartitionInput) -> PartitionManifest | None:
+        """The incomplete commit whose documents this run's units continue (`pinput.offset` > 0), checked: it
+        must hold exactly the first `offset` documents of the same input files."""
+        if not pinput.offset:
+            return None
         p = pinput.partition
-        commit_id = new_commit_id(self.run_id)
+        prior = read_manifest(self.storage, self.layout, p, check=True)
+        if prior is None or prior.complete or prior.input_rows != pinput.offset or \
+                (prior.input_fingerprint and prior.input_fingerprint != pinput.fingerprint):
+            raise AccountingError(f"partition {p.label}: planned to continue a limited commit of {pinput.offset} "
+                                  "documents, but the committed manifest is no longer that commit; rerun")
+        return prior
+
+    def commit(self, pinput: PartitionInput, started: float, resumed_units: int) -> PartitionResult:
+        """Compact the staged units (after the rows a limited commit carries over) into this commit's two files,
+        publish them with one manifest write, then delete what the manifest no longer names. An OS error of the
+        store is a `StorageError` naming the partition and the cause."""
+        try:
+            return self._commit(pinput, started, resumed_units)
+        except OSError as exc:
+            raise StorageError(f"commit of partition {pinput.partition.label} to {self.layout.root} failed: "
+                               f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")) from None
+
+    def _commit(self, pinput: PartitionInput, started: float, resumed_units: int) -> PartitionResult:
+        p = pinput.partition
+        carried = self.carried(pinput)
+        commit_id = begin_commit(self.storage, self.layout, p, self.run_id)
         rows_path = self.layout.data_file("rows", p, commit_id)
         dead_path = self.layout.data_file("dead_letters", p, commit_id)
-        rows, dead, reasons, tokens = self._compact(pinput, rows_path, dead_path)
+        rows, dead, reasons, tokens = self._compact(pinput, rows_path, dead_path, carried)
         self._step("files_written")
+        input_rows = pinput.selected_rows
         result = PartitionResult(
-            partition=p.label, status="committed", input_rows=pinput.rows_to_read, rows=rows, dead_letters=dead,
+            partition=p.label, status="committed", input_rows=input_rows, rows=rows, dead_letters=dead,
             dead_letters_by_reason=dict(sorted(reasons.items())), units=len(pinput.units),
             units_resumed=resumed_units, seconds=round(time.perf_counter() - started, 3), tokens=dict(tokens),
         )
@@ -185,24 +302,27 @@ class PartitionCommitter:
             partition=p.label, run_id=self.run_id, commit_id=commit_id,
             files={kind: relative(self.layout.root, path) for kind, path in (("rows", rows_path),
                                                                              ("dead_letters", dead_path))},
-            input_rows=result.input_rows, rows=rows, dead_letters=dead, output_hash=self.output_hash,
+            input_rows=input_rows, rows=rows, dead_letters=dead, output_hash=self.output_hash,
             committed_at=datetime.now(timezone.utc).isoformat(), input_uri=p.input_uri, input_files=pinput.files,
             input_fingerprint=getattr(pinput, "fingerprint", None),
             schema={"name": self.contract.name, "version": self.contract.version, "hash": self.contract.hash},
             model=self.model_name, output_parts=self.parts, dead_letters_by_reason=result.dead_letters_by_reason,
             units=result.units, units_resumed=resumed_units, seconds=result.seconds, tokens=result.tokens,
+            input_total_rows=pinput.total_rows, limit=pinput.limit,
+            complete=pinput.complete, retries=list(carried.retries) if carried else [],
         )
-        if self.guard:
-            self.guard()
-        publish(self.storage, self.layout, p, manifest, self.hook)
+        generation = self.guard() if self.guard else None
+        publish(self.storage, self.layout, p, manifest, self.hook, generation if isinstance(generation, int) else None)
         self.discard_staging(p)
         self._step("staging_discarded")
-        log.info("partition.committed", partition=p.label, rows=rows, dead_letters=dead, commit_id=commit_id)
+        log.info("partition.committed", partition=p.label, rows=rows, dead_letters=dead, commit_id=commit_id,
+                 complete=manifest.complete, carried=carried.input_rows if carried else 0)
         return result
 
-    def _compact(self, pinput: PartitionInput, rows_path: str,
-                 dead_path: str) -> tuple[int, int, Counter[str], Counter[str]]:
-        """Write the staged units' rows and dead letters to the two files; check rows + dead == input."""
+    def _compact(self, pinput: PartitionInput, rows_path: str, dead_path: str,
+                 carried: PartitionManifest | None = None) -> tuple[int, int, Counter[str], Counter[str]]:
+        """Write the carried commit's rows and dead letters, then the staged units', to the two files; check
+        rows + dead == the documents selected."""
         p = pinput.partition
         fs = self.storage.arrow_fs()
         tables = RecordTables(self.contract, pinput.schema.field(pinput.id_column), self.run_id, self.model_name)
@@ -217,6 +337,13 @@ class PartitionCommitter:
             dead_writer = pq.ParquetWriter(self.storage.arrow_path(dead_tmp), tables.dead_schema,
                                            filesystem=fs, compression="zstd")
             try:
+                if carried is not None:
+                    old_rows, old_dead = self._carry(carried, tables)
+                    rows_writer.write_table(old_rows)
+                    dead_writer.write_table(old_dead)
+                    rows, dead = old_rows.num_rows, old_dead.num_rows
+                    reasons.update(carried.dead_letters_by_reason)
+                    tokens.update(carried.tokens)
                 for unit in pinput.units:
                     staged = pq.read_table(self.storage.arrow_path(self._unit_file(p, unit.id)), filesystem=fs)
                     if staged.num_rows != unit.rows:
@@ -236,10 +363,47 @@ class PartitionCommitter:
             finally:
                 rows_writer.close()
                 dead_writer.close()
-            if rows + dead != pinput.rows_to_read:
-                raise AccountingError(f"partition {p.label}: input_rows {pinput.rows_to_read} != rows {rows} + "
+            if rows + dead != pinput.selected_rows:
+                raise AccountingError(f"partition {p.label}: input_rows {pinput.selected_rows} != rows {rows} + "
                                       f"dead_letters {dead}")
         return rows, dead, reasons, tokens
+
+    def _carry(self, carried: PartitionManifest, tables: RecordTables) -> tuple[pa.Table, pa.Table]:
+        """The carried commit's two tables, in this commit's layout; their counts must be the manifest's."""
+        fs = self.storage.arrow_fs()
+        out = []
+        for kind, schema, count in (("rows", tables.rows_schema, carried.rows),
+                                    ("dead_letters", tables.dead_schema, carried.dead_letters)):
+            table = pq.read_table(self.storage.arrow_path(carried.uri(kind, self.layout.root)), filesystem=fs)
+            if table.num_rows != count:
+                raise AccountingError(f"partition {carried.partition}: the committed {kind} file holds "
+                                      f"{table.num_rows} rows, its manifest says {count}")
+            out.append(table.select(schema.names).cast(schema))
+        return out[0], out[1]
+
+
+def more_selected(manifest: PartitionManifest, plan: PartitionInput | None, limit: int | None) -> int:
+    """How many documents a run with `limit` selects beyond those the committed partition holds (0: none, skip
+    it). A manifest written before format 3 says nothing of a limit: it is incomplete if it holds fewer documents
+    than its input (`plan`, None if the input is gone)."""
+    total = manifest.input_total_rows
+    if total is None:
+        total = plan.total_rows if plan is not None else None
+    elif manifest.complete:
+        return 0
+    if total is None or manifest.input_rows >= total:
+        return 0
+    wanted = min(total, limit) if limit else total
+    return max(0, wanted - manifest.input_rows)
+
+
+def skip_note(manifest: PartitionManifest) -> str:
+    """Why a run skips a committed partition, for its summary: a limited commit says what is left unread."""
+    if manifest.complete:
+        return "already committed"
+    return (f"already committed its first {manifest.input_rows} of {manifest.input_total_rows} documents, all this "
+            f"run's limit selects; run without --limit to read the other "
+            f"{(manifest.input_total_rows or 0) - manifest.input_rows}")
 
 
 class ChangedJobError(ConfigError):

@@ -5,6 +5,7 @@ Under OUTPUT, per partition KEY (`dt=YYYY-MM-DD`, or none for an undated input):
     dead_letters/KEY/part-<commit_id>.parquet  dead letters of the same commit
     _partitions/KEY|all/manifest.json          the commit point: names the two files above (relative paths)
     _staging/KEY|all/<output_hash>/            unit files of a run in progress (never read as output)
+    _staging/KEY|all/_commits/<commit_id>      a commit begun: its files are this output's to sweep
     _runs/<run_id>.json                        one manifest per run
     _lease.json                                the writer holding the output (see pipeline.lease)
 
@@ -55,6 +56,12 @@ class OutputLayout:
 
     def staging(self, p: Partition, output_hash: str) -> str:
         return join(self.staging_root(p), output_hash)
+
+    def commits_root(self, p: Partition) -> str:
+        return join(self.staging_root(p), "_commits")
+
+    def commit_marker(self, p: Partition, commit_id: str) -> str:
+        return join(self.commits_root(p), commit_id)
 
     def retry_staging(self) -> str:
         """The scratch of `extract retry`: the documents it retries and its inner run's output."""

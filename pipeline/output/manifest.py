@@ -5,22 +5,36 @@
   output root*, so an output can be copied or moved. A partition is committed iff its manifest exists.
 - `committed()`: every committed partition's manifest. `extract query`, eval, report, retry and bench
   read output only through it (never by globbing data files, which may hold superseded or unpublished
-  files).
+  files). Only a folder named for a partition (`dt=YYYY-MM-DD` or `all`) counts, its manifest must be of
+  that partition, and every file it names must lie in that partition's table folder; each file's size is
+  checked on every read (`check_files`), its content hash with `verify=True` (`extract query --verify`).
+  A manifest that breaks any of this raises `OutputCorruptError` (exit 8).
 - `RunManifest`: what one run read, wrote and spent, `OUTPUT/_runs/<run_id>.json`, readable back with
   `from_json` / `run_manifests()`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+import structlog
 
 from pipeline.output.layout import KINDS, OutputLayout
 from pipeline.partition import WHOLE, Partition
 from pipeline.storage import Storage, join
 
-FORMAT = 2  # 1: absolute paths, a `_SUCCESS` marker after the manifest; 2: relative paths, the manifest alone
+log = structlog.get_logger(__name__)
+
+# 1: absolute paths, a `_SUCCESS` marker after the manifest; 2: relative paths, the manifest alone;
+# 3: each file's size and blake2b, the lease generation of the commit, and the input selection (limit)
+FORMAT = 3
+HASH = "blake2b"  # 32-byte digest; about 1 GB/s a core, cheaper than sha256 here
+_PARTITION_FOLDER = re.compile(r"^(all|dt=\d{4}-\d{2}-\d{2})$")
+_DATA_NAME = re.compile(r"^part-[A-Za-z0-9._-]+\.parquet$")
 
 
 class AccountingError(RuntimeError):
@@ -48,6 +62,29 @@ def relative(root: str, uri: str) -> str:
         if marker in uri:
             return kind + "/" + uri.rsplit(marker, 1)[1]
     raise ManifestError(f"{uri} is not under an output table folder ({', '.join(KINDS)})")
+
+
+def _partition_key(label: str) -> str:
+    return "" if label == WHOLE else f"dt={label}"
+
+
+def check_path(kind: str, label: str, path: str, where: str) -> str:
+    """`path` if it names a data file of partition `label`'s `kind` folder (`rows/dt=D/part-X.parquet`); else
+    `ManifestError`: a manifest may not name `../`, absolute, or another partition's or table's paths."""
+    folder = join(kind, _partition_key(label))
+    parent, _, name = path.rpartition("/")
+    if parent != folder or not _DATA_NAME.match(name) or ".." in path.split("/"):
+        raise ManifestError(f"{where}: {kind} file {path!r} is not a data file of partition {label} "
+                            f"(expected {folder}/part-*.parquet); the manifest was altered")
+    return path
+
+
+def file_hash(storage: Storage, uri: str) -> str:
+    """`blake2b:<hex>` of a file's bytes, read in 8 MiB pieces."""
+    digest = hashlib.blake2b(digest_size=32)
+    for piece in storage.read_chunks(uri):
+        digest.update(piece)
+    return f"{HASH}:{digest.hexdigest()}"
 
 
 def _known(cls: type, raw: dict[str, Any]) -> dict[str, Any]:
@@ -80,17 +117,33 @@ class PartitionManifest:
     seconds: float = 0.0
     tokens: dict[str, int] = field(default_factory=dict)
     retries: list[dict[str, Any]] = field(default_factory=list)
+    sizes: dict[str, int] = field(default_factory=dict)  # kind → bytes of its file (format 3)
+    hashes: dict[str, str] = field(default_factory=dict)  # kind → "blake2b:<hex>" of its file (format 3)
+    lease_generation: int | None = None  # the lease generation that published it; an older one is refused
+    # The input selection: the first `input_rows` documents of the partition's input, in plan order, of
+    # `input_total_rows`; `complete` is False after a `limit` cut it short (a later run completes it).
+    input_total_rows: int | None = None
+    limit: int | None = None
+    complete: bool = True
 
     @classmethod
     def from_json(cls, text: str, root: str, where: str = "manifest") -> PartitionManifest:
-        """Parse a manifest of `root`'s output; legacy absolute paths become relative to `root`."""
+        """Parse a manifest of `root`'s output; legacy absolute paths become relative to `root`. A file path
+        outside the partition's table folders is refused (`ManifestError`)."""
         try:
             raw = json.loads(text)
-            files = {kind: relative(root, raw["files"][kind]) for kind in KINDS}
+            if not isinstance(raw, dict) or not isinstance(raw.get("files"), dict):
+                raise TypeError("no files object")
+            label = str(raw["partition"])
+            files = {kind: check_path(kind, label, relative(root, str(raw["files"][kind])), where) for kind in KINDS}
             manifest = cls(**{**_known(cls, raw), "files": files, "format": int(raw.get("format", 1))})
             for key in ("input_rows", "rows", "dead_letters"):
                 setattr(manifest, key, int(getattr(manifest, key)))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            manifest.sizes = {k: int(v) for k, v in dict(manifest.sizes or {}).items() if k in KINDS}
+            manifest.hashes = {k: str(v) for k, v in dict(manifest.hashes or {}).items() if k in KINDS}
+        except ManifestError:
+            raise
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ManifestError(f"{where}: not a partition manifest ({type(exc).__name__}: {exc})") from None
         return manifest
 
@@ -109,22 +162,67 @@ class PartitionManifest:
         return self.partition != WHOLE
 
 
-def read_manifest(storage: Storage, layout: OutputLayout, p: Partition) -> PartitionManifest | None:
-    """The partition's committed manifest, or None if it was never committed."""
+def _parse(storage: Storage, path: str, root: str, folder: str) -> PartitionManifest:
+    manifest = PartitionManifest.from_json(storage.read_text(path), root, path)
+    if folder != (_partition_key(manifest.partition) or WHOLE):
+        raise ManifestError(f"{path}: the manifest is of partition {manifest.partition}, not of its folder "
+                            f"{folder}; the output was altered")
+    return manifest
+
+
+def read_manifest(storage: Storage, layout: OutputLayout, p: Partition,
+                  check: bool = False) -> PartitionManifest | None:
+    """The partition's committed manifest, or None if it was never committed; with `check`, its files' sizes
+    are checked too (`check_files`)."""
     path = layout.manifest(p)
     if not storage.exists(path):
         return None
-    return PartitionManifest.from_json(storage.read_text(path), layout.root, path)
+    manifest = _parse(storage, path, layout.root, p.key or WHOLE)
+    if check:
+        check_files(storage, layout.root, manifest)
+    return manifest
 
 
-def committed(storage: Storage, root: str) -> list[PartitionManifest]:
-    """Every committed partition of the output at `root`, by label. The one reader of committed output."""
+def check_files(storage: Storage, root: str, manifest: PartitionManifest, verify: bool = False) -> None:
+    """Raise `OutputCorruptError` if a file the manifest names is missing or not of its recorded size, or, with
+    `verify`, not of its recorded hash. A format-2 manifest records neither: its files must exist."""
+    where = join(OutputLayout(root).partitions_root(), _partition_key(manifest.partition) or WHOLE, "manifest.json")
+    day = f" --date {manifest.partition}" if manifest.is_dated else ""
+    fix = f"rerun the partition with `extract run CONFIG --force{day}`"
+    for kind in KINDS:
+        uri = manifest.uri(kind, root)
+        size = storage.size(uri)
+        if size is None:
+            raise OutputCorruptError(f"{uri}: named by {where} but missing; {fix}")
+        expected = manifest.sizes.get(kind)
+        if expected is not None and size != expected:
+            raise OutputCorruptError(f"{uri}: {size} bytes, but {where} records {expected}: the file was replaced "
+                                     f"or cut; {fix}")
+        recorded = manifest.hashes.get(kind)
+        if verify and recorded and file_hash(storage, uri) != recorded:
+            raise OutputCorruptError(f"{uri}: its content hash is not the {recorded} {where} records: the file was "
+                                     f"replaced; {fix}")
+        if verify and not recorded:
+            log.warning("manifest.unverifiable", file=uri, reason="written before format 3: no hash recorded")
+
+
+def committed(storage: Storage, root: str, verify: bool = False) -> list[PartitionManifest]:
+    """Every committed partition of the output at `root`, by label, its files' sizes (with `verify`, hashes)
+    checked. The one reader of committed output. A folder of `_partitions/` that is not a partition's name (a
+    copy such as `all.bak`) is ignored, with a warning."""
     layout = OutputLayout(root)
     base = layout.partitions_root() + "/"
     out = []
     for path in storage.list_files(layout.partitions_root()):
-        if path.startswith(base) and path[len(base):].count("/") == 1 and path.endswith("/manifest.json"):
-            out.append(PartitionManifest.from_json(storage.read_text(path), root, path))
+        if not (path.startswith(base) and path[len(base):].count("/") == 1 and path.endswith("/manifest.json")):
+            continue
+        folder = path[len(base):].split("/", 1)[0]
+        if not _PARTITION_FOLDER.match(folder):
+            log.warning("manifest.ignored", path=path, reason="not a partition folder (dt=YYYY-MM-DD or all)")
+            continue
+        manifest = _parse(storage, path, root, folder)
+        check_files(storage, root, manifest, verify)
+        out.append(manifest)
     return sorted(out, key=lambda m: m.partition)
 
 

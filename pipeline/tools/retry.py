@@ -41,7 +41,7 @@ import structlog
 
 from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.lease import Lease
-from pipeline.output.commit import new_commit_id, publish, sweep
+from pipeline.output.commit import begin_commit, publish, sweep
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, PartitionManifest, RunManifest, committed, read_manifest, relative
 from pipeline.output.tables import read_columns
@@ -269,7 +269,7 @@ def merge_partition(
     attempts = pa.array([state.attempts[i] + 1 for i in still_dead.column(id_column).to_pylist()], pa.int64())
     still_dead = still_dead.drop_columns([c for c in (ATTEMPTS,) if c in still_dead.column_names])
     still_dead = still_dead.append_column(ATTEMPTS, attempts)
-    commit_id = new_commit_id(run_id)
+    commit_id = begin_commit(storage, layout, p, run_id)  # recorded first: a sweep knows its files
     rows_path, dead_path = layout.data_file("rows", p, commit_id), layout.data_file("dead_letters", p, commit_id)
     written = _write_merged(storage, join(layout.staging_root(p), "_scratch"), state, recovered, still_dead,
                             id_column, rows_path, dead_path)
@@ -280,9 +280,9 @@ def merge_partition(
         files={"rows": relative(layout.root, rows_path), "dead_letters": relative(layout.root, dead_path)},
         dead_letters_by_reason=dict(sorted(written.reasons.items())),
         updated_at=datetime.now(timezone.utc).isoformat(), retries=[*state.manifest.retries, entry])
-    if guard:
-        guard()
-    publish(storage, layout, p, manifest, (lambda step: hook(step, p)) if hook else None)
+    generation = guard() if guard else None  # confirmed with the store: a stale writer publishes nothing
+    publish(storage, layout, p, manifest, (lambda step: hook(step, p)) if hook else None,
+            generation if isinstance(generation, int) else None)
     still = Counter(still_dead.column("reason").to_pylist())
     log.info("retry.partition.committed", partition=p.label, recovered=recovered.num_rows,
              still_dead=still_dead.num_rows, rows=written.rows, dead_letters=written.dead)
