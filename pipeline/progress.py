@@ -57,9 +57,9 @@ class FailFast:
                                     f"letters ({top}); stopped early, staged units are kept")
 
 
-def rate_text(done: int, dead: dict[str, int]) -> str:
-    """Dead letters as a share of classified documents, by reason, commonest first."""
-    classified = done + sum(dead.values())
+def rate_text(classified: int, dead: dict[str, int]) -> str:
+    """Dead letters as a share of the classified documents (rows and dead letters), by reason, commonest first."""
+    classified = max(classified, sum(dead.values()))
     if not classified or not dead:
         return "dead letters 0%"
     parts = [f"{reason} {100 * n / classified:.0f}%" for reason, n in sorted(dead.items(), key=lambda kv: -kv[1])]
@@ -81,6 +81,7 @@ class Progress:
         self._last = 0.0
         self.done = 0  # documents whose outcomes reached the driver
         self.dead = 0
+        self.reasons: dict[str, int] = {}  # the driver's dead letters by reason
         self.stage_name: str | None = None
         self.board: Any = None
         self.counts: dict[str, Any] = {}  # the board's latest snapshot
@@ -115,9 +116,14 @@ class Progress:
         self._poller.start()
 
     def see(self, batch: Any) -> None:
-        """An outcome batch reached the driver: `--fail-fast-after` looks at its outcomes in order."""
+        """An outcome batch reached the driver: its dead letters are counted by reason, and `--fail-fast-after`
+        looks at its outcomes in order."""
+        kinds, reasons = batch.column("_kind").to_pylist(), batch.column("_reason").to_pylist()
+        for kind, reason in zip(kinds, reasons, strict=True):
+            if kind != "row":
+                self.reasons[str(reason)] = self.reasons.get(str(reason), 0) + 1
         if self.fail_fast.armed:
-            self.fail_fast.see(batch.column("_kind").to_pylist(), batch.column("_reason").to_pylist())
+            self.fail_fast.see(kinds, reasons)
 
     def update(self, done: int, dead: int) -> None:
         """Outcomes that reached the driver (per unit/batch): never less than what the display shows."""
@@ -131,7 +137,20 @@ class Progress:
     def documents(self) -> int:
         return max(self.done, min(self.total, documents_done(self.counts))) if self.counts else self.done
 
+    def _from_driver(self) -> bool:
+        """Whether the driver's outcome counts are the ones to show: once it has seen as many as the board (which
+        the actors update on their own schedule, and which counts a batch redone after an actor restart twice),
+        and always once every document reached it. So the last lines agree with the run's summary."""
+        board = sum(self.counts.get("outcomes", {}).values())
+        return bool(self.done) and (self.done >= board or self.done >= self.total)
+
+    def classified(self) -> int:
+        """Documents with an outcome (rows and dead letters), from the same source as `dead_by_reason`."""
+        return self.done if self._from_driver() else sum(self.counts.get("outcomes", {}).values())
+
     def dead_by_reason(self) -> dict[str, int]:
+        if self._from_driver():
+            return dict(self.reasons) if sum(self.reasons.values()) == self.dead else {"dead_letter": self.dead}
         return {k: v for k, v in self.counts.get("outcomes", {}).items() if k != "row"}
 
     def rate(self) -> float:
@@ -143,11 +162,8 @@ class Progress:
         return self.counts.get("output_tokens", 0) / elapsed if elapsed > 0 else 0.0
 
     def dead_rate(self) -> float:
-        dead = self.dead_by_reason()
-        classified = sum(self.counts.get("outcomes", {}).values())
-        if classified:
-            return sum(dead.values()) / classified
-        return self.dead / self.done if self.done else 0.0
+        classified = self.classified()
+        return sum(self.dead_by_reason().values()) / classified if classified else 0.0
 
     def _generating_since(self) -> float:
         mark = self.marks.get("stage.generating_s")
@@ -157,7 +173,7 @@ class Progress:
         done = self.documents()
         pct = 100.0 * done / self.total if self.total else 100.0
         return (f"[{self.name}] {done}/{self.total} docs ({pct:.0f}%) · {self.rate():.2f} docs/s · "
-                f"{self.tokens_rate():.0f} tok/s · {rate_text(done, self.dead_by_reason())}")
+                f"{self.tokens_rate():.0f} tok/s · {rate_text(self.classified(), self.dead_by_reason())}")
 
     # -- polling and showing -----------------------------------------------------------------------------
 
@@ -199,7 +215,7 @@ class Progress:
         if self._rich is not None:
             self._rich.update(self._task, completed=done, total=self.total or None,
                               stats=f"{self.rate():.2f} docs/s · {self.tokens_rate():.0f} tok/s",
-                              dead=rate_text(done, self.dead_by_reason()))
+                              dead=rate_text(self.classified(), self.dead_by_reason()))
         elif (done or self.counts.get("output_tokens")) and (now - self._last >= self.every or done >= self.total
                                                              or self._last == 0.0):
             self._last = now

@@ -16,6 +16,20 @@ from pipeline.secrets import looks_secret, redact
 
 RAY_TEMP_MARKERS = ("/runtime_resources/", "/ray/session_")  # Ray's per-job working dir and session folders
 
+# Dead-letter reasons a retry can recover, each with the settings the hint changes (a retry under the run's own
+# settings decodes the same output again). The others cannot be retried into rows: empty_input, invalid_input
+# and input_too_long are in the input; schema_invalid, schema_unsupported, type_overflow and validator_error in
+# the schema or its code.
+RETRY_HINTS: dict[str, tuple[str, ...]] = {
+    "truncated": ("model.max_tokens",),  # twice the run's budget
+    "semantic_invalid": ("model.retry.attempts=3",),  # the checks' errors fed back to the model
+    "schema_violation": ("model.retry.attempts=3",),
+    "invalid_json": ("model.retry.attempts=3",),
+    "engine_error": (),  # transient: the same settings may succeed
+    "actor_crash": (),
+    "validator_timeout": (),
+}
+
 
 def in_ray_temp(path: str) -> bool:
     return any(marker in path for marker in RAY_TEMP_MARKERS)
@@ -45,18 +59,35 @@ def commands(manifest: RunManifest, config_arg: str | None = None, sets: Sequenc
     flags = output_flags(manifest, sets)
     out = manifest.output_uri
     days = _days(manifest)
-    reasons = sorted(manifest.dead_letters_by_reason.items(), key=lambda kv: -kv[1])
-    retry = ["extract", "retry", config, "--reason", reasons[0][0] if reasons else "truncated"]
+    found = {
+        "query": shlex.join(["extract", "query", config, *flags,
+                             "SELECT reason, count(*) FROM dead_letters GROUP BY 1"]),
+        "report": shlex.join(["extract", "report", out, "--run", manifest.run_id]),
+    }
+    retry = retry_command(manifest, config, days)
+    if retry is not None:
+        found["retry"] = shlex.join([*retry, *flags])
+    return found
+
+
+def retry_command(manifest: RunManifest, config: str, days: list[str]) -> list[str] | None:
+    """`extract retry` for the commonest dead-letter reason a retry can recover, with the settings that give it a
+    chance; None when no dead letter of the run can be retried into a row."""
+    reasons = sorted(((r, n) for r, n in manifest.dead_letters_by_reason.items() if r in RETRY_HINTS),
+                     key=lambda kv: -kv[1])
+    if not reasons:
+        return None
+    reason = reasons[0][0]
+    retry = ["extract", "retry", config, "--reason", reason]
+    for setting in RETRY_HINTS[reason]:
+        if setting == "model.max_tokens":
+            setting = f"model.max_tokens={2 * (manifest.max_tokens or 512)}"
+        retry += ["--set", setting]
     if len(days) == 1:
         retry += ["--date", days[0]]
     elif days:
         retry += ["--start", days[0], "--end", days[-1]]
-    return {
-        "query": shlex.join(["extract", "query", config, *flags,
-                             "SELECT reason, count(*) FROM dead_letters GROUP BY 1"]),
-        "report": shlex.join(["extract", "report", out, "--run", manifest.run_id]),
-        "retry": shlex.join([*retry, *flags]),
-    }
+    return retry
 
 
 def _days(manifest: RunManifest) -> list[str]:
@@ -103,7 +134,7 @@ def render_summary(manifest: RunManifest, config_arg: str | None = None, sets: S
                      "output.uri to s3://… or an absolute path on shared storage")
     cmds = commands(manifest, config_arg, sets)
     lines += [f"  query      {cmds['query']}", f"  report     {cmds['report']}"]
-    if manifest.dead_letters:
+    if "retry" in cmds:
         lines.append(f"  retry      {cmds['retry']}")
     return "\n".join(lines)
 

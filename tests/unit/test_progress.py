@@ -130,7 +130,7 @@ def test_the_live_display_fits_80_columns_and_shows_every_figure():
     display = live_display(out, width=80)
     display.console.force_terminal = False  # plain text, no cursor moves: the frame as a user's terminal shows it
     task = display.add_task("[bold]invoices[/bold] · generating", total=52, stats="0.42 docs/s · 85 tok/s",
-                            dead=rate_text(8, {"semantic_invalid": 3, "truncated": 1}))
+                            dead=rate_text(12, {"semantic_invalid": 3, "truncated": 1}))
     display.update(task, completed=12)
     display.console.print(display.get_renderable())
     lines = [line for line in out.getvalue().splitlines() if line.strip()]
@@ -141,8 +141,25 @@ def test_the_live_display_fits_80_columns_and_shows_every_figure():
 
 def test_rate_text_names_reasons_commonest_first():
     assert rate_text(0, {}) == "dead letters 0%"
-    assert rate_text(6, {"truncated": 1, "semantic_invalid": 3}) == \
+    assert rate_text(10, {"truncated": 1, "semantic_invalid": 3}) == \
         "dead letters 40% (semantic_invalid 30%, truncated 10%)"
+
+
+def test_the_last_progress_lines_agree_with_the_driver_on_the_dead_letter_rate(capsys):
+    # The board lags (or counts a batch redone after an actor restart twice); once every document reached the
+    # driver, every line gives the driver's figures, the ones the summary prints.
+    progress = Progress(52, "job", live=False)
+    progress._take({"stages": {"a": ("ready", 0.0)}, "requests": 52, "outcomes": {"row": 34, "truncated": 2},
+                    "classified_generated": 36, "output_tokens": 900})
+    assert progress.dead_rate() == pytest.approx(2 / 36)  # mid-run: the board is ahead of the driver
+    progress.see(batch(["row"] * 50 + ["dead"] * 2))
+    progress.update(52, 2)
+    assert progress.dead_rate() == pytest.approx(2 / 52)
+    assert progress.dead_by_reason() == {"semantic_invalid": 2}
+    progress._take({"stages": {"a": ("ready", 0.0)}, "requests": 54, "outcomes": {"row": 51, "truncated": 3},
+                    "classified_generated": 54, "output_tokens": 950})  # close(): the board's last snapshot
+    assert progress.dead_rate() == pytest.approx(2 / 52)
+    assert "dead letters 4% (semantic_invalid 4%)" in progress.line()
 
 
 def batch(kinds: list[str]) -> pa.Table:
@@ -185,6 +202,19 @@ def test_summary_commands_name_the_output_written_and_the_overrides_that_locate_
     assert "max_tokens" not in cmds["query"]  # not where the output is
     assert cmds["report"] == "extract report /tmp/x --run inv-1"
     assert cmds["retry"].startswith("extract retry jobs/extract.yaml --reason semantic_invalid")
+
+
+def test_the_summary_suggests_only_a_retry_that_can_succeed():
+    empty_first = manifest("/tmp/x")
+    empty_first.dead_letters_by_reason, empty_first.max_tokens = {"empty_input": 5, "truncated": 1}, 256
+    cmds = commands(empty_first, "jobs/extract.yaml")
+    assert "empty_input" not in cmds["retry"]  # an empty document stays empty, whatever the settings
+    assert cmds["retry"].startswith("extract retry jobs/extract.yaml --reason truncated --set model.max_tokens=512")
+    assert "--set model.retry.attempts=3" in commands(manifest("/tmp/x"), "x.yaml")["retry"]  # not the same settings
+    hopeless = manifest("/tmp/x")
+    hopeless.dead_letters_by_reason = {"empty_input": 4, "input_too_long": 2}
+    assert "retry" not in commands(hopeless, "x.yaml")
+    assert "extract retry" not in render_summary(hopeless, "x.yaml")
 
 
 def test_summary_hints_never_repeat_a_secret_set_value():
