@@ -4,6 +4,11 @@ One mapping serves both a Pydantic model (through its JSON Schema) and a user's 
 - objects with properties → structs; lists → lists;
 - `format: date` → date32; `format: date-time` → timestamp[us, UTC];
 - integers → int64, numbers → float64, booleans → bool;
+- a Pydantic `Decimal` with `max_digits` and `decimal_places` → decimal128(max_digits, decimal_places) (38 digits
+  at most, DuckDB's widest decimal: a longer value is a `type_overflow` dead letter; decimal_places alone: 38
+  digits); a `Decimal` without a scale → float64, as JSON gives no fixed scale to store it at. (Pydantic's
+  JSON Schema drops both settings, so the layout of a model's records is read from a JSON Schema of its own
+  that keeps them, `DecimalMarks`; the grammar's schema is unchanged.)
 - enums, consts and Literals of strings → string;
 - a field that may be null or may be absent → nullable;
 - anything without one clear type (free-form objects, unions of several types) → a JSON-encoded string.
@@ -18,9 +23,11 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+from pydantic.json_schema import GenerateJsonSchema
 
 Converter = Callable[[Any], Any]
 
@@ -67,6 +74,31 @@ def _to_float(value: Any) -> float:
     return float(value)
 
 
+def _to_decimal(value: Any) -> Decimal:
+    return value if isinstance(value, Decimal) else Decimal(str(value))
+
+
+DECIMAL_MARK = "x-decimal"  # [max_digits, decimal_places], on a layout-only JSON Schema (`DecimalMarks`)
+
+
+class DecimalMarks(GenerateJsonSchema):
+    """A Pydantic model's JSON Schema with each `Decimal` as {"x-decimal": [max_digits, decimal_places]}: for the
+    Arrow layout only (Pydantic's own schema drops both, and the grammar keeps Pydantic's)."""
+
+    def decimal_schema(self, schema: Any) -> dict[str, Any]:
+        return {"type": "string", DECIMAL_MARK: [schema.get("max_digits"), schema.get("decimal_places")]}
+
+
+def _decimal(mark: Any) -> ArrowMapping:
+    digits, places = (list(mark) + [None, None])[:2] if isinstance(mark, list) else (None, None)
+    if not isinstance(places, int) or places < 0:
+        return ArrowMapping(pa.float64(), False, _nullsafe(_to_float))
+    if places > 38:
+        return ArrowMapping(pa.float64(), False, _nullsafe(_to_float))
+    digits = min(max(digits if isinstance(digits, int) and digits > 0 else 38, places, 1), 38)
+    return ArrowMapping(pa.decimal128(digits, places), False, _nullsafe(_to_decimal))
+
+
 _JSON = ArrowMapping(pa.string(), True, _nullsafe(_to_json), json_encoded=True)
 
 
@@ -105,6 +137,8 @@ class _Mapper:
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 return self._union(schema[key])
+        if DECIMAL_MARK in schema:
+            return _decimal(schema[DECIMAL_MARK])
         if "allOf" in schema and len(schema["allOf"]) == 1:
             rest = {k: v for k, v in schema.items() if k != "allOf"}
             return self.map({**rest, **schema["allOf"][0]})
@@ -238,8 +272,11 @@ def check_record(layout: RecordLayout, record: dict[str, Any]) -> None:
             raise FieldTypeError(name, field.type, exc) from None
 
 
-def record_layout(json_schema: dict[str, Any]) -> RecordLayout:
-    """The columns for records of `json_schema`, whose root must be an object with properties."""
+def record_layout(json_schema: dict[str, Any], model: Any = None) -> RecordLayout:
+    """The columns for records of `json_schema`, whose root must be an object with properties; with the Pydantic
+    `model` it came from, its `Decimal` fields keep their precision (`DecimalMarks`)."""
+    if model is not None:
+        json_schema = model.model_json_schema(schema_generator=DecimalMarks)
     mapper = _Mapper(json_schema)
     root = json_schema
     if "$ref" in root and "properties" not in root:

@@ -129,7 +129,7 @@ class SchemaContract:
 
     @cached_property
     def layout(self) -> RecordLayout:
-        return JsonRecordLayout() if self.per_row else record_layout(self.json_schema)
+        return JsonRecordLayout() if self.per_row else record_layout(self.json_schema, self.model)
 
     @cached_property
     def _validator(self) -> jsonschema.protocols.Validator:
