@@ -106,9 +106,10 @@ class ExtractionActor:
         self.reported: set[str] = set()
         self._lock = threading.Lock()
         log.info("actor.warm", actor=self.name, schema=f"{contract.name}@{contract.version}",
-                 backend=spec.backend, schemas=len(self.extractor.compile_seconds), **_cpu_settings(),
+                 backend=spec.backend, schemas=len(self.extractor.compile_seconds),
                  engine_init_s=round(engine.init_seconds, 2),
                  compile_s=round(sum(self.extractor.compile_seconds.values()), 3))
+        log.debug("actor.cpu", actor=self.name, **_cpu_settings())  # threads, cores, niceness: EXTRACT_LOG_LEVEL=debug
         if stats is not None:
             self.reported = set(self.extractor.compile_seconds)
             stats.record_actor.remote({"actor": self.name, "engine_init_s": engine.init_seconds,

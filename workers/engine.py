@@ -340,8 +340,9 @@ class VllmEngine:
         self.backend = (llm_args.get("structured_outputs_config") or {}).get("backend", "xgrammar")
         kv_bytes = llm_args.get("kv_cache_memory_bytes")
         log.info("engine.ready", model=llm_args.get("model"), seconds=round(self.init_seconds, 2),
-                 kv_cache_gib=round(kv_bytes / (1 << 30), 3) if kv_bytes else None,
-                 mask_kernel=self.mask_kernel, speculation=speculation_method(llm_args))
+                 kv_cache_gib=round(kv_bytes / (1 << 30), 3) if kv_bytes else None)
+        # How the engine runs inside (EXTRACT_LOG_LEVEL=debug shows it): not a setting of the job.
+        log.debug("engine.internals", mask_kernel=self.mask_kernel, speculation=speculation_method(llm_args))
 
     def prompt_token_ids(self, prompt: Any) -> list[int]:
         """The chat-formatted prompt as token ids: one user message (text), or a `Chat` (system, few-shot
