@@ -178,7 +178,8 @@ class ExtractConfig(_Strict):
     # How the schema is shown when the prompt has no {schema}: auto, json (the JSON Schema), fields, none.
     prompt_schema: Literal["auto", "json", "fields", "none"] = "auto"
     system: str | None = None  # a system prompt, before the schema and the examples
-    # Few-shot pairs: a JSONL file of {"document": ..., "output": {...}}; unset: the model's own; false: none.
+    # Few-shot pairs: a JSONL file of {"document": ..., "output": {...}}; unset: the {document, output} pairs under
+    # the schema's own top-level `examples` (a Pydantic model's json_schema_extra), if any; false: none.
     examples: str | Literal[False] | None = None
     model: ModelConfig = Field(default_factory=ModelConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
