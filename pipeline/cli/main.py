@@ -11,7 +11,7 @@ import sys
 from pipeline import exit_codes, logs
 from pipeline.cli import bench, conformance, model, query, report, retry, run, schemas, submit, tune, validate
 from pipeline.cli import eval as evaluate
-from pipeline.cli.options import terminal_flags
+from pipeline.cli.options import OneLineParser, terminal_flags
 from pipeline.config import ConfigError
 from pipeline.lease import LeaseHeldError, LeaseLostError
 from pipeline.output.manifest import AccountingError, OutputCorruptError
@@ -39,7 +39,7 @@ def _version() -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="extract", description="Schema-constrained batch extraction on Ray + vLLM.")
+    top = OneLineParser(prog="extract", description="Schema-constrained batch extraction on Ray + vLLM.")
     top.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
                      help="print the version of extract-pipeline and of the vLLM and Ray it runs on, and exit")
     terminal_flags(top)

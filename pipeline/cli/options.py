@@ -21,6 +21,14 @@ from pipeline.config import ConfigError, LoadedConfig
 from pipeline.partition import is_templated, parse_day
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr and exit 2, as every other error of `extract`
+    is (argparse's own prints the whole usage first). `--help` still prints the usage."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def config_options(config_help: str = "path to extract.yaml",
                    set_example: str = "model.max_tokens=256") -> argparse.ArgumentParser:
     """The parent parser of every command that reads a job's config: CONFIG and `--set`."""

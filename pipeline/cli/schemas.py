@@ -185,7 +185,7 @@ def format_flags(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `schemas check` and `schemas lint` to the `extract` command line."""
     schemas = sub.add_parser("schemas", help="check or lint JSON Schemas / Pydantic models")
-    actions = schemas.add_subparsers(dest="schemas_command", required=True)
+    actions = schemas.add_subparsers(dest="schemas_command", required=True, metavar="check|lint")
 
     check = actions.add_parser(
         "check", help="compile each schema per grammar backend; report backend, compile time, unenforced keywords"
