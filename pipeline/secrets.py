@@ -1,8 +1,10 @@
 """What must never be written to a run record, a manifest or a log: secret-looking `--set` values.
 
 A key is secret-looking when one of its words (split at `.`, `_` and `-`) is a secret word (`password`,
-`token`, `secret`, `key`, …); a value when it is a URL with a password in it (`https://user:pw@host`) or has
-the shape of a well-known credential (an AWS access key id, a bearer token, …). `redact` keeps every key and
+`token`, `secret`, `key`, `passphrase`, …); in a value, the password of a URL (`https://user:pw@host`, quotes
+and spaces included), the value of a secret-looking `name=value` or JSON `"name": "value"` inside it
+(`aws_secret_access_key=…`), and anything shaped like a well-known credential (an AWS access key id, a bearer
+token, …). `redact` keeps every key and
 masks only what looks secret, so a record still says which settings a run or retry changed.
 """
 
@@ -10,11 +12,11 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
-SECRET_WORDS = {"password", "passwd", "pwd", "pass", "secret", "secrets", "token", "key", "apikey", "credential",
-                "credentials", "auth", "authorization", "cookie", "session", "private", "signature"}
+SECRET_WORDS = {"password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "secrets", "token",
+                "tokens", "key", "keys", "apikey", "credential", "credentials", "auth", "authorization", "cookie",
+                "session", "private", "signature"}
 _CREDENTIAL = re.compile(
     r"(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{16,}|xox[abpr]-[A-Za-z0-9-]{10,}"
     r"|hf_[A-Za-z0-9]{20,}|(?i:bearer)\s+\S{8,}|-----BEGIN [A-Z ]*PRIVATE KEY-----")
@@ -26,21 +28,32 @@ def secret_key(key: str) -> bool:
     return any(w in SECRET_WORDS for w in words)
 
 
+# A URL's userinfo: `scheme://user:password@`. The password runs to the first `@` and may hold quotes and spaces
+# (a shell or YAML quoting mistake still leaves it a secret); a `/` or a line end ends the authority instead.
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@<>]*):(?P<password>[^@/\r\n]+)@")
+# `name=value` inside a value (an env line, a query string, a DSN's options), and a JSON `"name": "value"`: the
+# value is masked when the name is secret-looking (`aws_secret_access_key=...`, `?token=...`).
+_ASSIGNED = re.compile(r"(?P<head>(?P<name>\b[A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*)"
+                       r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s&;,\"']+)")
+_JSON_PAIR = re.compile(r"(?P<head>\"(?P<name>[A-Za-z_][A-Za-z0-9_.\- ]*)\"\s*:\s*)"
+                        r"(?P<value>\"(?:[^\"\\]|\\.)*\")")
+
+
 def _mask_url(text: str) -> str:
     """`text` with the password of any URL in it masked: scheme://user:***@host/…"""
-    def one(match: re.Match[str]) -> str:
-        url = match.group(0)
-        try:
-            parts = urlsplit(url)
-        except ValueError:
-            return MASK
-        if parts.password is None:
-            return url
-        netloc = f"{parts.username or ''}:{MASK}@{parts.hostname or ''}"
-        netloc += f":{parts.port}" if parts.port else ""
-        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return _URL_PASSWORD.sub(lambda m: f"{m.group('head')}:{MASK}@", text)
 
-    return re.sub(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>]+", one, text)
+
+def _mask_assigned(text: str) -> str:
+    """`text` with the value of each `secret_name=value` (or JSON `"secret_name": "value"`) in it masked."""
+    def one(match: re.Match[str]) -> str:
+        if not secret_key(match.group("name")):
+            return match.group(0)
+        value = match.group("value")
+        quote = value[0] if value[:1] in ("'", '"') else ""
+        return f"{match.group('head')}{quote}{MASK}{quote}"
+
+    return _JSON_PAIR.sub(one, _ASSIGNED.sub(one, text))
 
 
 def redact_value(value: Any) -> Any:
@@ -50,7 +63,7 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, list):
         return [redact_value(v) for v in value]
     if isinstance(value, str):
-        return _CREDENTIAL.sub(MASK, _mask_url(value))
+        return _CREDENTIAL.sub(MASK, _mask_assigned(_mask_url(value)))
     return value
 
 
