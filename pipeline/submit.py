@@ -1,8 +1,12 @@
 """`extract submit`: send a job to a running Ray cluster through the Ray Jobs API.
 
 Only what the job needs is shipped as its `working_dir`: the config, the schema module or file, the example
-and schema tables and chat template it names, and a local input inside the config's folder. Dotfiles and
-anything under a dot-folder (`.aws/`, `.env`, `.git/`) are never shipped. The list is printed. `--set`
+and schema tables and chat template it names, and a local input inside the config's folder (of a folder, only
+the files the job reads: `*.parquet` of an input, `*.json` of a schema table). Dotfiles, anything under a
+dot-folder (`.aws/`, `.env`, `.git/`) and secret-looking files (`*.env`, `*.pem`, `*.key`, `id_rsa`,
+`credentials`, ...) are never shipped: one the job would read is refused in one line (left behind, its
+documents would be lost), as is a file that is a symlink out of the folder (shipping its target would ship what
+the folder does not hold). The list is printed. `--set`
 values travel in a file in that working dir, not on the job's command line (which `ray job list` shows).
 The job runs `extract run <config>` (or with `--date`/`--force`) on the cluster, where this project must be
 installed (the GPU image in infra/ has it).
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -34,6 +39,12 @@ SET_FILE = "extract-set.json"
 FORWARDED_ENV = ("EXTRACT_LOG_FORMAT", "EXTRACT_LOG_LEVEL", "EXTRACT_CACHE_DIR", "AWS_ENDPOINT_URL",
                  "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION", "VLLM_LOGGING_LEVEL")
 TOKEN_FILE = "~/.ray/auth_token"
+# Files never shipped, whatever the config names: environment files, keys and certificates, credential stores.
+SECRET_FILE = re.compile(r"(?i)(\.env(\..*)?|\.pem|\.key|\.p12|\.pfx|\.jks|\.keystore|\.kdbx|\.ppk|\.netrc|\.pgpass"
+                         r"|\.htpasswd)$|^(id_(rsa|dsa|ecdsa|ed25519)(\.pub)?|credentials(\..*)?|secrets?(\..*)?"
+                         r"|netrc|pgpass|htpasswd)$")
+# What the job reads of a folder a config key names (other files there are not the job's).
+FOLDER_FILES = {"input.uri": ".parquet", "input.schema_table": ".json"}
 
 
 class SubmitError(RuntimeError):
@@ -88,13 +99,24 @@ def _shippable(base: Path, ref: str | None, key: str) -> list[Path]:
     if base.resolve() not in (target, *target.parents) and not has_glob(ref):
         raise ConfigError(f"{key}: {ref!r} is outside the config's folder {base}: submit ships only that folder "
                           "(move it there, or give an absolute path the cluster can read)")
+    suffix = FOLDER_FILES.get(key, "")
     if has_glob(ref):
-        found = [p for p in base.glob(ref) if p.is_file()]
+        found = [p for p in base.glob(ref) if p.is_file() and p.name.endswith(suffix)]
     elif target.is_dir():
-        found = [p for p in target.rglob("*") if p.is_file()]
+        found = [p for p in (base / ref).rglob("*") if p.is_file() and p.name.endswith(suffix)]
     else:
-        found = [target] if target.is_file() else []
-    return sorted(p.resolve().relative_to(base.resolve()) for p in found)
+        found = [base / ref] if target.is_file() else []
+    return sorted(_inside(base, p, key) for p in found)
+
+
+def _inside(base: Path, path: Path, key: str) -> Path:
+    """`path` relative to `base`; `ConfigError` in one line when it is a symlink that leads out of `base`."""
+    real, root = path.resolve(), base.resolve()
+    if root not in real.parents:
+        shown = os.path.relpath(path, base) if path.is_absolute() else str(path)
+        raise ConfigError(f"{key}: {shown} is a symlink to {real}, outside the config's folder {base}: submit ships "
+                          "only that folder (copy the file in, or give an absolute path the cluster can read)")
+    return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(base)))
 
 
 def _module_files(base: Path, schema_ref: str | None) -> list[Path]:
@@ -103,14 +125,15 @@ def _module_files(base: Path, schema_ref: str | None) -> list[Path]:
         return []
     top = schema_ref.split(":", 1)[0].split(".")[0]
     if (base / f"{top}.py").is_file():
-        return [Path(f"{top}.py")]
+        return [_inside(base, base / f"{top}.py", "schema")]
     if (base / top).is_dir():
-        return sorted(p.relative_to(base) for p in (base / top).rglob("*.py"))
+        return sorted(_inside(base, p, "schema") for p in (base / top).rglob("*.py"))
     return []
 
 
 def job_files(loaded: LoadedConfig) -> list[Path]:
-    """What the job needs from the config's folder, relative to it; never a dotfile or a dot-folder's file."""
+    """What the job needs from the config's folder, relative to it; never a dotfile or a dot-folder's file. A
+    secret-looking file the job would read is refused in one line rather than left behind."""
     cfg, base = loaded.config, loaded.base_dir
     files = [Path(loaded.path).resolve().relative_to(base.resolve())]
     files += _module_files(base, cfg.schema_ref)
@@ -119,6 +142,11 @@ def job_files(loaded: LoadedConfig) -> list[Path]:
                      ("input.uri", cfg.input.uri)):
         files += _shippable(base, ref, key)
     hidden = [f for f in files if any(part.startswith(".") or part == "__pycache__" for part in f.parts)]
+    secret = sorted({f for f in files[1:] if f not in hidden and SECRET_FILE.search(f.name)})  # [0]: the config
+    if secret:  # a file the job reads: leaving it behind would lose its documents on the cluster, so say so
+        raise ConfigError(f"{secret[0]} has a secret-looking name (an .env file, a key, a certificate, credentials) "
+                          f"and submit never ships one{f' ({len(secret)} such files)' if len(secret) > 1 else ''}; "
+                          "rename it if it is job data, or move it out of what the config names")
     return sorted(set(files) - set(hidden))
 
 

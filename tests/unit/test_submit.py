@@ -131,3 +131,46 @@ def test_prepare_auth_sets_token_mode_only_with_a_token(monkeypatch, tmp_path):
     monkeypatch.setenv("RAY_AUTH_TOKEN", "t")
     job.prepare_auth()
     assert __import__("os").environ["RAY_AUTH_MODE"] == "token"
+
+
+def test_secret_looking_files_in_a_shipped_folder_stay_behind(job_dir):
+    """Issue 23 item 8: an input folder with notes beside the data ships only the data the job reads."""
+    data = job_dir / "data"
+    data.mkdir()
+    write_docs(data / "part-0.parquet", ["a"], ["text"])
+    (data / "notes.env").write_text(f"DB_PASSWORD={SECRET}\n")
+    (data / "server.pem").write_text(SECRET)
+    (data / "README.txt").write_text("about the data\n")
+    config = yaml.safe_load((job_dir / "extract.yaml").read_text())
+    config["input"]["uri"] = "data"
+    (job_dir / "extract.yaml").write_text(yaml.safe_dump(config))
+    files = [str(f) for f in job.job_files(load_config(job_dir / "extract.yaml"))]
+    assert files == ["data/part-0.parquet", "extract.yaml", "models/__init__.py", "models/ticket.py"]
+
+
+@pytest.mark.parametrize(("key", "name"), [("input.uri", "credentials.parquet"),
+                                          ("model.chat_template", "chat.env")])
+def test_a_secret_looking_file_the_job_reads_is_refused_not_left_behind(job_dir, key, name):
+    config = yaml.safe_load((job_dir / "extract.yaml").read_text())
+    (job_dir / name).write_bytes((job_dir / "docs.parquet").read_bytes() if key == "input.uri" else b"{{ x }}")
+    node, leaf = (config["input"], "uri") if key == "input.uri" else (config["model"], "chat_template")
+    node[leaf] = name
+    (job_dir / "extract.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError, match=f"^{name} has a secret-looking name"):
+        job.job_files(load_config(job_dir / "extract.yaml"))
+
+
+def test_a_symlink_out_of_the_folder_is_one_line_naming_it(job_dir, tmp_path):
+    data = job_dir / "data"
+    data.mkdir()
+    write_docs(data / "part-0.parquet", ["a"], ["text"])
+    outside = write_docs(tmp_path / "elsewhere.parquet", ["b"], ["text"])
+    (data / "part-1.parquet").symlink_to(outside)
+    config = yaml.safe_load((job_dir / "extract.yaml").read_text())
+    config["input"]["uri"] = "data"
+    (job_dir / "extract.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError) as info:
+        job.job_files(load_config(job_dir / "extract.yaml"))
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("input.uri: data/part-1.parquet is a symlink to") and str(outside) in message
