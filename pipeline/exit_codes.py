@@ -15,3 +15,4 @@ ACCOUNTING = 7  # outcomes did not add up to the input (a lost or duplicated doc
 OUTPUT_CORRUPT = 8  # the committed output is corrupt or tampered: a manifest that does not parse, a named file
 # missing, outside the output, or not of the size (or, with --verify, the hash) its manifest records
 INTERRUPTED = 130
+BROKEN_PIPE = 141  # stdout's reader went away (`| head`): nothing more printed, as a tool killed by SIGPIPE

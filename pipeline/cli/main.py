@@ -1,12 +1,22 @@
 """`extract`: the command line. `extract run extract.yaml` runs a job; `python -m pipeline` is the same.
 
 Each command is a module of this package with `register(subparsers)`; this one puts them together, sets up
-logging and turns the run path's errors into exit codes (`pipeline.exit_codes`)."""
+logging and turns the run path's errors into exit codes (`pipeline.exit_codes`).
+
+Two nets catch what no command turned into its own error: an `OSError` from a store that refuses or is full
+(read-only, no space, no permission, over quota) is one line and `exit_codes.STORAGE`; a reader of stdout that
+went away (`extract query ... | head -2`) ends the command quietly with `exit_codes.BROKEN_PIPE`, as a tool
+killed by SIGPIPE would."""
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
+from collections.abc import Callable
+from pathlib import PurePath
+from types import TracebackType
 
 from pipeline import exit_codes, logs
 from pipeline.cli import bench, conformance, model, query, report, retry, run, schemas, submit, tune, validate
@@ -51,40 +61,118 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+# Errors whose message is the one line to print, and the exit code each gives (the first that matches).
+ONE_LINE: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
+    ((ConfigError, DateError), exit_codes.USAGE),
+    ((StorageError,), exit_codes.STORAGE),
+    ((AccountingError,), exit_codes.ACCOUNTING),
+    ((OutputCorruptError,), exit_codes.OUTPUT_CORRUPT),
+    ((LeaseHeldError, LeaseLostError), exit_codes.OUTPUT_LEASED),
+    ((FailFastError,), exit_codes.FAILED),
+)
+ONE_LINE_ERRORS = tuple(kind for kinds, _ in ONE_LINE for kind in kinds)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logs.configure(json_logs=True if getattr(args, "log_json", False) else None,
                    verbose_logs=getattr(args, "verbose", False))
     logs.quiet_driver()  # known Ray/vLLM/torch noise off the terminal, unless -v
+    return exit_code(args.func, args)
+
+
+def exit_code(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run `command`; its errors as one line on stderr and their exit code (a bug keeps its traceback)."""
     try:
-        return int(args.func(args))
-    except (ConfigError, DateError) as exc:
+        code = int(command(args))
+        sys.stdout.flush()  # a reader gone away shows here, while the nets below still apply
+        return code
+    except BrokenPipeError:
+        if not stdout_broken():
+            raise
+        quiet_stdout()
+        return exit_codes.BROKEN_PIPE
+    except ONE_LINE_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except StorageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_codes.STORAGE
-    except AccountingError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_codes.ACCOUNTING
-    except OutputCorruptError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_codes.OUTPUT_CORRUPT
-    except (LeaseHeldError, LeaseLostError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_codes.OUTPUT_LEASED
-    except FailFastError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_codes.FAILED
+        return next(code for kinds, code in ONE_LINE if isinstance(exc, kinds))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
+        refused = refused_write(exc)
+        if refused is not None:
+            print(f"error: {store_refused(refused)}", file=sys.stderr)
+            return exit_codes.STORAGE
         reason = engine_failure(exc)
         if reason is None:
             raise
         print(f"error: {reason}", file=sys.stderr)
         return exit_codes.ENGINE
+
+
+# A store that refuses a write for good: no retry or rerun helps until someone frees space, remounts or fixes
+# permissions. Any other OSError is a bug worth its traceback.
+STORE_REFUSED = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT})
+
+
+def refused_write(exc: BaseException) -> OSError | None:
+    """The `OSError` in `STORE_REFUSED` that `exc` is or was raised from, if any."""
+    error: BaseException | None = exc
+    for _ in range(10):
+        if error is None:
+            break
+        if isinstance(error, OSError) and error.errno in STORE_REFUSED:
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def store_refused(exc: OSError) -> str:
+    """One line for an `OSError` in `STORE_REFUSED`: the path (from the error, else from the frames it was raised
+    through) and the cause."""
+    path = exc.filename or _path_in(exc.__traceback__)
+    cause = exc.strerror or os.strerror(exc.errno or 0)
+    name = errno.errorcode.get(exc.errno or 0, "?")
+    where = f"cannot write {path}" if path else "a write was refused"
+    return (f"{where}: {cause} ({name}); the store refused it, so nothing more was written there: free space, "
+            "remount it writable or fix its permissions, and run again")
+
+
+def _path_in(tb: TracebackType | None) -> str | None:
+    """The path the innermost frame that holds one was working on (`Path.write_text`'s own `self`)."""
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        for name in ("self", "path", "target", "dest", "tmp"):
+            value = frame.f_locals.get(name)
+            if isinstance(value, PurePath):
+                return str(value)
+    return None
+
+
+def stdout_broken() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (POLLERR on the write end), so a `BrokenPipeError`
+    is the reader's doing and not, say, a child process's pipe breaking."""
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll(), or no stdout file descriptor: assume so
+        return True
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's own flush at exit does not fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def engine_failure(exc: BaseException) -> str | None:
