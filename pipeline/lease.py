@@ -4,19 +4,30 @@ Per output, not per partition: a run keeps one actor pool across all its partiti
 several, both write `_runs/` and sweep unpublished files (which would delete another writer's files in
 flight). Two jobs that want to write disjoint days at once can use two outputs.
 
-- Created atomically: on S3 a conditional PUT (`IfNoneMatch="*"`), locally a hard link of a finished
-  temporary file (fails if the name exists). A second writer fails at once with `LeaseHeldError`, which
-  names the holder, its host and the expiry (exit code 5).
-- Renewed by a daemon thread every `ttl/3` while the process lives (S3: PUT `IfMatch` the lease's ETag).
-  If a renewal finds the lease gone or taken, the lease is lost: `ensure()` raises and nothing more is
-  published.
-- A lease whose holder died expires `ttl` seconds after its last renewal and is taken over: on S3 by a PUT
-  `IfMatch` the expired object's ETag (exactly one taker wins), locally by renaming the expired file aside
-  and checking it is the one that was read.
+Time comes from the store, never from the writer's clock:
+- **Local disk**: an exclusive `flock` on `_lease.json`, which the kernel releases when the holding process
+  dies (however it dies). A live holder is never taken over; nothing expires. The file records the holder.
+- **S3**: the lease object. Created by a conditional PUT (`If-None-Match: *`); renewed every `ttl/3` by a PUT
+  `If-Match` its ETag, which moves its `LastModified`. It has expired when the store's own clock (the `Date`
+  of the GET that reads it) is `ttl` past its `LastModified`; then a taker replaces it with a PUT `If-Match`
+  the ETag it read, so of two takers exactly one wins. A writer's clock running ahead changes nothing.
+
+Fencing: every acquisition raises the lease's `generation` (kept in the record, which is never deleted: a
+release marks it released). Before each publish the holder confirms the lease with the store (`ensure()`: on
+S3 a conditional renewal, locally that the file it locked is still the one at the path) and stamps the
+manifest with its generation; a publish over a manifest of a newer generation is refused
+(`pipeline.output.commit.publish`). A record that cannot be read (empty, corrupt, wrongly typed) is one line
+naming the file and how to break it (delete the file), never a traceback.
+
+The holder's identity: run id, host, pid, the kernel's boot id, the pid namespace and a random token per
+process; a holder on this host is known dead (S3: taken over before its expiry) only when all of host, boot
+id and pid namespace are this process's and its pid no longer runs the process that took the lease.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import secrets
@@ -24,27 +35,45 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
-from pathlib import Path
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import structlog
 
-from pipeline.storage import S3Storage, Storage, StorageError, split_s3
+from pipeline.output.manifest import LeaseLostError
+from pipeline.storage import S3Storage, Storage, StorageError, os_error, split_s3
+
+__all__ = ["Lease", "LeaseHeldError", "LeaseLostError", "LeaseRecord"]
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_TTL_S = 300.0
 TTL_ENV = "EXTRACT_LEASE_TTL_S"
+PROCESS_TOKEN = secrets.token_hex(8)  # this process, whatever its pid means elsewhere
 
 
 class LeaseHeldError(RuntimeError):
-    """Another live writer holds the output's lease."""
+    """Another live writer holds the output's lease, or its lease record cannot be read."""
 
 
-class LeaseLostError(RuntimeError):
-    """This writer's lease expired and was taken over, or was deleted: it must not publish anything more."""
+def _read_first_line(path: str) -> str:
+    try:
+        with open(path) as handle:
+            return handle.readline().strip()
+    except OSError:
+        return ""
+
+
+def identity() -> dict[str, str]:
+    """What tells this process apart from every other: host, kernel boot, pid namespace, a random token."""
+    try:
+        pidns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        pidns = ""
+    return {"host": socket.gethostname(), "boot_id": _read_first_line("/proc/sys/kernel/random/boot_id"),
+            "pidns": pidns, "process": PROCESS_TOKEN}
 
 
 @dataclass
@@ -56,23 +85,48 @@ class LeaseRecord:
     acquired_at: str
     expires_at: str
     expires_unix: float
+    generation: int = 0
+    boot_id: str = ""
+    pidns: str = ""
+    process: str = ""
+    ttl_s: float = DEFAULT_TTL_S
+    renewals: int = 0  # makes each renewal's body (so its ETag) new
+    released: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> LeaseRecord | None:
+        """The record, or None if `text` is not one (not JSON, a key missing, a value of the wrong type)."""
         try:
-            return cls(**json.loads(text))
-        except (json.JSONDecodeError, TypeError):
+            raw = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            return None
+        if not isinstance(raw, dict):
+            return None
+        kinds = {"holder": str, "host": str, "pid": int, "token": str, "acquired_at": str, "expires_at": str,
+                 "expires_unix": (int, float), "generation": int, "boot_id": str, "pidns": str, "process": str,
+                 "ttl_s": (int, float), "renewals": int, "released": bool}
+        names = {f.name for f in fields(cls)}
+        known = {k: v for k, v in raw.items() if k in names}
+        for key, kind in kinds.items():
+            if key in known and (not isinstance(known[key], kind) or (kind is not bool and
+                                                                       isinstance(known[key], bool))):
+                return None
+        try:
+            return cls(**known)
+        except TypeError:
             return None
 
 
 def holder_died(held: LeaseRecord) -> bool:
-    """Whether the lease's holder is a process of this host that no longer runs: a driver killed mid-run, whose
-    rerun should not wait out the lease. A pid reused by a process started after the lease was taken is not
-    the holder. A holder on another host is alive until its lease expires."""
-    if held.host != socket.gethostname():
+    """Whether the lease's holder is a process of this host, boot and pid namespace that no longer runs: a driver
+    killed mid-run, whose rerun should not wait out the lease. A pid reused by a process started after the lease
+    was taken is not the holder. A holder elsewhere (another host, boot or pid namespace, or a record that does
+    not say) is alive until its lease expires."""
+    me = identity()
+    if held.host != me["host"] or not held.boot_id or held.boot_id != me["boot_id"] or held.pidns != me["pidns"]:
         return False
     import psutil
 
@@ -93,68 +147,114 @@ def _iso(unix: float) -> str:
     return datetime.fromtimestamp(unix, timezone.utc).isoformat(timespec="seconds")
 
 
+def corrupt_message(uri: str, detail: str) -> str:
+    remove = f"aws s3 rm {uri}" if uri.startswith("s3://") else f"rm {uri}"
+    return (f"output lease {uri} is unreadable ({detail}); if no extract run, backfill or retry is writing this "
+            f"output, break the lease with `{remove}` and rerun")
+
+
+def published_generation(storage: Storage, root: str) -> int:
+    """The newest lease generation any partition manifest of the output records (0 if none): the floor of the
+    next generation when the lease record is gone or unreadable, so a new holder's publishes are not stale."""
+    top = 0
+    for path in storage.list_files(f"{root.rstrip('/')}/_partitions"):
+        if not path.endswith("/manifest.json"):
+            continue
+        try:
+            value = json.loads(storage.read_text(path)).get("lease_generation")
+        except (ValueError, AttributeError, StorageError, OSError):
+            continue
+        if isinstance(value, int) and not isinstance(value, bool):
+            top = max(top, value)
+    return top
+
+
 class _LocalBackend:
-    def __init__(self, path: str) -> None:
-        self.path = Path(path)
+    """The lease file, locked with `flock` for as long as this process holds the lease."""
 
-    def create(self, text: str) -> str | None:
-        """Write the lease if no lease exists; return its version, or None if one exists."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.tmp")
-        tmp.write_text(text)
-        try:
-            os.link(tmp, self.path)
-            return "local"
-        except FileExistsError:
-            return None
-        finally:
-            tmp.unlink(missing_ok=True)
+    def __init__(self, storage: Storage, path: str) -> None:
+        self.storage = storage
+        self.path = path
+        self.fd: int | None = None
 
-    def read(self) -> tuple[str, str] | None:
-        try:
-            return self.path.read_text(), "local"
-        except FileNotFoundError:
-            return None
-
-    def replace(self, text: str, version: str, expected_token: str, takeover: bool) -> str | None:
-        """Overwrite the lease if it still carries `expected_token`. A renewal replaces it in one rename; a
-        takeover first renames the expired file aside, so of two takers only one gets it."""
-        if not takeover:
-            current = self.read()
-            if current is None or (record := LeaseRecord.from_json(current[0])) is None or \
-                    record.token != expected_token:
-                return None
-            tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, self.path)
-            return "local"
-        aside = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.old")
-        try:
-            os.rename(self.path, aside)
-        except FileNotFoundError:
-            return None
-        record = LeaseRecord.from_json(aside.read_text())
-        if record is None or record.token != expected_token:  # not the lease we read: put it back
+    def acquire(self, make: Callable[[int], LeaseRecord]) -> LeaseRecord:
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        for _ in range(5):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                os.link(aside, self.path)
-            except FileExistsError:
-                pass
-            aside.unlink(missing_ok=True)
-            return None
-        aside.unlink(missing_ok=True)
-        return self.create(text)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                raise LeaseHeldError(self._held_message()) from None
+            if not self._same_file(fd):  # deleted (the lease broken) between our open and our lock: again
+                os.close(fd)
+                continue
+            previous = LeaseRecord.from_json(os.pread(fd, 1 << 20, 0).decode("utf-8", "replace"))
+            floor = previous.generation if previous else published_generation(self.storage, self._root())
+            record = make(floor + 1)
+            self.fd = fd
+            self._write(record)
+            return record
+        raise LeaseHeldError(f"output lease {self.path}: it kept being replaced while we took it; another writer "
+                             "is starting")
 
-    def delete(self, version: str, token: str) -> None:
-        current = self.read()
-        if current and (record := LeaseRecord.from_json(current[0])) and record.token == token:
-            self.path.unlink(missing_ok=True)
+    def _root(self) -> str:
+        return os.path.dirname(self.path)
+
+    def _same_file(self, fd: int) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            return False
+
+    def _held_message(self) -> str:
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(1 << 20)
+        except OSError as exc:
+            return corrupt_message(self.path, exc.strerror or str(exc))
+        held = LeaseRecord.from_json(text)
+        if held is None:
+            return corrupt_message(self.path, "locked by a running process, but not a lease record")
+        return (f"output {self._root()} is leased by {held.holder} on {held.host} (pid {held.pid}) since "
+                f"{held.acquired_at}, for as long as that process runs; wait for it, or write to another output.uri")
+
+    def _write(self, record: LeaseRecord) -> None:
+        assert self.fd is not None
+        data = record.to_json().encode()
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, data, 0)
+        os.fsync(self.fd)
+
+    def confirm(self, record: LeaseRecord) -> bool:
+        """Whether this process still holds the lease: its locked file is the one at the path."""
+        return self.fd is not None and self._same_file(self.fd)
+
+    def renew(self, record: LeaseRecord) -> bool:
+        return self.confirm(record)
+
+    def release(self, record: LeaseRecord) -> None:
+        if self.fd is None:
+            return
+        try:
+            if self._same_file(self.fd):
+                record.released = True
+                self._write(record)
+        finally:
+            os.close(self.fd)  # closing the last descriptor releases the lock
+            self.fd = None
 
 
 class _S3Backend:
+    """The lease object, with conditional writes; its age by the store's clock."""
+
     def __init__(self, storage: S3Storage, uri: str) -> None:
         self.storage = storage
         self.uri = uri
         self.bucket, self.key = split_s3(uri)
+        self.etag = ""
 
     def _put(self, text: str, **condition: str) -> str | None:
         from botocore.exceptions import ClientError
@@ -169,10 +269,8 @@ class _S3Backend:
             raise self.storage._error("put lease", self.uri, self.bucket, exc) from None
         return str(response["ETag"])
 
-    def create(self, text: str) -> str | None:
-        return self._put(text, IfNoneMatch="*")
-
-    def read(self) -> tuple[str, str] | None:
+    def _read(self) -> tuple[str, str, float] | None:
+        """(body, ETag, age in seconds by the store's clock: its `Date` less the object's `LastModified`)."""
         from botocore.exceptions import ClientError
 
         try:
@@ -181,18 +279,59 @@ class _S3Backend:
             if str(exc.response.get("Error", {}).get("Code", "")) in {"NoSuchKey", "404"}:
                 return None
             raise self.storage._error("get lease", self.uri, self.bucket, exc) from None
-        return response["Body"].read().decode(), str(response["ETag"])
+        body = response["Body"].read().decode("utf-8", "replace")
+        date = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+        now = parsedate_to_datetime(date).timestamp() if date else response["LastModified"].timestamp()
+        return body, str(response["ETag"]), now - response["LastModified"].timestamp()
 
-    def replace(self, text: str, version: str, expected_token: str, takeover: bool) -> str | None:
-        return self._put(text, IfMatch=version)
+    def acquire(self, make: Callable[[int], LeaseRecord], default_ttl: float) -> LeaseRecord:
+        for _ in range(5):  # only a race with another taker loops
+            current = self._read()
+            if current is None:
+                record = make(published_generation(self.storage, self.uri.rsplit("/", 1)[0]) + 1)
+                if (etag := self._put(record.to_json(), IfNoneMatch="*")) is not None:
+                    self.etag = etag
+                    return record
+                continue
+            body, etag, age = current
+            held = LeaseRecord.from_json(body)
+            if held is None:
+                if age <= default_ttl:
+                    raise LeaseHeldError(corrupt_message(self.uri, "not a lease record"))
+                floor = published_generation(self.storage, self.uri.rsplit("/", 1)[0])
+            elif held.released or age > held.ttl_s or holder_died(held):
+                floor = held.generation
+                if not held.released:
+                    log.warning("lease.takeover", holder=held.holder, host=held.host, age_s=round(age, 1))
+            else:
+                expires = _iso(time.time() + held.ttl_s - age)  # the store's expiry, in this host's terms
+                raise LeaseHeldError(
+                    f"output {self.uri.rsplit('/', 1)[0]} is leased by {held.holder} on {held.host} (pid {held.pid}) "
+                    f"until about {expires} (renewed {age:.0f} s ago by the store's clock); wait for it, or write "
+                    "to another output.uri")
+            record = make(floor + 1)
+            if (new := self._put(record.to_json(), IfMatch=etag)) is not None:
+                self.etag = new
+                return record
+        raise LeaseHeldError(f"output lease {self.uri}: lost five races to take it; another writer is starting")
 
-    def delete(self, version: str, token: str) -> None:
-        from botocore.exceptions import ClientError
+    def renew(self, record: LeaseRecord) -> bool:
+        record.renewals += 1
+        etag = self._put(record.to_json(), IfMatch=self.etag)
+        if etag is None:
+            return False
+        self.etag = etag
+        return True
 
+    def confirm(self, record: LeaseRecord) -> bool:
+        return self.renew(record)  # a conditional write: succeeds only if nobody took the lease since
+
+    def release(self, record: LeaseRecord) -> None:
+        record.released = True
         try:
-            self.storage.client.delete_object(Bucket=self.bucket, Key=self.key, IfMatch=version)
-        except ClientError:
-            pass  # taken over or gone: not ours to delete
+            self._put(record.to_json(), IfMatch=self.etag)  # taken over or gone: not ours to touch
+        except StorageError:
+            pass
 
 
 class Lease:
@@ -203,68 +342,75 @@ class Lease:
         self.uri = uri
         self.holder = holder
         self.ttl_s = ttl_s if ttl_s is not None else float(os.environ.get(TTL_ENV, DEFAULT_TTL_S))
-        self.clock = clock
-        self.backend: Any = _S3Backend(storage, uri) if isinstance(storage, S3Storage) else _LocalBackend(uri)
+        self.clock = clock  # only for the record's informational times; never decides an expiry
+        self.backend: Any = _S3Backend(storage, uri) if isinstance(storage, S3Storage) else _LocalBackend(storage, uri)
         self.record: LeaseRecord | None = None
-        self.version = ""
         self.lost: str | None = None
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _new_record(self) -> LeaseRecord:
+    @property
+    def generation(self) -> int | None:
+        return self.record.generation if self.record else None
+
+    def _new_record(self, generation: int) -> LeaseRecord:
         now = self.clock()
-        return LeaseRecord(holder=self.holder, host=socket.gethostname(), pid=os.getpid(),
-                           token=self.record.token if self.record else secrets.token_hex(8),
-                           acquired_at=self.record.acquired_at if self.record else _iso(now),
-                           expires_at=_iso(now + self.ttl_s), expires_unix=now + self.ttl_s)
+        me = identity()
+        return LeaseRecord(holder=self.holder, host=me["host"], pid=os.getpid(), token=secrets.token_hex(8),
+                           acquired_at=_iso(now), expires_at=_iso(now + self.ttl_s), expires_unix=now + self.ttl_s,
+                           generation=generation, boot_id=me["boot_id"], pidns=me["pidns"], process=me["process"],
+                           ttl_s=self.ttl_s)
 
     def acquire(self) -> Lease:
-        """Take the lease, or an expired one; raise `LeaseHeldError` naming a live holder."""
-        for _ in range(5):  # only a race with another taker loops
-            record = self._new_record()
-            version = self.backend.create(record.to_json())
-            if version is None:
-                current = self.backend.read()
-                if current is None:
-                    continue  # released between our create and our read
-                held = LeaseRecord.from_json(current[0])
-                if held is not None and held.expires_unix > self.clock() and not holder_died(held):
-                    raise LeaseHeldError(
-                        f"output {self.uri.rsplit('/', 1)[0]} is leased by {held.holder} on {held.host} "
-                        f"(pid {held.pid}) until {held.expires_at}; wait for it, or write to another output.uri")
-                log.warning("lease.takeover", holder=held.holder if held else "?",
-                            expired_at=held.expires_at if held else "?")
-                version = self.backend.replace(record.to_json(), current[1], held.token if held else "", True)
-                if version is None:
-                    continue
-            self.record, self.version = record, version
-            log.info("lease.acquired", uri=self.uri, expires_at=record.expires_at)
-            return self
-        raise LeaseHeldError(f"output lease {self.uri}: lost five races to take it; another writer is starting")
+        """Take the lease (a free, released or expired one); raise `LeaseHeldError` naming a live holder, or
+        naming an unreadable lease file and how to break it."""
+        try:
+            if isinstance(self.backend, _S3Backend):
+                record = self.backend.acquire(self._new_record, self.ttl_s)
+            else:
+                record = self.backend.acquire(self._new_record)
+        except OSError as exc:
+            raise os_error("take the lease", self.uri, exc) from None
+        self.record, self.lost = record, None
+        log.info("lease.acquired", uri=self.uri, generation=record.generation)
+        return self
 
     def renew(self) -> None:
-        if self.record is None or self.lost:
-            return
-        record = self._new_record()
-        version = self.backend.replace(record.to_json(), self.version, self.record.token, False)
-        if version is None:
-            self.lost = f"lease {self.uri} was taken over or deleted"
-            log.error("lease.lost", uri=self.uri)
-            return
-        self.record, self.version = record, version
+        with self._lock:
+            if self.record is None or self.lost:
+                return
+            if not self.backend.renew(self.record):
+                self.lost = f"lease {self.uri} was taken over or deleted; this writer publishes nothing more"
+                log.error("lease.lost", uri=self.uri, generation=self.record.generation)
 
-    def ensure(self) -> None:
-        """Raise `LeaseLostError` if this writer no longer holds the lease (checked before each publish)."""
-        if self.lost:
-            raise LeaseLostError(self.lost)
+    def ensure(self) -> int:
+        """Confirm with the store that this writer still holds the lease (checked before each publish) and return
+        its generation; raise `LeaseLostError` if it does not."""
+        with self._lock:
+            if self.record is not None and not self.lost:
+                try:
+                    confirmed = self.backend.confirm(self.record)
+                except OSError as exc:
+                    raise os_error("confirm the lease", self.uri, exc) from None
+                if not confirmed:
+                    self.lost = f"lease {self.uri} was taken over or deleted; this writer publishes nothing more"
+            if self.lost or self.record is None:
+                raise LeaseLostError(self.lost or f"lease {self.uri} is not held")
+            return self.record.generation
 
     def release(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if self.record is not None and not self.lost:
-            self.backend.delete(self.version, self.record.token)
-        self.record = None
+        with self._lock:
+            # A lost S3 lease is another writer's now: not touched. A local one: our lock is let go either way.
+            if self.record is not None and (not self.lost or isinstance(self.backend, _LocalBackend)):
+                try:
+                    self.backend.release(self.record)
+                except OSError as exc:
+                    log.warning("lease.release_failed", error=str(exc))
+            self.record = None
 
     def _renew_loop(self) -> None:
         while not self._stop.wait(self.ttl_s / 3):
@@ -275,8 +421,9 @@ class Lease:
 
     def __enter__(self) -> Lease:
         self.acquire()
-        self._thread = threading.Thread(target=self._renew_loop, name="lease-renewal", daemon=True)
-        self._thread.start()
+        if isinstance(self.backend, _S3Backend):  # a local lock needs no renewal: it lasts as long as the process
+            self._thread = threading.Thread(target=self._renew_loop, name="lease-renewal", daemon=True)
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -47,6 +47,7 @@ from pipeline.output.layout import KINDS, OutputLayout
 from pipeline.output.manifest import (
     FORMAT,
     AccountingError,
+    LeaseLostError,
     ManifestError,
     PartitionManifest,
     file_hash,
@@ -169,8 +170,6 @@ def publish(storage: Storage, layout: OutputLayout, p: Partition, manifest: Part
     hash of each file it names (read back from the store, after they were fsynced); then the
     superseded commit's files and those of dead commits are deleted. A manifest published under a newer
     generation than this writer's is not overwritten: `LeaseLostError` (this writer's lease was taken over)."""
-    from pipeline.lease import LeaseLostError
-
     prior = _prior(storage, layout, p)
     if generation is not None:
         newer = prior.lease_generation if prior and prior.lease_generation is not None else None
@@ -180,11 +179,13 @@ def publish(storage: Storage, layout: OutputLayout, p: Partition, manifest: Part
         manifest.lease_generation = generation
     manifest.sizes, manifest.hashes = file_facts(storage, {kind: manifest.uri(kind, layout.root) for kind in KINDS})
     manifest.format = FORMAT
+    superseded = {_commit_of(f.rsplit("/", 1)[-1]) for f in prior.files.values()} if prior else set()
+    for commit_id in {c for c in superseded if c} - {manifest.commit_id}:  # a kill after the publish: still swept
+        storage.write_text(layout.commit_marker(p, commit_id), "")
     storage.write_text(layout.manifest(p), manifest.to_json())
     if hook:
         hook("manifest_written")
-    superseded = {_commit_of(f.rsplit("/", 1)[-1]) for f in prior.files.values()} if prior else set()
-    sweep(storage, layout, p, manifest, {c for c in superseded if c} - {manifest.commit_id})
+    sweep(storage, layout, p, manifest)
     if hook:
         hook("swept")
 

@@ -46,6 +46,11 @@ class OutputCorruptError(RuntimeError):
     missing, outside the output, or of another size or hash. `extract` exits with `exit_codes.OUTPUT_CORRUPT`."""
 
 
+class LeaseLostError(RuntimeError):
+    """This writer's lease expired and was taken over, or was deleted, or a newer lease generation published the
+    partition: it must not publish anything more (`pipeline.lease` raises it; `extract` exits 5)."""
+
+
 class ManifestError(OutputCorruptError, ValueError):
     """A manifest that is not valid JSON or lacks a required key."""
 

@@ -22,22 +22,25 @@ class NothingCommittedError(LookupError):
     """The output has no committed partition to query."""
 
 
-def committed_files(output_uri: str, storage: Storage) -> dict[str, list[str]]:
-    manifests = committed(storage, output_uri)
+def committed_files(output_uri: str, storage: Storage, verify: bool = False) -> dict[str, list[str]]:
+    """Every committed file of each table, their sizes checked (and with `verify` their hashes)."""
+    manifests = committed(storage, output_uri, verify=verify)
     if not manifests:
         raise NothingCommittedError(f"no committed partition under {output_uri}")
     return {kind: [m.uri(kind, output_uri) for m in manifests] for kind in KINDS}
 
 
-def connect(target: LoadedConfig | str, s3_settings: S3Settings | None = None) -> duckdb.DuckDBPyConnection:
+def connect(target: LoadedConfig | str, s3_settings: S3Settings | None = None,
+            verify: bool = False) -> duckdb.DuckDBPyConnection:
     """DuckDB over a job's committed output: `target` is its loaded config, or the output folder / s3:// prefix
-    itself (with `s3_settings` for an endpoint other than AWS's)."""
+    itself (with `s3_settings` for an endpoint other than AWS's). Each file's size is checked against its
+    manifest, and with `verify` its content hash (`OutputCorruptError` if one differs)."""
     if isinstance(target, LoadedConfig):
         output_uri, s3_settings = target.output_uri, target.s3_settings
     else:
         output_uri = target
     storage = storage_for(output_uri, s3_settings)
-    files = committed_files(output_uri, storage)
+    files = committed_files(output_uri, storage, verify)
     con = duckdb.connect()
     if is_s3(output_uri):
         fs = storage.arrow_fs()
@@ -62,5 +65,5 @@ def connect(target: LoadedConfig | str, s3_settings: S3Settings | None = None) -
     return con
 
 
-def run_query(target: LoadedConfig | str, sql: str) -> duckdb.DuckDBPyRelation | None:
-    return connect(target).sql(sql)
+def run_query(target: LoadedConfig | str, sql: str, verify: bool = False) -> duckdb.DuckDBPyRelation | None:
+    return connect(target, verify=verify).sql(sql)

@@ -15,16 +15,20 @@ import sys
 import pytest
 
 from pipeline import exit_codes
-from pipeline.lease import LeaseRecord
+from pipeline.lease import LeaseHeldError, LeaseLostError, LeaseRecord
 from tests.conftest import ROOT, run_cli, write_config, write_docs
 
 # The lease tests of tests/unit/test_lease.py, on S3: collected here again, with `where` a bucket on a moto server.
 from tests.unit.test_lease import (  # noqa: F401 (collected by pytest from this module)
     lease_for,
     output_at,
-    test_a_second_writer_is_refused_naming_the_holder_and_the_expiry,
-    test_an_expired_lease_is_taken_over_once_and_its_old_holder_stops_publishing,
-    test_renewal_moves_the_expiry_and_keeps_the_lease,
+    put_record,
+    record_text,
+    test_a_broken_lease_stops_its_old_holder_at_its_next_publish_and_generations_rise,
+    test_a_holder_of_this_host_in_another_pid_namespace_is_not_taken_over,
+    test_a_second_writer_is_refused_naming_the_holder,
+    test_a_writer_whose_clock_runs_400_s_ahead_is_refused,
+    test_an_unreadable_lease_record_of_a_live_lease_is_one_line_naming_the_file_and_how_to_break_it,
 )
 
 
@@ -60,16 +64,54 @@ def test_two_writers_on_one_output_the_second_exits_5_and_the_dead_holders_lease
             assert second.returncode == exit_codes.OUTPUT_LEASED, second.stderr[-2000:]
             (line,) = [x for x in second.stderr.splitlines() if x.startswith("error:")]
             record = LeaseRecord.from_json((tmp_path / "out" / "_lease.json").read_text())
-            assert "nightly-run-1" in line and record.expires_at in line and record.host in line
+            assert "nightly-run-1" in line and record.host in line and f"pid {holder.pid}" in line
             assert "Traceback" not in second.stderr
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    # The holder died without releasing. Its host is this one and its pid is gone, so the next writer takes the
-    # lease at once: a rerun after a killed driver does not wait out the lease.
+    # The holder died without releasing: the kernel let go of its lock, so the next writer takes the lease at
+    # once: a rerun after a killed driver does not wait out the lease.
     assert (tmp_path / "out" / "_lease.json").exists()
     taken = lease_for((output, None), "run-2").acquire()
     assert taken.record.holder == "run-2"
     taken.release()
 
 
+
+
+def test_an_s3_lease_expires_by_the_stores_clock_and_is_taken_over_once(where):
+    """No renewal for longer than the ttl, by the store's `Date` against the object's `LastModified` (1 s
+    resolution: the test waits about 3 s). The old holder's next publish is refused."""
+    import time
+
+    first = lease_for(where, "run-1", ttl=1).acquire()
+    with pytest.raises(LeaseHeldError):
+        lease_for(where, "run-2", ttl=1).acquire()
+    for _ in range(20):
+        time.sleep(0.5)
+        try:
+            second = lease_for(where, "run-2", ttl=1).acquire()
+            break
+        except LeaseHeldError:
+            continue
+    assert second.generation == first.generation + 1
+    with pytest.raises(LeaseLostError):
+        first.ensure()
+    first.release()
+    assert LeaseRecord.from_json(record_text(where)).holder == "run-2"
+
+
+def test_an_unreadable_s3_lease_record_older_than_the_ttl_is_taken_over(where):
+    lease_for(where, "run-1", ttl=1).acquire()
+    put_record(where, "")
+    import time
+
+    for _ in range(20):
+        time.sleep(0.5)
+        try:
+            taken = lease_for(where, "run-2", ttl=1).acquire()
+            break
+        except LeaseHeldError as exc:
+            assert "unreadable" in str(exc)
+    assert LeaseRecord.from_json(record_text(where)).holder == "run-2"
+    taken.release()
