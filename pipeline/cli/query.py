@@ -46,7 +46,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     else:
         target = output_folder(target)
     try:
-        relation = run_query(target, args.sql)
+        relation = run_query(target, args.sql, verify=args.verify)
         if relation is not None:
             if args.format == "csv":
                 table = relation.to_arrow_table()
@@ -75,4 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     query.add_argument("--format", choices=["table", "csv", "json"], default="table",
                        help="table (default), csv or json lines")
     query.add_argument("--max-rows", type=int, default=40, help="rows shown in a table (default 40)")
+    query.add_argument("--verify", action="store_true",
+                       help="also check each committed file's content hash against its manifest (sizes are always "
+                            "checked); a mismatch exits 8")
     query.set_defaults(func=cmd_query)

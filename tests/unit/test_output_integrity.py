@@ -237,3 +237,21 @@ def test_an_os_error_of_a_local_write_is_one_line_storage_error(tmp_path):
     with pytest.raises(StorageError) as refused:
         LocalStorage().write_text(str(tmp_path / "_runs" / "r.json"), "{}")
     assert str(tmp_path / "_runs" / "r.json") in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_extract_query_verify_exits_8_in_one_line_on_a_file_changed_at_its_size(tmp_path, capsys):
+    from pipeline import exit_codes
+    from pipeline.cli.main import main
+
+    cfg = committed(tmp_path)
+    raw = json.loads(manifest_path(tmp_path).read_text())
+    rows = tmp_path / "out" / raw["files"]["rows"]
+    data = bytearray(rows.read_bytes())
+    start = data.index(b"Acme")
+    data[start:start + 4] = b"Acne"
+    rows.write_bytes(bytes(data))
+    assert main(["query", str(cfg), "SELECT count(*) FROM rows", "--format", "json"]) == 0  # sizes agree
+    capsys.readouterr()
+    assert main(["query", str(cfg), "SELECT count(*) FROM rows", "--verify"]) == exit_codes.OUTPUT_CORRUPT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "content hash" in err[0] and str(rows) in err[0]
