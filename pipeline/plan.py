@@ -18,6 +18,7 @@ from pipeline.routing import SchemaRoutes
 from pipeline.storage import Storage
 from pipeline.units import Unit
 from workers.actor import ExtractionActor
+from workers.crashes import new_journal
 from workers.extractor import BACKEND_COLUMN
 from workers.spec import ExtractionSpec
 
@@ -103,11 +104,13 @@ def build_dataset(
     ctx.execution_options.preserve_order = False
     ctx.enable_progress_bars = False
     documents = _documents(units, storage, id_field, cfg.input, cfg.workers.batch_size, routes, split)
+    # A document that kills its actor is isolated and dead-lettered (workers.crashes); that takes restarts.
+    journal = new_journal() if cfg.workers.max_restarts else None
     if not split:
-        return _actor_pool(documents, cfg.workers, dataclasses.replace(spec, backend=routes.default), stats)
+        return _actor_pool(documents, cfg.workers, dataclasses.replace(spec, backend=routes.default), stats, journal)
     branches = [_actor_pool(documents.map_batches(_only_backend, fn_kwargs={"backend": b}, batch_size=None,
                                                   batch_format="pyarrow", num_cpus=READ_TASK_CPUS),
-                            cfg.workers, dataclasses.replace(spec, backend=b), stats)
+                            cfg.workers, dataclasses.replace(spec, backend=b), stats, journal)
                 for b in routes.backends]
     return branches[0].union(*branches[1:])
 
@@ -129,12 +132,13 @@ def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, source: 
     )
 
 
-def _actor_pool(rows: ray.data.Dataset, workers: WorkersConfig, spec: ExtractionSpec, stats: Any) -> ray.data.Dataset:
+def _actor_pool(rows: ray.data.Dataset, workers: WorkersConfig, spec: ExtractionSpec, stats: Any,
+                journal: Any = None) -> ray.data.Dataset:
     """`rows` through a pool of extraction actors for `spec` (its backend)."""
     resources = workers.ray_resources()
     return rows.map_batches(
         ExtractionActor,
-        fn_constructor_kwargs={"spec": spec, "stats": stats},
+        fn_constructor_kwargs={"spec": spec, "stats": stats, "journal": journal},
         # Each block is one batch already (one read task per batch, above). A batch size here would make
         # Ray Data bundle blocks up to it, e.g. a short last block with a full one, run as one task.
         batch_size=None,
@@ -149,7 +153,9 @@ def _actor_pool(rows: ray.data.Dataset, workers: WorkersConfig, spec: Extraction
         num_cpus=resources["num_cpus"],
         num_gpus=resources["num_gpus"],
         # An actor whose engine died exits (workers/actor.py); Ray restarts it this many times and retries
-        # the batches it held. Ray Data's default is to restart forever.
+        # the batches it held. Ray Data's default is to restart forever. A batch in flight at a crash is then
+        # retried one document at a time, and a document alone in flight at a second crash is dead-lettered
+        # `actor_crash` (workers.crashes): isolating one costs two restarts.
         max_restarts=workers.max_restarts,
         max_task_retries=-1 if workers.max_restarts else 0,
         runtime_env={"env_vars": actor_env(workers.gpus_per_actor)},

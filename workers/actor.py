@@ -17,8 +17,10 @@ import pyarrow as pa
 import structlog
 
 from pipeline import logs
+from pipeline.reader import UNIT_COLUMN
 from pipeline.stats import reporter_for
 from workers.bundled_model import resolve_model_path
+from workers.crashes import Gate, batch_key, crash_outcome
 from workers.engine import (
     EngineStartError,
     EngineThread,
@@ -81,11 +83,13 @@ EXIT_ENGINE_DEAD = 75
 
 
 class ExtractionActor:
-    def __init__(self, spec: ExtractionSpec, stats: Any = None) -> None:
+    def __init__(self, spec: ExtractionSpec, stats: Any = None, journal: Any = None) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         logs.configure()
         accelerator = has_accelerator()
         self.stats = stats
+        self.journal = journal  # the run's CrashJournal (workers.crashes): poison documents are isolated
+        self.gate = Gate()
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.reporter = reporter_for(spec.run_id, self.name)  # live counts for the driver's display
         self._stage("loading model")
@@ -125,14 +129,58 @@ class ExtractionActor:
         if self.reporter is not None:
             self.reporter.stage(stage)
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them."""
+    def _extract(self, batch: pa.Table) -> pa.Table:
         try:
-            table = self.extractor(batch)
+            return self.extractor(batch)
         except BaseException as exc:
             if is_fatal(exc):
                 _exit_for_restart(self.name, exc)
             raise
+
+    def _journaled(self, batch: pa.Table) -> pa.Table:
+        """`batch`'s outcomes, its attempt recorded in the run's crash journal; a batch that was in flight when an
+        actor died before is isolated (`_isolate`)."""
+        import ray
+
+        key = batch_key(batch, self.extractor.spec.id_column, UNIT_COLUMN)
+        crashes, poison = ray.get(self.journal.begin.remote(key, self.name))
+        try:
+            if not crashes:
+                with self.gate.shared():
+                    return self._extract(batch)
+            log.warning("actor.isolating", actor=self.name, documents=batch.num_rows, crashes=crashes,
+                        poison=len(poison), action="one document at a time, alone in this actor")
+            with self.gate.exclusive():
+                return self._isolate(batch, key, poison)
+        finally:  # not reached when the process dies: the open attempt is the journal's record of the crash
+            ray.get(self.journal.end.remote(key))
+
+    def _isolate(self, batch: pa.Table, key: str, poison: dict[int, dict[str, Any]]) -> pa.Table:
+        """A batch that crashed an actor before, one document at a time, each recorded as alone in flight; a
+        document that was alone in flight at a crash is an `actor_crash` dead letter."""
+        import ray
+
+        pieces = []
+        texts = batch.column(self.extractor.spec.text_column)
+        ids = batch.column(self.extractor.spec.id_column)
+        for row in range(batch.num_rows):
+            one = batch.slice(row, 1)
+            if row in poison:
+                log.error("actor.poison_document", actor=self.name, document_id=str(ids[row].as_py())[:200],
+                          crashes=poison[row].get("crashes"))
+                pieces.append(self.extractor.table(one, [crash_outcome(poison[row])]))
+                continue
+            text = texts[row].as_py()
+            info = {"document_id": str(ids[row].as_py())[:200], "characters": len(text) if text else 0,
+                    "pid": os.getpid(), "node": _node_id()}
+            ray.get(self.journal.alone.remote(key, row, info))
+            pieces.append(self._extract(one))
+            ray.get(self.journal.alone.remote(key, None))
+        return pa.concat_tables(pieces)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them."""
+        table = self._extract(batch) if self.journal is None or not batch.num_rows else self._journaled(batch)
         span = self.extractor.last_generation
         log.debug("actor.batch", actor=self.name, documents=batch.num_rows,
                   generation_s=round(span[1] - span[0], 3) if span else None,

@@ -1,7 +1,8 @@
 """Each document's outcome: a row, or a dead letter with its reason.
 
 Read:                text that cannot be decoded (invalid UTF-8) → `invalid_input`.
-Before generation:   empty or null text → `empty_input`; prompt + output budget past the context → `input_too_long`.
+Before generation:   empty or null text → `empty_input`; prompt + output budget past the context → `input_too_long`
+                     (a text too long to fit at any tokenization is refused untokenized: `check_input`).
 After generation, in this order:
   0. the engine refused the request, or ended it with an error before its first token → `schema_unsupported`
      under a grammar (it is the grammar: a feature the backend refuses, a failed compile); ended with an
@@ -91,10 +92,26 @@ def dead_letter(reason: str, message: str, **details: Any) -> Outcome:
     return Outcome(reason=reason, error={"message": message, **details})
 
 
-def check_input(text: str | None, prompt_tokens: int | None, max_tokens: int, max_model_len: int) -> Outcome | None:
-    """A dead letter for a document that must not reach the engine, else None."""
-    if text is None or not text.strip():
+def check_input(text: str | None, prompt_tokens: int | None, max_tokens: int, max_model_len: int,
+                max_chars: int | None = None) -> Outcome | None:
+    """A dead letter for a document that must not reach the engine, else None. Before tokenizing (`prompt_tokens`
+    None), a text longer than `max_chars` (max_model_len × the tokenizer's longest token in characters) is
+    `input_too_long` at once: it has more tokens than the context holds, and tokenizing it whole would take
+    memory in proportion (about 180 MiB per MB of text)."""
+    if text is None or not text or text.isspace():  # (not `text.strip()`: no copy of a huge text)
         return dead_letter("empty_input", "the document text is empty or null")
+    if prompt_tokens is None and max_chars is not None and len(text) > max_chars:
+        return Outcome(
+            reason="input_too_long",
+            error={
+                "message": f"the document has {len(text)} characters, more than max_model_len {max_model_len} "
+                f"tokens can hold ({max_chars} characters at the tokenizer's longest token); not tokenized",
+                "characters": len(text),
+                "max_characters": max_chars,
+                "max_tokens": max_tokens,
+                "max_model_len": max_model_len,
+            },
+        )
     if prompt_tokens is not None and prompt_tokens + max_tokens > max_model_len:
         return Outcome(
             reason="input_too_long",

@@ -324,6 +324,25 @@ def cpu_patches(llm_args: dict[str, Any], accelerator: bool) -> dict[str, Any]:
     return {"mask_kernel": mask_kernel, "drafter_cache": cached, "kernel_scan_guard": True}
 
 
+def longest_token_chars(tokenizer: Any) -> int | None:
+    """The most characters of text one token of `tokenizer` can stand for, from its whole vocabulary (None if it
+    cannot be read). A text of more than `n` × this characters has more than `n` tokens, so it can be refused
+    without tokenizing it. Each token counts as the longer of its vocabulary string and its decoded text: a
+    byte-level token's string has one character per byte, a SentencePiece token's its `▁`; either is at least
+    the characters of text it covers. Special tokens are included (a text may spell one), which only loosens
+    the bound."""
+    try:
+        ids = [[i] for i in range(len(tokenizer))]
+        decoded = tokenizer.batch_decode(ids, skip_special_tokens=False)
+        pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        longest = max(max((len(t) for t in decoded), default=0),
+                      max((len(p) for p in pieces if isinstance(p, str)), default=0))
+    except Exception as exc:  # noqa: BLE001 - a tokenizer without a readable vocabulary: documents are tokenized
+        log.warning("engine.no_token_bound", error=f"{type(exc).__name__}: {exc}")
+        return None
+    return max(1, longest)
+
+
 class VllmEngine:
     """One vLLM engine; `generate` takes token-id prompts and returns one `Generation` per prompt."""
 
@@ -337,6 +356,7 @@ class VllmEngine:
         self.init_seconds = time.perf_counter() - started
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        self.max_chars_per_token = longest_token_chars(self.tokenizer)
         self.backend = (llm_args.get("structured_outputs_config") or {}).get("backend", "xgrammar")
         kv_bytes = llm_args.get("kv_cache_memory_bytes")
         log.info("engine.ready", model=llm_args.get("model"), seconds=round(self.init_seconds, 2),
@@ -533,6 +553,7 @@ class EngineThread:
         assert self._engine is not None
         self.init_seconds = self._engine.init_seconds
         self.max_model_len = self._engine.max_model_len
+        self.max_chars_per_token = self._engine.max_chars_per_token
 
     # -- the caller's side ---------------------------------------------------------------------------
 

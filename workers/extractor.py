@@ -84,6 +84,9 @@ class BatchExtractor:
         self.engine = engine
         self.spec = spec
         self.max_model_len = max_model_len
+        # A text past this many characters cannot fit the context whatever its tokens: refused untokenized.
+        per_token = getattr(engine, "max_chars_per_token", None)
+        self.max_chars = max_model_len * per_token if isinstance(per_token, int) and per_token > 0 else None
         if spec.sampling or spec.grammar_bounds != (None, None):  # model.sampling, schema_policy bounds
             engine.use_sampling(spec.sampling, spec.grammar_bounds)  # type: ignore[attr-defined]
         self._local = threading.local()  # per calling thread: batches may run concurrently (batches_in_flight)
@@ -204,7 +207,7 @@ class BatchExtractor:
                 results[i] = dead_letter(exc.reason, str(exc))
                 results[i].extra["schema_hash"] = exc.schema_hash
                 continue
-            early = check_input(text, None, self.spec.max_tokens, self.max_model_len)
+            early = check_input(text, None, self.spec.max_tokens, self.max_model_len, self.max_chars)
             if early is None:
                 assert text is not None
                 chat = prompt_for(self.spec, text, contract.json_schema, self._schema_json(contract))
@@ -329,6 +332,11 @@ class BatchExtractor:
             for i, why in enumerate(batch.column(INVALID_INPUT_COLUMN).to_pylist()):
                 if why is not None:
                     outcomes[i] = dead_letter("invalid_input", why)
+        return self.table(batch, outcomes)
+
+    def table(self, batch: pa.Table, outcomes: list[Outcome]) -> pa.Table:
+        """The outcome table of `batch`: its passthrough columns (all but the text and schema), `outcomes` beside."""
+        column = self.spec.schema_column
         drop = [self.spec.text_column] + ([column] if column else [])
         drop += [c for c in (BACKEND_COLUMN, INVALID_INPUT_COLUMN) if c in batch.column_names]
         return outcome_table(batch.drop_columns(drop), outcomes)

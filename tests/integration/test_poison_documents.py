@@ -1,0 +1,68 @@
+"""Poison documents on real components (a Ray cluster started by the run, the bundled model on vLLM): a document
+that kills its actor's process for real (`os._exit` in a validator of the job's own schema module) is isolated and
+becomes one `actor_crash` dead letter, and a 51 MB document one `input_too_long` refused untokenized; every other
+document of their batches commits, each exactly once. Before, the killing document failed its batch on every
+restart until `workers.max_restarts` ran out, and the run failed (and the 51 MB text was tokenized whole: 12.9 GB)."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import run_cli, write_config
+
+pytestmark = pytest.mark.engine
+
+SCHEMA_MODULE = '''
+import os
+
+from pydantic import BaseModel, Field, ValidationInfo, model_validator
+
+
+class Note(BaseModel):
+    title: str = Field(max_length=24)
+
+    @model_validator(mode="after")
+    def die_on_poison(self, info: ValidationInfo) -> "Note":
+        if "KILL-ME" in ((info.context or {}).get("document") or ""):
+            os._exit(9)  # the process dies here, as a segfault or the OOM killer would end it
+        return self
+'''
+
+BIG_CHARS = 51 * 1000 * 1000
+
+
+def _query(config, env, sql: str) -> list[dict]:
+    result = run_cli(["query", str(config), sql, "--format", "json"], env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def test_a_killing_document_is_one_actor_crash_and_a_51_mb_one_input_too_long_and_the_rest_commit(tmp_path, cli_env):
+    (tmp_path / "poison_schema.py").write_text(SCHEMA_MODULE)
+    texts = ["Note: buy milk", "KILL-ME note: call Bob", "Note: fix the door", "x" * BIG_CHARS,
+             "Note: water plants", "Note: pay rent", "Note: book flights"]
+    ids = [f"d{i}" for i in range(len(texts))]
+    pq.write_table(pa.table({"doc_id": ids, "text": pa.array(texts, pa.string())}), tmp_path / "docs.parquet")
+    config = write_config(tmp_path, schema="poison_schema:Note", **{
+        "input.uri": "docs.parquet", "prompt": "Give the note a short title.\n{document}",
+        "model.max_tokens": 48, "model.max_model_len": 1024, "workers.batch_size": 3,
+        "workers.batches_in_flight": 2, "workers.max_restarts": 3, "workers.cpus_per_actor": 1})
+    result = run_cli(["run", str(config)], cli_env, timeout=1200)
+    assert result.returncode == 0, result.stderr[-4000:]
+
+    dead = {r["doc_id"]: r for r in _query(config, cli_env, "SELECT doc_id, reason, error FROM dead_letters")}
+    rows = [r["doc_id"] for r in _query(config, cli_env, "SELECT doc_id FROM rows")]
+    assert sorted(rows + list(dead)) == sorted(ids)  # every document once: nothing lost, nothing doubled
+    reasons = {doc: r["reason"] for doc, r in dead.items()}
+    assert reasons.get("d1") == "actor_crash", reasons
+    assert reasons.get("d3") == "input_too_long", reasons
+    assert sorted(d for d, r in reasons.items() if r in ("actor_crash", "input_too_long", "engine_error")) == \
+        ["d1", "d3"]  # only those two: the rest of their batches was extracted
+    crash = json.loads(dead["d1"]["error"])
+    assert "died twice with this document in flight" in crash["message"] and crash["document_id"] == "d1"
+    too_long = json.loads(dead["d3"]["error"])
+    assert too_long["characters"] == BIG_CHARS and "not tokenized" in too_long["message"]
