@@ -143,7 +143,12 @@ class ExtractionActor:
         import ray
 
         key = batch_key(batch, self.extractor.spec.id_column, UNIT_COLUMN)
-        crashes, poison = ray.get(self.journal.begin.remote(key, self.name))
+        try:
+            crashes, poison = ray.get(self.journal.begin.remote(key, self.name))
+        except Exception as exc:  # noqa: BLE001 - no journal: batches run as before it, a crash redoes them whole
+            log.warning("actor.journal_lost", actor=self.name, error=f"{type(exc).__name__}: {exc}")
+            self.journal = None
+            return self._extract(batch)
         try:
             if not crashes:
                 with self.gate.shared():

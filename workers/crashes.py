@@ -45,9 +45,9 @@ def batch_key(batch: pa.Table, id_column: str, unit_column: str | None) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-@ray.remote(num_cpus=0, max_restarts=0)
-class CrashJournal:
-    """Which batches and documents were in flight, for every extraction actor of a run (module docstring)."""
+class Journal:
+    """Which batches and documents were in flight, for every extraction actor of a run (module docstring); it runs
+    as the `CrashJournal` Ray actor."""
 
     def __init__(self) -> None:
         self.open: dict[str, dict[str, Any]] = {}  # batch key → the attempt in flight: actor, started, alone doc
@@ -76,6 +76,9 @@ class CrashJournal:
 
     def summary(self) -> dict[str, Any]:
         return {"crashed_batches": len(self.crashes), "poison": sum(len(p) for p in self.poison.values())}
+
+
+CrashJournal = ray.remote(num_cpus=0, max_restarts=0)(Journal)
 
 
 def new_journal() -> Any:
