@@ -120,16 +120,22 @@ def typed_value(key: str, text: str) -> Any:
     (256, 0.5, false, null, [1]), else the text itself (`name=2026` is "2026" for a text field). ConfigError
     naming the `--set` when the field takes neither."""
     parsed = parse_value(text)
+    return checked(key, (parsed, text) if parsed is not text else (text,), f"--set {key}={text}")
+
+
+def checked(key: str, candidates: tuple[Any, ...], flag: str) -> Any:
+    """The first of `candidates` that config key `key`'s field takes, or ConfigError naming `flag` (what the user
+    typed) with the field's complaint. A key with no field (unknown, or inside a free mapping): the first."""
     info = _field(key)
     if info is None:
-        return parsed  # unknown keys are refused, naming the key, when the config is validated
+        return candidates[0]  # unknown keys are refused, naming the key, when the config is validated
     from typing import Annotated
 
     from pydantic import TypeAdapter, ValidationError
 
     adapter = TypeAdapter(Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation)
     first: ValidationError | None = None
-    for candidate in (parsed, text) if parsed is not text else (text,):
+    for candidate in candidates:
         try:
             adapter.validate_python(candidate)
             return candidate
@@ -138,7 +144,7 @@ def typed_value(key: str, text: str) -> Any:
     assert first is not None
     problem = first.errors(include_url=False)[0]
     where = ".".join(str(p) for p in problem["loc"])
-    raise ConfigError(f"--set {key}={text}: {problem['msg']}" + (f" (at {where})" if where else ""))
+    raise ConfigError(f"{flag}: {problem['msg']}" + (f" (at {where})" if where else ""))
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -149,14 +155,23 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
-        found[key] = from_working_dir(key, typed_value(key, value))
+        found[key] = _with_bucket(from_working_dir(key, typed_value(key, value)), f"--set {item}")
     if getattr(args, "limit", None) is not None:
-        found["input.limit"] = args.limit
+        found["input.limit"] = checked("input.limit", (args.limit,), f"--limit {args.limit}")
     if getattr(args, "output", None):
-        found["output.uri"] = from_working_dir("output.uri", args.output)
+        found["output.uri"] = _with_bucket(from_working_dir("output.uri", args.output), f"--output {args.output}")
     if getattr(args, "max_dead_letter_rate", None) is not None:
-        found["output.max_dead_letter_rate"] = args.max_dead_letter_rate
+        rate = args.max_dead_letter_rate
+        found["output.max_dead_letter_rate"] = checked("output.max_dead_letter_rate", (rate,),
+                                                       f"--max-dead-letter-rate {rate}")
     return found
+
+
+def _with_bucket(value: Any, flag: str) -> Any:
+    """`value`, unless it is an s3:// URI without a bucket (which the S3 client would refuse with a traceback)."""
+    if isinstance(value, str) and value.startswith("s3://") and not value[len("s3://"):].split("/", 1)[0]:
+        raise ConfigError(f"{flag}: an s3:// URI names a bucket, e.g. s3://my-bucket/extract/invoices")
+    return value
 
 
 def set_items(args: argparse.Namespace) -> list[str]:

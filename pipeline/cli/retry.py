@@ -9,7 +9,9 @@ from typing import Any
 
 from pipeline.cli.options import config_options, from_working_dir, overrides
 from pipeline.config import ConfigError, load_config
+from pipeline.output.manifest import committed
 from pipeline.partition import day_range, is_templated, parse_day
+from pipeline.storage import storage_for
 from workers.classify import DEAD_LETTER_REASONS
 
 
@@ -50,6 +52,9 @@ def cmd_retry(args: argparse.Namespace) -> int:
     changes = retry_overrides(args)
     loaded = load_config(args.config, changes)
     days = retry_days(is_templated(loaded.input_uri), args)
+    if not committed(storage_for(loaded.output_uri, loaded.s3_settings), loaded.output_uri):
+        raise ConfigError(f"no committed partition under {loaded.output_uri}, so no dead letter to retry: run the job "
+                          "first (`extract run`), or point output.uri at its output")
     report = retry_job(args.config, args.reason, changes, days, again=args.again)
     print(render_retry(report))
     return 1 if report.status == "failed" else 0

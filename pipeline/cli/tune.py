@@ -50,6 +50,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit <= 0:
         raise ConfigError("--limit must be a positive number of documents")
+    levers = parse_levers(args.lever) or LEVERS  # a bad --lever fails before the engine starts
     base = overrides(args)
     loaded = load_config(args.config, base)
     try:
@@ -61,7 +62,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(f"tune: {len(tuner.ids)} documents with gold; starting one engine")
     tuner.start_engine()
     print(TABLE_HEAD, flush=True)
-    levers = parse_levers(args.lever) or LEVERS
     best = tuner.search(levers, report=lambda trial, note="": print(table_line(trial, note), flush=True))
     path = write_results(out, loaded, list(tuner.trials.values()), best, tuner.engine_starts)
     print()
