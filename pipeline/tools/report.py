@@ -1088,7 +1088,7 @@ def query_hint(report: Report) -> str:
     file, with the output as an absolute path or URI; else the output folder itself."""
     record = report.data.record
     reason = next(iter(report.dead_samples), "truncated")
-    sql = f"SELECT doc_id, error, raw_output FROM dead_letters WHERE reason = '{reason}'"
+    sql = f"SELECT * FROM dead_letters WHERE reason = '{reason}' LIMIT 20"  # any id column, any output format
     output = report.data.output_uri if "://" in report.data.output_uri else os.path.abspath(report.data.output_uri)
     config = str(record.get("config_path") or "")
     if config and Path(config).is_absolute() and Path(config).is_file():

@@ -156,7 +156,7 @@ def test_report_run_selection_and_default_folder(sample_run, cli_env_module):
     assert chosen.returncode == 0, chosen.stderr[-2000:]
     assert (cwd / "out" / "report" / run_id / "report.html").is_file()
     missing = run_cli(["report", str(sample_run["output"]), "--run", "no-such-run"], cli_env_module, cwd=cwd)
-    assert missing.returncode == 1
+    assert missing.returncode == 2  # nothing to report on: a usage error, not a failed partition
     assert "error: run 'no-such-run' not found under" in missing.stderr
 
 

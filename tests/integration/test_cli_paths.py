@@ -1,0 +1,68 @@
+"""Paths as a shell user expects them: a path on the command line is relative to the working directory (a path in
+extract.yaml to that file), `./out/x` is `out/x`, the report's pages never land inside the output they report on,
+and the hint a page prints runs when pasted somewhere else. Real Parquet and DuckDB, the CLI as a child process."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli, write_config
+from tests.unit.test_report import write_output
+
+pytestmark = pytest.mark.slow  # child processes
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """work/jobs/extract.yaml (its own output.uri elsewhere) and a committed output at work/out/invoices."""
+    work = tmp_path_factory.mktemp("paths") / "work"
+    (work / "jobs").mkdir(parents=True)
+    config = write_config(work / "jobs", **{"output.uri": "../elsewhere"})
+    output = write_output(work / "out" / "invoices")
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)
+    return {"dir": work, "config": config, "output": output, "env": env}
+
+
+def _count(done) -> int:
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[0])["n"]
+
+
+def test_query_paths_on_the_command_line_follow_the_working_directory(work):
+    sql = "SELECT count(*) AS n FROM rows"
+    via_config = run_cli(["query", "jobs/extract.yaml", "--set", "output.uri=out/invoices", sql, "--format", "json"],
+                         work["env"], cwd=work["dir"])
+    assert _count(via_config) == 3  # not work/jobs/out/invoices
+    for spelled in ("out/invoices", "./out/invoices", str(work["output"])):
+        assert _count(run_cli(["query", spelled, sql, "--format", "json"], work["env"], cwd=work["dir"])) == 3
+
+
+def test_report_pages_never_land_inside_the_output_and_its_hint_runs_anywhere(work):
+    site = work["dir"].parent / "site"
+    runs = write_output(site / "out") / "_runs"  # an output named ./out
+    record = json.loads((runs / "r2.json").read_text())
+    (runs / "r2.json").write_text(json.dumps({**record, "config_path": str(work["config"])}))
+    done = run_cli(["report", "out", "--format", "json"], work["env"], cwd=site)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    index = Path(summary["index"])
+    assert index == site / "out-report" / "index.html" and index.is_file()
+    assert not (site / "out" / "report").exists()
+    assert [run["run_id"] for run in summary["runs"]] == ["r2", "r1"] and summary["newest"]["run_id"] == "r2"
+    assert summary["newest"]["counts"] and summary["newest"]["page"].endswith("r2/report.html")
+
+    page = (index.parent / "r2" / "report.html").read_text()
+    hint = html.unescape(re.search(r"More: <code>(.*?)</code>", page).group(1))
+    words = shlex.split(hint)
+    assert words[:3] == ["extract", "query", str(work["config"])]  # through the job's config, for its storage
+    pasted = run_cli(words[1:], work["env"], cwd=work["dir"])  # pasted in another folder (`extract` is run_cli's)
+    assert pasted.returncode == 0, f"{hint}\n{pasted.stderr[-2000:]}"
+    assert "semantic_invalid" in pasted.stdout or "truncated" in pasted.stdout
