@@ -33,6 +33,7 @@ log = structlog.get_logger(__name__)
 # 3: each file's size and blake2b, the lease generation of the commit, and the input selection (limit)
 FORMAT = 3
 HASH = "blake2b"  # 32-byte digest; about 1 GB/s a core, cheaper than sha256 here
+REWRITE = "rewrite the partition with `extract run CONFIG --force` (with --date D for a day)"
 _PARTITION_FOLDER = re.compile(r"^(all|dt=\d{4}-\d{2}-\d{2})$")
 _DATA_NAME = re.compile(r"^part-[A-Za-z0-9._-]+\.parquet$")
 
@@ -80,7 +81,7 @@ def check_path(kind: str, label: str, path: str, where: str) -> str:
     parent, _, name = path.rpartition("/")
     if parent != folder or not _DATA_NAME.match(name) or ".." in path.split("/"):
         raise ManifestError(f"{where}: {kind} file {path!r} is not a data file of partition {label} "
-                            f"(expected {folder}/part-*.parquet); the manifest was altered")
+                            f"(expected {folder}/part-*.parquet): the manifest was altered; {REWRITE}")
     return path
 
 
@@ -149,7 +150,7 @@ class PartitionManifest:
         except ManifestError:
             raise
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ManifestError(f"{where}: not a partition manifest ({type(exc).__name__}: {exc})") from None
+            raise ManifestError(f"{where}: not a partition manifest ({type(exc).__name__}: {exc}); {REWRITE}") from None
         return manifest
 
     def to_json(self) -> str:
@@ -171,7 +172,7 @@ def _parse(storage: Storage, path: str, root: str, folder: str) -> PartitionMani
     manifest = PartitionManifest.from_json(storage.read_text(path), root, path)
     if folder != (_partition_key(manifest.partition) or WHOLE):
         raise ManifestError(f"{path}: the manifest is of partition {manifest.partition}, not of its folder "
-                            f"{folder}; the output was altered")
+                            f"{folder}: the output was altered; delete the copy, or {REWRITE}")
     return manifest
 
 
@@ -235,8 +236,10 @@ def duckdb_recipe(root: str = "OUTPUT", kind: str = "rows") -> str:
     """The SQL a user runs in plain DuckDB to read only committed data (local output; S3 with httpfs)."""
     # `dt` from the partition folder the manifest names (its last `dt=` segment), not hive partitioning, which
     # would also turn a `k=v` folder above the output into a column, over a real one of the same name.
+    # Only a partition's own folder (all, dt=YYYY-MM-DD): a copy such as _partitions/all.bak is not read.
     return (f"SET VARIABLE files = (SELECT list(regexp_replace(filename, '_partitions/[^/]+/manifest[.]json$', '') "
-            f"|| files.{kind}) FROM read_json('{root}/_partitions/*/manifest.json', filename = true)); "
+            f"|| files.{kind}) FROM read_json('{root}/_partitions/*/manifest.json', filename = true) "
+            "WHERE regexp_matches(filename, '/_partitions/(all|dt=[0-9]{4}-[0-9]{2}-[0-9]{2})/manifest[.]json$')); "
             "SELECT * EXCLUDE (_file), TRY_CAST(nullif(regexp_extract(_file, '/dt=([^/]+)/[^/]+$', 1), '') AS DATE) "
             "AS dt FROM read_parquet(getvariable('files'), hive_partitioning = false, union_by_name = true, "
             "filename = '_file');")

@@ -35,7 +35,7 @@ def committed(tmp_path: Path) -> Path:
 
 
 def ids(cfg: Path, verify: bool = False) -> list[str]:
-    con = connect(load_config(cfg), verify=verify)
+    con = connect(load_config(cfg), verify=True) if verify else connect(load_config(cfg))
     return sorted(r[0] for r in con.sql("SELECT doc_id FROM rows UNION ALL SELECT doc_id FROM dead_letters")
                   .fetchall())
 
@@ -71,6 +71,12 @@ def test_a_copied_partition_folder_does_not_double_the_rows(tmp_path):
     meta = tmp_path / "out" / "_partitions"
     shutil.copytree(meta / "all", meta / "all.bak")
     assert ids(cfg) == DOCS  # was a, a, b, b, c, c, d, d
+    import duckdb
+
+    from pipeline.output.manifest import duckdb_recipe
+
+    recipe = duckdb_recipe(str(tmp_path / "out"), "dead_letters")  # plain DuckDB, without our tool
+    assert sorted(r[0] for r in duckdb.connect().sql(recipe).project("doc_id").fetchall()) == ["b", "c", "d"]
 
 
 def test_a_manifest_in_another_partitions_folder_is_refused(tmp_path):
@@ -216,14 +222,13 @@ def read_manifest_of(cfg: Path):
                          partition_for(loaded.input_uri, None))
 
 
-def test_an_output_folder_that_is_not_writable_is_storage_error_before_anything_is_written(tmp_path):
+def test_an_existing_output_folder_the_os_will_not_write_in_is_storage_error_before_anything_is_written(tmp_path):
+    """`/proc/self` exists, and no one, root included, may create a file in it: as in a read-only output."""
     from pipeline.storage import LocalStorage, StorageError
 
-    blocked = tmp_path / "out"
-    blocked.write_text("a file where the output folder should be")
-    with pytest.raises(StorageError, match="cannot create output folder"):
-        LocalStorage().check_writable(str(blocked))
-    if os.geteuid() != 0:  # root writes into a read-only folder anyway
+    with pytest.raises(StorageError, match="output folder /proc/self is not writable"):
+        LocalStorage().check_writable("/proc/self")
+    if os.geteuid() != 0:  # root writes into a folder of mode 0555 anyway
         folder = tmp_path / "ro"
         folder.mkdir(mode=0o555)
         with pytest.raises(StorageError, match="is not writable"):
