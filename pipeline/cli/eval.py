@@ -15,6 +15,7 @@ document id under the job's `input.id_column` and the expected record, either as
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +37,8 @@ from pipeline.tools.evaluate import (
     render_markdown,
     write_report,
 )
+
+PLAIN_RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")  # as pipeline.tools.report checks a run record's
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -98,6 +101,9 @@ def _context(loaded: LoadedConfig, args: argparse.Namespace, output: RunOutput) 
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.run and (args.force or args.limit is not None or args.date):
         raise ConfigError("--force, --limit and --date apply to a fresh run, not to --run")
+    for run_id in args.run or []:  # it names a folder, OUTPUT/_eval/RUN_ID: a plain name, as every run id is
+        if not PLAIN_RUN_ID.fullmatch(run_id) or run_id in (".", ".."):
+            raise ConfigError(f"--run {run_id[:80]!r}: a run id is a plain name (letters, digits, _ . -)")
     options = _options(args)
     loaded = load_config(args.config, overrides(args))
     try:

@@ -67,6 +67,8 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("eval", ["eval", "{dir}/extract.yaml"], USAGE, "missing --gold"),
     ("eval", ["eval", "{dir}/extract.yaml", "--gold", "{dir}/nosuch.jsonl", "--run", "x"], USAGE, "missing gold"),
     ("eval", ["eval", "{dir}/extract.yaml", "--gold", "{dir}/gold.jsonl", "--run", "x"], USAGE, "missing output"),
+    ("eval", ["eval", "{dir}/extract.yaml", "--gold", "{dir}/gold.jsonl", "--run", "../../x"], USAGE,
+     "run id that is a path"),
     ("tune", ["tune", "{dir}/extract.yaml", "--gold", "{dir}/nosuch.jsonl"], USAGE, "missing gold"),
     ("tune", ["tune", "{dir}/extract.yaml", "--gold", "{dir}/gold.jsonl", "--limit", "0"], USAGE, "bad --limit"),
     ("tune", ["tune", "{dir}/extract.yaml", "--gold", "{dir}/gold.jsonl", "--lever", "x"], USAGE, "bad --lever"),
