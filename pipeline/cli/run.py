@@ -13,23 +13,23 @@ from pipeline.quality import gate_exit
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    loaded = load_config(args.config, overrides(args))  # a bad config fails before Ray Data is imported
     from pipeline.run import run_job
     from pipeline.summary import render_summary
 
-    loaded = load_config(args.config, overrides(args))
     manifest = run_job(loaded, days(loaded, args.date), force=args.force, fail_fast_after=args.fail_fast_after)
     print(render_summary(manifest, args.config, args.set))
     return gate_exit(loaded, manifest)
 
 
 def cmd_backfill(args: argparse.Namespace) -> int:
-    from pipeline.run import run_job
-    from pipeline.summary import render_backfill_table, render_summary
-
     loaded = load_config(args.config, overrides(args))
     if not is_templated(loaded.input_uri):
         raise ConfigError(f"input.uri: {loaded.config.input.uri!r} has no {{date}} to backfill over")
     span: list[date | None] = list(day_range(parse_day(args.start), parse_day(args.end)))
+    from pipeline.run import run_job
+    from pipeline.summary import render_backfill_table, render_summary
+
     manifest = run_job(loaded, span, force=args.force, fail_fast=False, fail_fast_after=args.fail_fast_after)
     print(render_summary(manifest, args.config, args.set))
     print()
