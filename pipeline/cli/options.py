@@ -115,12 +115,12 @@ def _field(dotted: str) -> Any:
     return info
 
 
-def typed_value(key: str, text: str) -> Any:
+def typed_value(key: str, text: str, flag: str = "--set") -> Any:
     """`--set KEY=TEXT`'s value, by the type of the field KEY sets: JSON where the field takes the parsed value
     (256, 0.5, false, null, [1]), else the text itself (`name=2026` is "2026" for a text field). ConfigError
     naming the `--set` when the field takes neither."""
     parsed = parse_value(text)
-    return checked(key, (parsed, text) if parsed is not text else (text,), f"--set {key}={text}")
+    return checked(key, (parsed, text) if parsed is not text else (text,), f"{flag} {key}={text}")
 
 
 def checked(key: str, candidates: tuple[Any, ...], flag: str) -> Any:

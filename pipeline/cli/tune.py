@@ -13,7 +13,7 @@ import argparse
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline.cli.options import config_options, overrides, parse_value
+from pipeline.cli.options import config_options, from_working_dir, overrides, typed_value
 from pipeline.config import ConfigError, load_config
 from pipeline.storage import is_s3, join
 
@@ -34,13 +34,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_levers(items: list[str]) -> dict[str, tuple]:
-    """`--lever KEY=V1,V2` items as {key: values}; values parsed as JSON where they parse (null, 0.5, false)."""
+    """`--lever KEY=V1,V2` items as {key: values}; each value typed by its key as `--set` types it (null, 0.5,
+    false; text for a text key), ConfigError naming the value its key cannot take."""
     levers: dict[str, tuple] = {}
     for item in items:
         key, sep, values = item.partition("=")
         if not sep or not key or not values:
             raise ConfigError(f"--lever {item!r}: expected KEY=V1,V2 (e.g. model.sampling.presence_penalty=0,1)")
-        levers[key] = tuple(parse_value(value) for value in values.split(","))
+        # Each value as `--set` reads it: by the key's type, a path relative to the working directory.
+        levers[key] = tuple(from_working_dir(key, typed_value(key, value, "--lever"))
+                            for value in values.split(","))
     return levers
 
 

@@ -88,3 +88,14 @@ def test_flags_read_alike_across_commands():
     assert "model" not in option(sub.choices["query"], "--set").help.split("e.g.")[1].split()[1]
     assert "commits" not in option(sub.choices["validate"], "--max-dead-letter-rate").help.split(":")[0]
     assert "only checks" in option(sub.choices["validate"], "--max-dead-letter-rate").help
+
+
+def test_tune_levers_read_their_values_as_set_does(tmp_path, monkeypatch):
+    from pipeline.cli.tune import parse_levers
+
+    monkeypatch.chdir(tmp_path)
+    levers = parse_levers(["name=2026,x", "examples=false,ex.jsonl", "model.sampling.presence_penalty=0,1.5"])
+    assert levers == {"name": ("2026", "x"), "examples": (False, str(tmp_path / "ex.jsonl")),
+                      "model.sampling.presence_penalty": (0, 1.5)}
+    with pytest.raises(ConfigError, match=r"^--lever model.max_tokens=many: "):
+        parse_levers(["model.max_tokens=256,many"])  # before any engine starts
