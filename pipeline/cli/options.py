@@ -95,8 +95,9 @@ def from_working_dir(key: str, value: Any) -> Any:
 
 
 def _field(dotted: str) -> Any:
-    """The Pydantic field of ExtractConfig that dotted key `dotted` sets, or None (an unknown key, or a key
-    inside a free mapping such as model.engine_kwargs)."""
+    """The Pydantic field of ExtractConfig that dotted key `dotted` sets, or None: an unknown key, a key inside a
+    free mapping such as model.engine_kwargs, or a field whose own validator reads its input first
+    (schema_policy.grounding takes true/false for marked/off), which only the config's validation knows."""
     from pydantic import BaseModel
 
     from pipeline.config import ExtractConfig
@@ -107,8 +108,12 @@ def _field(dotted: str) -> Any:
         if model is None:
             return None
         fields = model.model_fields
-        info = fields.get(part) or next((f for f in fields.values() if f.alias == part), None)
-        if info is None:
+        name = part if part in fields else next((n for n, f in fields.items() if f.alias == part), None)
+        if name is None:
+            return None
+        info = fields[name]
+        if any(name in d.info.fields and d.info.mode != "after"
+               for d in model.__pydantic_decorators__.field_validators.values()):
             return None
         kind = info.annotation
         model = kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None

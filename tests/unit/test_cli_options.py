@@ -26,6 +26,7 @@ def test_set_values_take_the_type_of_their_key():
     assert typed_value("model.sampling.stop", '["\\n\\n"]') == ["\n\n"]
     assert typed_value("model.engine_kwargs.enforce_eager", "true") is True  # inside a free mapping: JSON
     assert typed_value("schema", "schemas.invoice:Invoice") == "schemas.invoice:Invoice"  # an alias
+    assert typed_value("schema_policy.grounding", "false") is False  # its own validator reads false as off
 
 
 def test_a_set_value_its_key_cannot_take_names_the_set_not_the_file():
