@@ -50,6 +50,8 @@ def os_error(operation: str, uri: str, exc: OSError) -> StorageError:
     import errno
 
     cause = exc.strerror or str(exc)
+    if exc.filename and str(exc.filename) != uri:
+        cause = f"{cause} ({exc.filename})"
     hint = {errno.ENOSPC: "free space on the output's disk", errno.EDQUOT: "raise the disk quota",
             errno.EFBIG: "the file size limit (ulimit -f) was reached", errno.EROFS: "the file system is read-only",
             errno.EACCES: "check the folder's permissions", errno.EPERM: "check the folder's permissions"}
@@ -212,13 +214,20 @@ class LocalStorage:
         path = Path(uri)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            yield str(tmp)
-            fsync_path(tmp)
-            os.replace(tmp, path)
-            fsync_path(path.parent, directory=True)
-        except OSError as exc:
-            raise os_error("write", uri, exc) from None
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise os_error("create the folder of", uri, exc) from None
+            try:
+                yield str(tmp)
+            except OSError as exc:  # the block's own write (pyarrow's message does not name the file)
+                raise os_error("write", uri, exc) from None
+            try:
+                fsync_path(tmp)
+                os.replace(tmp, path)
+                fsync_path(path.parent, directory=True)
+            except OSError as exc:
+                raise os_error("write", uri, exc) from None
         finally:
             try:
                 tmp.unlink(missing_ok=True)

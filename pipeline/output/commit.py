@@ -56,7 +56,7 @@ from pipeline.output.manifest import (
 )
 from pipeline.output.tables import RecordTables
 from pipeline.partition import Partition
-from pipeline.storage import Storage, StorageError, join
+from pipeline.storage import Storage, StorageError, join, os_error
 from pipeline.units import PartitionInput
 from schemas.contract import SchemaContract
 
@@ -333,11 +333,14 @@ class PartitionCommitter:
         scratch = self._scratch(p)
         with self.storage.atomic_output(rows_path, scratch) as rows_tmp, \
                 self.storage.atomic_output(dead_path, scratch) as dead_tmp:
-            rows_writer = pq.ParquetWriter(self.storage.arrow_path(rows_tmp), tables.rows_schema,
-                                           filesystem=fs, compression="zstd")
-            dead_writer = pq.ParquetWriter(self.storage.arrow_path(dead_tmp), tables.dead_schema,
-                                           filesystem=fs, compression="zstd")
+            writers: list[pq.ParquetWriter] = []
             try:
+                rows_writer = pq.ParquetWriter(self.storage.arrow_path(rows_tmp), tables.rows_schema,
+                                               filesystem=fs, compression="zstd")
+                writers.append(rows_writer)
+                dead_writer = pq.ParquetWriter(self.storage.arrow_path(dead_tmp), tables.dead_schema,
+                                               filesystem=fs, compression="zstd")
+                writers.append(dead_writer)
                 if carried is not None:
                     old_rows, old_dead = self._carry(carried, tables)
                     rows_writer.write_table(old_rows)
@@ -361,9 +364,14 @@ class PartitionCommitter:
                     reasons.update(letters.column("reason").to_pylist())
                     tokens["prompt"] += pc.sum(staged.column("_prompt_tokens")).as_py() or 0
                     tokens["output"] += pc.sum(staged.column("_output_tokens")).as_py() or 0
+            except OSError as exc:  # two files written at once: say which, as pyarrow's message may not
+                raise os_error("write", f"{rows_path} or {dead_path}", exc) from None
             finally:
-                rows_writer.close()
-                dead_writer.close()
+                try:
+                    for writer in writers:
+                        writer.close()
+                except OSError as exc:
+                    raise os_error("write", f"{rows_path} or {dead_path}", exc) from None
             if rows + dead != pinput.selected_rows:
                 raise AccountingError(f"partition {p.label}: input_rows {pinput.selected_rows} != rows {rows} + "
                                       f"dead_letters {dead}")

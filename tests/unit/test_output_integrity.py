@@ -214,6 +214,30 @@ def test_a_write_refused_by_the_os_at_commit_is_one_line_storage_error_and_the_o
     assert read_manifest_of(cfg).run_id == "first"
 
 
+def test_a_permission_refused_late_in_the_commit_is_one_line_storage_error_and_the_old_commit_stays(tmp_path):
+    """Staged, then the rows folder refuses the commit's file: here `rows/` leads into /sys, where no one, root
+    included, may create a file (PermissionError)."""
+    from pipeline.storage import StorageError
+    from tests.fixtures.commits import committer_for, outcomes
+
+    cfg = committed(tmp_path)
+    loaded, _, _, p, pinput, committer = committer_for(cfg, "second")
+    committer.prepare(p, fresh=True)
+    committer.stage(p, pinput.units[0].id, outcomes(loaded.contract.hash, {"a": invoice("A-1")},
+                                                    {k: "truncated" for k in "bcd"}))
+    rows = tmp_path / "out" / "rows"
+    rows.rename(tmp_path / "out" / "rows.kept")
+    rows.symlink_to("/sys/kernel")
+    with pytest.raises(StorageError) as refused:
+        committer.commit(pinput, 0.0, 0)
+    message = str(refused.value)
+    assert "\n" not in message and "part-second-" in message and "not writable" not in message
+    assert "Permission denied" in message or "Read-only" in message
+    rows.unlink()
+    (tmp_path / "out" / "rows.kept").rename(rows)
+    assert ids(cfg) == DOCS and read_manifest_of(cfg).run_id == "first"
+
+
 def read_manifest_of(cfg: Path):
     from pipeline.storage import storage_for
 
@@ -223,11 +247,12 @@ def read_manifest_of(cfg: Path):
 
 
 def test_an_existing_output_folder_the_os_will_not_write_in_is_storage_error_before_anything_is_written(tmp_path):
-    """`/proc/self` exists, and no one, root included, may create a file in it: as in a read-only output."""
+    """`/sys` exists, and no one, root included, may create a file in it (EACCES, or EROFS where it is mounted
+    read-only): as in a read-only output."""
     from pipeline.storage import LocalStorage, StorageError
 
-    with pytest.raises(StorageError, match="output folder /proc/self is not writable"):
-        LocalStorage().check_writable("/proc/self")
+    with pytest.raises(StorageError, match="output folder /sys is not writable"):
+        LocalStorage().check_writable("/sys")
     if os.geteuid() != 0:  # root writes into a folder of mode 0555 anyway
         folder = tmp_path / "ro"
         folder.mkdir(mode=0o555)
