@@ -158,7 +158,7 @@ def sweep(storage: Storage, layout: OutputLayout, p: Partition, manifest: Partit
 def _prior(storage: Storage, layout: OutputLayout, p: Partition) -> PartitionManifest | None:
     """The manifest a publish replaces; one that does not parse is replaced (with --force), its files left."""
     try:
-        return read_manifest(storage, layout, p)
+        return read_manifest(storage, layout, p, check=False)
     except ManifestError as exc:
         log.warning("partition.unreadable_manifest", partition=p.label, error=str(exc))
         return None
@@ -268,7 +268,7 @@ class PartitionCommitter:
         if not pinput.offset:
             return None
         p = pinput.partition
-        prior = read_manifest(self.storage, self.layout, p, check=True)
+        prior = read_manifest(self.storage, self.layout, p)
         if prior is None or prior.complete or prior.input_rows != pinput.offset or \
                 (prior.input_fingerprint and prior.input_fingerprint != pinput.fingerprint):
             raise AccountingError(f"partition {p.label}: planned to continue a limited commit of {pinput.offset} "

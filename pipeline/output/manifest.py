@@ -177,9 +177,9 @@ def _parse(storage: Storage, path: str, root: str, folder: str) -> PartitionMani
 
 
 def read_manifest(storage: Storage, layout: OutputLayout, p: Partition,
-                  check: bool = False) -> PartitionManifest | None:
-    """The partition's committed manifest, or None if it was never committed; with `check`, its files' sizes
-    are checked too (`check_files`)."""
+                  check: bool = True) -> PartitionManifest | None:
+    """The partition's committed manifest, or None if it was never committed; its files' sizes are checked
+    (`check_files`) unless `check` is False (a commit about to replace it)."""
     path = layout.manifest(p)
     if not storage.exists(path):
         return None

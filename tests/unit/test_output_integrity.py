@@ -128,9 +128,18 @@ def test_a_missing_data_file_or_a_corrupt_manifest_is_output_corrupt(tmp_path):
     (tmp_path / "out" / raw["files"]["dead_letters"]).unlink()
     with pytest.raises(OutputCorruptError, match="missing; rerun the partition with `extract run CONFIG --force`"):
         ids(cfg)
+    from pipeline.run import run_job
+
+    with pytest.raises(OutputCorruptError, match="missing"):  # a rerun does not skip it as committed
+        run_job(load_config(cfg))
     manifest_path(tmp_path).write_text('{"files": ')
     with pytest.raises(OutputCorruptError, match="not a partition manifest"):
         ids(cfg)
+    with pytest.raises(OutputCorruptError, match="--force"):
+        run_job(load_config(cfg))
+    # What --force does at its commit: the unreadable manifest is replaced, and the output reads again.
+    commit_outcome(cfg, "forced", {"a": invoice("A-1")}, {k: "truncated" for k in "bcd"})
+    assert ids(cfg, verify=True) == DOCS
 
 
 def test_a_format_2_manifest_without_sizes_or_hashes_is_still_read(tmp_path):
