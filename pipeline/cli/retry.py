@@ -9,6 +9,7 @@ from typing import Any
 
 from pipeline.cli.options import config_options, from_working_dir, overrides
 from pipeline.config import ConfigError, load_config
+from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import committed
 from pipeline.partition import day_range, is_templated, parse_day
 from pipeline.storage import storage_for
@@ -52,7 +53,10 @@ def cmd_retry(args: argparse.Namespace) -> int:
     changes = retry_overrides(args)
     loaded = load_config(args.config, changes)
     days = retry_days(is_templated(loaded.input_uri), args)
-    if not committed(storage_for(loaded.output_uri, loaded.s3_settings), loaded.output_uri):
+    storage = storage_for(loaded.output_uri, loaded.s3_settings)
+    # Nothing committed and no writer ever there: a wrong output, or a job never run. (A writer's lease: the
+    # retry goes on, to be refused with exit 5 while that writer lives.)
+    if not committed(storage, loaded.output_uri) and not storage.exists(OutputLayout(loaded.output_uri).lease()):
         raise ConfigError(f"no committed partition under {loaded.output_uri}, so no dead letter to retry: run the job "
                           "first (`extract run`), or point output.uri at its output")
     report = retry_job(args.config, args.reason, changes, days, again=args.again)
