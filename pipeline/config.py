@@ -534,4 +534,19 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Lo
                     raise ConfigError(f"--set {dotted}: {held} holds {node!r}, not a mapping, so it has no key "
                                       f"{'.'.join([*parents[depth + 1:], leaf])!r}")
             node[leaf] = value
+            if _depth(value) + len(parents) + 1 > MAX_CONFIG_DEPTH:
+                raise ConfigError(f"--set {dotted}: the value nests more than {MAX_CONFIG_DEPTH} mappings or lists "
+                                  "deep (with its key); a config is a few levels of keys")
     return LoadedConfig(parse_config(raw, str(path)), path, raw)
+
+
+def _depth(value: Any) -> int:
+    """How many mappings and lists `value` nests (a loop, not a recursion)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_CONFIG_DEPTH:
+                todo.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest

@@ -74,3 +74,11 @@ def test_aliases_within_the_limits_still_load(tmp_path):
     assert load_config(path).config.model.sampling.seed == 512
     config.check_yaml_limits(bomb(levels=4, width=9), "x")  # 9**4 = 6,561 strings: within the limit
     config.check_yaml_limits("a: " + "[" * 60 + "]" * 60, "x")  # 61 deep: within
+
+
+def test_a_set_value_nested_past_the_limit_is_one_line(tmp_path):
+    deep: list = []
+    for _ in range(70):
+        deep = [deep]
+    with pytest.raises(ConfigError, match=r"^--set model.engine_kwargs.x: the value nests more than 64"):
+        load_config(write_config(tmp_path), {"model.engine_kwargs.x": deep})
