@@ -52,6 +52,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time, timezone
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,17 @@ def iso(value: Any) -> str | None:
     return None
 
 
+def _decimal_as_float(value: Any) -> Any:
+    """A Decimal, or the text of one (Pydantic writes a Decimal as "12.50"), as a float; anything else as it is."""
+    if isinstance(value, (Decimal, str)):
+        try:
+            number = float(Decimal(value.strip() if isinstance(value, str) else value))
+        except (InvalidOperation, ValueError):
+            return value
+        return number if math.isfinite(number) else value
+    return value
+
+
 def _is_temporal(value: Any) -> bool:
     return isinstance(value, (date, datetime, time))
 
@@ -132,6 +144,8 @@ def leaf_equal(pred: Any, gold: Any, tolerance: Tolerance = Tolerance(), fmt: st
     """Two non-null scalars under the module's rules (text normalisation, numeric tolerance, ISO dates)."""
     if isinstance(pred, bool) or isinstance(gold, bool):
         return isinstance(pred, bool) and isinstance(gold, bool) and pred == gold
+    if isinstance(pred, Decimal) or isinstance(gold, Decimal):  # a decimal column; its gold a number or "12.50"
+        pred, gold = _decimal_as_float(pred), _decimal_as_float(gold)
     if _is_number(pred) and _is_number(gold):
         return math.isclose(pred, gold, rel_tol=tolerance.rel, abs_tol=tolerance.abs)
     if _is_temporal(pred) or _is_temporal(gold) or fmt in TEMPORAL_FORMATS:

@@ -60,3 +60,10 @@ def test_a_decimal_past_its_precision_is_a_field_error(contract):
     record["total"] = "12345678901234.5"  # 16 digits: the column holds 12
     with pytest.raises(FieldTypeError, match="total"):
         check_record(contract.layout, record)
+
+
+def test_eval_scores_a_decimal_column_against_a_number_or_its_text():
+    from pipeline.tools.evaluate import leaf_equal
+
+    assert leaf_equal(Decimal("12.50"), 12.5) and leaf_equal(Decimal("12.50"), "12.5")
+    assert not leaf_equal(Decimal("12.50"), 13) and not leaf_equal(Decimal("1"), "one")
