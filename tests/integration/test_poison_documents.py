@@ -1,8 +1,9 @@
 """Poison documents on real components (a Ray cluster started by the run, the bundled model on vLLM): a document
 that kills its actor's process for real (`os._exit` in a validator of the job's own schema module) is isolated and
-becomes one `actor_crash` dead letter, and a 51 MB document one `input_too_long` refused untokenized; every other
-document of their batches commits, each exactly once. Before, the killing document failed its batch on every
-restart until `workers.max_restarts` ran out, and the run failed (and the 51 MB text was tokenized whole: 12.9 GB)."""
+becomes one `actor_crash` dead letter, a 51 MB document one `input_too_long` refused untokenized, and a value
+Pydantic keeps but int64 cannot hold one `type_overflow`; every other document commits, each exactly once.
+Before, the killing document failed its batch on every restart until `workers.max_restarts` ran out and the run
+failed; the 51 MB text was tokenized whole (12.9 GB); and the driver's typing of the rows raised OverflowError."""
 
 from __future__ import annotations
 
@@ -24,11 +25,15 @@ from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 class Note(BaseModel):
     title: str = Field(max_length=24)
+    stars: int = Field(default=1, ge=0, json_schema_extra={"x-grounded": False})
 
     @model_validator(mode="after")
     def die_on_poison(self, info: ValidationInfo) -> "Note":
-        if "KILL-ME" in ((info.context or {}).get("document") or ""):
+        document = (info.context or {}).get("document") or ""
+        if "KILL-ME" in document:
             os._exit(9)  # the process dies here, as a segfault or the OOM killer would end it
+        if "HUGE-NUMBER" in document:
+            self.stars = 2**70  # Pydantic keeps it; Arrow's int64 cannot hold it
         return self
 '''
 
@@ -41,10 +46,10 @@ def _query(config, env, sql: str) -> list[dict]:
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
-def test_a_killing_document_is_one_actor_crash_and_a_51_mb_one_input_too_long_and_the_rest_commit(tmp_path, cli_env):
+def test_a_killing_a_51_mb_and_an_int64_overflowing_document_are_one_dead_letter_each(tmp_path, cli_env):
     (tmp_path / "poison_schema.py").write_text(SCHEMA_MODULE)
     texts = ["Note: buy milk", "KILL-ME note: call Bob", "Note: fix the door", "x" * BIG_CHARS,
-             "Note: water plants", "Note: pay rent", "Note: book flights"]
+             "Note: water plants", "HUGE-NUMBER note: count the stars", "Note: book flights"]
     ids = [f"d{i}" for i in range(len(texts))]
     pq.write_table(pa.table({"doc_id": ids, "text": pa.array(texts, pa.string())}), tmp_path / "docs.parquet")
     config = write_config(tmp_path, schema="poison_schema:Note", **{
@@ -60,8 +65,10 @@ def test_a_killing_document_is_one_actor_crash_and_a_51_mb_one_input_too_long_an
     reasons = {doc: r["reason"] for doc, r in dead.items()}
     assert reasons.get("d1") == "actor_crash", reasons
     assert reasons.get("d3") == "input_too_long", reasons
-    assert sorted(d for d, r in reasons.items() if r in ("actor_crash", "input_too_long", "engine_error")) == \
-        ["d1", "d3"]  # only those two: the rest of their batches was extracted
+    assert reasons.get("d5") == "type_overflow", reasons  # typed on the actor: one dead letter, not a failed run
+    assert json.loads(dead["d5"]["error"])["field"] == "stars"
+    assert sorted(d for d, r in reasons.items() if r in ("actor_crash", "input_too_long", "engine_error",
+                                                         "type_overflow")) == ["d1", "d3", "d5"]
     crash = json.loads(dead["d1"]["error"])
     assert "died twice with this document in flight" in crash["message"] and crash["document_id"] == "d1"
     too_long = json.loads(dead["d3"]["error"])
