@@ -133,7 +133,8 @@ def test_error_case_exits_with_its_code_and_one_line(results, index):
     lines = [line for line in done.stderr.strip().splitlines() if not LOG_LINE.match(line)]
     assert done.returncode == code, f"extract {' '.join(args)}: exit {done.returncode}\n{done.stderr[-3000:]}"
     assert len(lines) == 1 and lines[0].startswith("error: "), f"extract {' '.join(args)}:\n{done.stderr[-3000:]}"
-    assert "Traceback" not in done.stdout and "Started a local Ray instance" not in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout
+    assert "starting Ray" not in done.stderr and "Started a local Ray instance" not in done.stdout + done.stderr
 
 
 def _commands(top: argparse.ArgumentParser, prefix: str = "") -> list[str]:
