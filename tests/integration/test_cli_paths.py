@@ -59,6 +59,11 @@ def test_report_pages_never_land_inside_the_output_and_its_hint_runs_anywhere(wo
     assert [run["run_id"] for run in summary["runs"]] == ["r2", "r1"] and summary["newest"]["run_id"] == "r2"
     assert summary["newest"]["counts"] and summary["newest"]["page"].endswith("r2/report.html")
 
+    one = run_cli(["report", "./out", "--run", "r1", "--format", "json"], work["env"], cwd=site)
+    assert one.returncode == 0, one.stderr[-2000:]
+    assert json.loads(one.stdout)["run_id"] == "r1"
+    assert json.loads(one.stdout)["page"] == str(site / "out-report" / "r1" / "report.html")
+
     page = (index.parent / "r2" / "report.html").read_text()
     hint = html.unescape(re.search(r"More: <code>(.*?)</code>", page).group(1))
     words = shlex.split(hint)
