@@ -162,7 +162,7 @@ def published_generation(storage: Storage, root: str) -> int:
             continue
         try:
             value = json.loads(storage.read_text(path)).get("lease_generation")
-        except (ValueError, AttributeError, StorageError, OSError):
+        except (ValueError, AttributeError, RecursionError, StorageError, OSError):
             continue
         if isinstance(value, int) and not isinstance(value, bool):
             top = max(top, value)
@@ -205,9 +205,10 @@ class _LocalBackend:
 
     def _same_file(self, fd: int) -> bool:
         try:
-            return os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            at_path, held = os.stat(self.path), os.fstat(fd)
         except FileNotFoundError:
             return False
+        return (at_path.st_dev, at_path.st_ino) == (held.st_dev, held.st_ino)
 
     def _held_message(self) -> str:
         try:
