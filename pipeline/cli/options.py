@@ -94,23 +94,31 @@ def from_working_dir(key: str, value: Any) -> Any:
     return value
 
 
-def _field(dotted: str) -> Any:
-    """The Pydantic field of ExtractConfig that dotted key `dotted` sets, or None: an unknown key, a key inside a
-    free mapping such as model.engine_kwargs, or a field whose own validator reads its input first
-    (schema_policy.grounding takes true/false for marked/off), which only the config's validation knows."""
+def _field(dotted: str, flag: str) -> Any:
+    """The Pydantic field of ExtractConfig that dotted key `dotted` sets, or None: a key inside a free mapping such
+    as model.engine_kwargs, or a field whose own validator reads its input first (schema_policy.grounding takes
+    true/false for marked/off), which only the config's validation knows. An unknown key: ConfigError naming
+    `flag` (the user's own words) and the nearest known key."""
+    import difflib
+
     from pydantic import BaseModel
 
     from pipeline.config import ExtractConfig
 
     model: Any = ExtractConfig
     info = None
-    for part in dotted.split("."):
+    parts = dotted.split(".")
+    for depth, part in enumerate(parts):
         if model is None:
             return None
         fields = model.model_fields
         name = part if part in fields else next((n for n, f in fields.items() if f.alias == part), None)
         if name is None:
-            return None
+            known = [f.alias or n for n, f in fields.items()]
+            near = difflib.get_close_matches(part, known, n=1)
+            where = ".".join(parts[:depth + 1])
+            hint = f"; did you mean {'.'.join([*parts[:depth], near[0]])}?" if near else ""
+            raise ConfigError(f"{flag}: {where} is not a key of extract.yaml (docs/config.md lists them){hint}")
         info = fields[name]
         if any(name in d.info.fields and d.info.mode != "after"
                for d in model.__pydantic_decorators__.field_validators.values()):
@@ -131,7 +139,7 @@ def typed_value(key: str, text: str, flag: str = "--set") -> Any:
 def checked(key: str, candidates: tuple[Any, ...], flag: str) -> Any:
     """The first of `candidates` that config key `key`'s field takes, or ConfigError naming `flag` (what the user
     typed) with the field's complaint. A key with no field (unknown, or inside a free mapping): the first."""
-    info = _field(key)
+    info = _field(key, flag)
     if info is None:
         return candidates[0]  # unknown keys are refused, naming the key, when the config is validated
     from typing import Annotated

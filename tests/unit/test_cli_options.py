@@ -37,6 +37,8 @@ def test_a_set_value_its_key_cannot_take_names_the_set_not_the_file():
         typed_value("model.max_tokens", "0")
     with pytest.raises(ConfigError, match=r"^--set prompt_schema=xml: "):
         typed_value("prompt_schema", "xml")
+    with pytest.raises(ConfigError, match=r"^--set model.max_token=9: .*not a key.*did you mean model.max_tokens\?"):
+        typed_value("model.max_token", "9")  # the user's --set is named, not the file
 
 
 def test_set_name_2026_loads(tmp_path):
