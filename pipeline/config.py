@@ -131,6 +131,8 @@ class OutputConfig(_Strict):
     max_dead_letter_rate: float | None = Field(default=None, ge=0, le=1)
     max_truncated_rate: float | None = Field(default=None, ge=0, le=1)
     min_rows: int | None = Field(default=None, ge=0)
+    # Rows carry `_confidence` (per leaf, from the sampled tokens' log-probabilities) and `_min_confidence`.
+    confidence: bool = True
 
 
 class SchemaPolicyConfig(_Strict):

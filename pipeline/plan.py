@@ -72,7 +72,8 @@ def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = 
         system=cfg.system,
         examples=tuple((example.document, output) for example, output in loaded.examples),
         chat_template=loaded.chat_template,
-        sampling=cfg.model.sampling.options(),
+        # output.confidence: the sampled token's log-probability with every token (workers.confidence)
+        sampling={**cfg.model.sampling.options(), **({"logprobs": 0} if cfg.output.confidence else {})},
         retry=cfg.model.retry.policy(cfg.model.temperature, cfg.model.sampling.seed),
         grammar_bounds=(cfg.schema_policy.max_string_length, cfg.schema_policy.max_array_items),
         grounding=cfg.schema_policy.grounding,

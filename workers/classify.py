@@ -40,6 +40,7 @@ from schemas.arrow import FieldTypeError, check_record
 from schemas.contract import RecordRejected, SchemaContract
 from schemas.patterns import PatternBudgetExceeded
 from schemas.repeats import cut_output
+from workers.confidence import row_confidence
 from workers.engine import REFUSED, EngineFatal, Generation
 
 DEAD_LETTER_REASONS = (
@@ -82,6 +83,7 @@ class Outcome:
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    confidence: dict[str, float] | None = None  # a row's leaves: path → confidence (workers.confidence)
 
     @property
     def is_row(self) -> bool:
@@ -156,6 +158,9 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
     text = generation.text if constrained else json_candidate(generation.text)
     try:
         outcome.record = _check(contract, text, context, repeated_items)
+        if constrained:
+            outcome.confidence = row_confidence(text, generation.token_pieces, generation.token_logprobs,
+                                                outcome.record)
     except RecordRejected as rejected:
         outcome.reason = rejected.reason
         outcome.error = {"message": rejected.errors[0]["msg"] if rejected.errors else rejected.reason,

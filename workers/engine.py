@@ -32,6 +32,9 @@ class Generation:
     prompt_tokens: int
     output_tokens: int
     error: str | None = None  # why a request was refused or failed (finish_reason "refused" or "error")
+    # With SamplingParams.logprobs (output.confidence): each sampled token's text and log-probability.
+    token_pieces: tuple[str, ...] = ()
+    token_logprobs: tuple[float, ...] = ()
 
 
 REFUSED = "refused"
@@ -114,10 +117,27 @@ def generations(prompts: list[list[int]], outputs: list[Any]) -> list[Generation
             result.append(Generation("", REFUSED, len(ids), 0, o.message))
             continue
         c = o.outputs[0]
+        pieces, logprobs = _sampled(c)
         result.append(Generation(text=c.text, finish_reason=c.finish_reason, prompt_tokens=len(ids),
                                  output_tokens=len(c.token_ids),
-                                 error=ERROR_MESSAGE if c.finish_reason == "error" else None))
+                                 error=ERROR_MESSAGE if c.finish_reason == "error" else None,
+                                 token_pieces=pieces, token_logprobs=logprobs))
     return result
+
+
+def _sampled(completion: Any) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """Each sampled token's decoded text and log-probability, where the request asked for them (else empty)."""
+    entries = getattr(completion, "logprobs", None)
+    if not entries:
+        return (), ()
+    pieces, logprobs = [], []
+    for token_id, entry in zip(completion.token_ids, entries, strict=False):
+        chosen = entry.get(token_id) if entry else None
+        if chosen is None:
+            return (), ()
+        pieces.append(chosen.decoded_token or "")
+        logprobs.append(float(chosen.logprob))
+    return tuple(pieces), tuple(logprobs)
 
 
 def structured_params(json_schema: dict[str, Any], backend: str) -> Any:

@@ -51,6 +51,7 @@ OUTCOME_FIELDS = [
     pa.field("_output_tokens", pa.int64()),
     pa.field("_schema_hash", pa.string()),
     pa.field("_extracted_at", pa.timestamp("us", tz="UTC")),
+    pa.field("_confidence", pa.map_(pa.string(), pa.float64())),
 ]
 
 
@@ -365,6 +366,8 @@ def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
         "_output_tokens": [o.output_tokens for o in outcomes],
         "_schema_hash": [o.extra.get("schema_hash") for o in outcomes],
         "_extracted_at": [now] * len(outcomes),
+        "_confidence": [list(o.confidence.items()) if o.is_row and o.confidence is not None else None
+                        for o in outcomes],
     }
     table = passthrough.combine_chunks()
     for f in OUTCOME_FIELDS:

@@ -28,7 +28,8 @@ DEAD_LETTER_COLUMNS = (
     "attempts",
 )
 ROW_LINEAGE_COLUMNS = ("_run_id", "_schema_name", "_schema_version", "_schema_hash", "_model", "_extracted_at",
-                       "_prompt_tokens", "_output_tokens")
+                       "_prompt_tokens", "_output_tokens", "_confidence", "_min_confidence")
+CONFIDENCE_TYPE = pa.map_(pa.string(), pa.float64())  # leaf path → confidence (workers.confidence)
 
 
 def row_schema(contract: SchemaContract, id_field: pa.Field) -> pa.Schema:
@@ -41,6 +42,8 @@ def row_schema(contract: SchemaContract, id_field: pa.Field) -> pa.Schema:
         pa.field("_extracted_at", pa.timestamp("us", tz="UTC"), nullable=False),
         pa.field("_prompt_tokens", pa.int64()),
         pa.field("_output_tokens", pa.int64()),
+        pa.field("_confidence", CONFIDENCE_TYPE),  # null where the run asked for none (output.confidence: false)
+        pa.field("_min_confidence", pa.float64()),  # the row's least confident leaf
     ]
     return pa.schema([id_field, *contract.layout.schema, *lineage])
 
@@ -103,6 +106,10 @@ class RecordTables:
         columns["_extracted_at"] = rows.column("_extracted_at")
         columns["_prompt_tokens"] = rows.column("_prompt_tokens")
         columns["_output_tokens"] = rows.column("_output_tokens")
+        confidence = rows.column("_confidence") if "_confidence" in rows.column_names else pa.nulls(n, CONFIDENCE_TYPE)
+        columns["_confidence"] = confidence
+        columns["_min_confidence"] = pa.array([min((v for _, v in c), default=None) if c else None
+                                               for c in confidence.to_pylist()], pa.float64())
         return pa.table(columns, schema=self.rows_schema)
 
     def dead_letters(self, dead: pa.Table) -> pa.Table:

@@ -26,7 +26,10 @@ def config(tmp_path: Path, sampling: dict) -> Path:
 
 def test_known_names_reach_the_spec(tmp_path: Path) -> None:
     loaded = load_config(config(tmp_path, {"repetition_penalty": 1.1, "top_p": 0.9, "seed": 7, "stop": ["\n\n"]}))
-    assert build_spec(loaded, "r").sampling == {"repetition_penalty": 1.1, "top_p": 0.9, "seed": 7, "stop": ["\n\n"]}
+    sampling = {"repetition_penalty": 1.1, "top_p": 0.9, "seed": 7, "stop": ["\n\n"]}
+    assert build_spec(loaded, "r").sampling == {**sampling, "logprobs": 0}  # output.confidence, the default
+    loaded = load_config(loaded.path, {"output.confidence": False})
+    assert build_spec(loaded, "r").sampling == sampling
 
 
 @pytest.mark.parametrize("sampling, message", [
