@@ -131,17 +131,18 @@ def _field(dotted: str, flag: str) -> Any:
 def typed_value(key: str, text: str, flag: str = "--set") -> Any:
     """`--set KEY=TEXT`'s value, by the type of the field KEY sets: JSON where the field takes the parsed value
     (256, 0.5, false, null, [1]), else the text itself (`name=2026` is "2026" for a text field). ConfigError
-    naming the `--set` when the field takes neither."""
+    naming the `--set` when the field takes neither, or when KEY is not a config key."""
     parsed = parse_value(text)
     return checked(key, (parsed, text) if parsed is not text else (text,), f"{flag} {key}={text}")
 
 
 def checked(key: str, candidates: tuple[Any, ...], flag: str) -> Any:
     """The first of `candidates` that config key `key`'s field takes, or ConfigError naming `flag` (what the user
-    typed) with the field's complaint. A key with no field (unknown, or inside a free mapping): the first."""
+    typed) with the field's complaint. A key inside a free mapping (model.engine_kwargs.*), or of a field the
+    config's own validator reads first: the first candidate, which the config's validation then checks."""
     info = _field(key, flag)
     if info is None:
-        return candidates[0]  # unknown keys are refused, naming the key, when the config is validated
+        return candidates[0]
     from typing import Annotated
 
     from pydantic import TypeAdapter, ValidationError
