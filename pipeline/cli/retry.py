@@ -7,7 +7,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pipeline.cli.options import config_options, from_working_dir, overrides
+from pipeline.cli.options import checked, config_options, from_working_dir, overrides
 from pipeline.config import ConfigError, load_config
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import committed
@@ -21,7 +21,7 @@ def retry_overrides(args: argparse.Namespace) -> dict[str, Any]:
     `--model` (model.path) and `--prompt-file` (prompt, read from a file), which win over `--set`."""
     found = overrides(args)
     if args.max_tokens is not None:
-        found["model.max_tokens"] = args.max_tokens
+        found["model.max_tokens"] = checked("model.max_tokens", (args.max_tokens,), f"--max-tokens {args.max_tokens}")
     if args.model:
         found["model.path"] = from_working_dir("model.path", args.model)
     if args.prompt_file:

@@ -79,6 +79,7 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("report", ["report", "{dir}/escape", "--out", "{dir}/pages"], CORRUPT, "run id that is a path"),
     ("retry", ["retry", "{dir}/extract.yaml"], USAGE, "missing --reason"),
     ("retry", ["retry", "{dir}/extract.yaml", "--reason", "bogus"], USAGE, "unknown reason"),
+    ("retry", ["retry", "{dir}/extract.yaml", "--reason", "truncated", "--max-tokens", "0"], USAGE, "bad --max-tokens"),
     ("retry", ["retry", "{dir}/extract.yaml", "--reason", "truncated"], USAGE, "output with nothing committed"),
     ("retry", ["retry", "{dir}/dated/extract.yaml", "--reason", "truncated", "--date", "2026-01-01", "--start",
                "2026-01-01", "--end", "2026-01-02"], USAGE, "--date with --start"),
