@@ -60,3 +60,14 @@ def test_a_refusal_wrapped_in_another_error_is_found(capsys):
 def test_any_other_error_keeps_its_traceback(error):
     with pytest.raises(type(error)):
         exit_code(failing(error), argparse.Namespace())
+
+
+def test_every_exit_code_is_in_the_readme_and_operations_tables():
+    import re
+
+    from tests.conftest import ROOT
+
+    codes = {value for name, value in vars(exit_codes).items() if name.isupper() and isinstance(value, int)}
+    for page in ("README.md", "docs/operations.md"):
+        listed = {int(n) for n in re.findall(r"^\| (\d+) \|", (ROOT / page).read_text(), re.MULTILINE)}
+        assert codes <= listed, (page, sorted(codes - listed))
