@@ -15,6 +15,7 @@ document id under the job's `input.id_column` and the expected record, either as
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from datetime import datetime, timezone
@@ -61,6 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--unordered", action="append", default=[], metavar="PATH",
                    help="match the list at PATH (e.g. items, order.lines) as a set; repeatable")
     p.add_argument("--all-lists-unordered", action="store_true", help="match every list as a set")
+    p.add_argument("--format", choices=["table", "json"], default="table",
+                   help="table: eval.md's tables (default); json: eval.json's content on stdout, for a script")
     p.set_defaults(func=cmd_eval)
 
 
@@ -76,7 +79,8 @@ def _fresh_run(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[RunOutpu
     from pipeline.summary import render_summary
 
     manifest = run_job(loaded, days(loaded, args.date), force=args.force)
-    print(render_summary(manifest))
+    # With --format json, stdout holds the scores alone: the run's summary goes to stderr.
+    print(render_summary(manifest), file=sys.stderr if args.format == "json" else sys.stdout)
     labels = {p["partition"] for p in manifest.partitions if p["status"] in ("committed", "skipped")}
     return output_of_labels(loaded, labels, manifest.run_id), manifest.run_id, manifest.status == "committed"
 
@@ -119,6 +123,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     out_dir = args.out if args.out and is_s3(args.out) else str(Path(args.out).resolve()) if args.out else \
         join(loaded.output_uri, "_eval", run_id)
     json_path, md_path = write_report(report, out_dir, storage_for(out_dir, loaded.s3_settings))
+    if args.format == "json":
+        print(json.dumps(report, default=str))  # what eval.json holds, on one line
+        return 0 if ok else 1
     print(render_markdown(report))
     print(f"wrote {json_path} and {md_path}")
     return 0 if ok else 1

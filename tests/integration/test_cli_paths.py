@@ -71,3 +71,19 @@ def test_report_pages_never_land_inside_the_output_and_its_hint_runs_anywhere(wo
     pasted = run_cli(words[1:], work["env"], cwd=work["dir"])  # pasted in another folder (`extract` is run_cli's)
     assert pasted.returncode == 0, f"{hint}\n{pasted.stderr[-2000:]}"
     assert "semantic_invalid" in pasted.stdout or "truncated" in pasted.stdout
+
+
+def test_eval_prints_its_scores_as_json_for_a_script(work):
+    site = work["dir"].parent / "scored"
+    write_output(site / "out")  # run r1 committed day 1 (rows a, b; dead letter c)
+    (site / "ticket.schema.json").write_text(json.dumps({"type": "object",
+                                                         "properties": {"ticket": {"type": "string"}}}))
+    write_config(site, **{"output.uri": "out", "input.id_column": "ticket", "schema_file": "ticket.schema.json",
+                          "schema": None, "examples": False})
+    (site / "gold.jsonl").write_text("".join(json.dumps({"ticket": t, "record": {}}) + "\n" for t in "abc"))
+    done = run_cli(["eval", "extract.yaml", "--gold", "gold.jsonl", "--run", "r1", "--format", "json"], work["env"],
+                   cwd=site)
+    assert done.returncode == 0, done.stderr[-2000:]
+    scores = json.loads(done.stdout)  # stdout is the JSON alone
+    assert scores["run_ids"] == ["r1"] and "overall" in scores
+    assert (site / "out" / "_eval" / "r1" / "eval.json").is_file()  # still written
