@@ -45,6 +45,10 @@ def cmd_query(args: argparse.Namespace) -> int:
         return exit_codes.USAGE
     else:
         target = output_folder(target)
+        if "://" not in target and not os.path.isdir(target):
+            print(f"error: {target}: no such output folder (give the job's extract.yaml, its output.uri or an "
+                  "s3:// prefix)", file=sys.stderr)
+            return exit_codes.USAGE
     try:
         relation = run_query(target, args.sql, verify=args.verify)
         if relation is not None:
