@@ -133,9 +133,9 @@ def store_refused(exc: OSError) -> str:
     path = exc.filename or _path_in(exc.__traceback__)
     cause = exc.strerror or os.strerror(exc.errno or 0)
     name = errno.errorcode.get(exc.errno or 0, "?")
-    where = f"cannot write {path}" if path else "a write was refused"
-    return (f"{where}: {cause} ({name}); the store refused it, so nothing more was written there: free space, "
-            "remount it writable or fix its permissions, and run again")
+    where = f"{path}: " if path else ""
+    return (f"{where}{cause} ({name}): the store refused it; free space, make it writable or fix its "
+            "permissions, then run again")
 
 
 def _path_in(tb: TracebackType | None) -> str | None:

@@ -26,7 +26,7 @@ def test_a_store_that_refuses_is_exit_6_in_one_line_naming_the_path(code, tmp_pa
     target = tmp_path / "out" / "_partitions" / "all" / "manifest.json"
     assert exit_code(failing(OSError(code, os.strerror(code), str(target))), argparse.Namespace()) == 6
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"error: cannot write {target}: {os.strerror(code)}")
+    assert err.count("\n") == 1 and err.startswith(f"error: {target}: {os.strerror(code)}")
     assert errno.errorcode[code] in err
 
 
@@ -41,7 +41,7 @@ def test_the_path_comes_from_the_frame_when_the_error_has_none(tmp_path, capsys)
         return 0
 
     assert exit_code(command, argparse.Namespace()) == exit_codes.STORAGE
-    assert f"cannot write {target}: No space left on device (ENOSPC)" in capsys.readouterr().err
+    assert f"error: {target}: No space left on device (ENOSPC)" in capsys.readouterr().err
 
 
 def test_a_refusal_wrapped_in_another_error_is_found(capsys):
@@ -52,7 +52,7 @@ def test_a_refusal_wrapped_in_another_error_is_found(capsys):
             raise RuntimeError("commit failed") from exc
 
     assert exit_code(command, argparse.Namespace()) == exit_codes.STORAGE
-    assert "cannot write /data/out/rows/part-1.parquet: Permission denied (EACCES)" in capsys.readouterr().err
+    assert "error: /data/out/rows/part-1.parquet: Permission denied (EACCES)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("error", [OSError(errno.ECONNRESET, "Connection reset"), FileNotFoundError(2, "x"),
