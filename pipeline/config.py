@@ -274,6 +274,8 @@ class LoadedConfig:
                 table = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{self.path}: input.schema_table: {path}: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"{self.path}: input.schema_table: {path}: nests too deep to read") from None
         if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
             raise ConfigError(f"{self.path}: input.schema_table: {path}: expected an object of "
                               "{key: JSON Schema object}")
@@ -352,6 +354,9 @@ class LoadedConfig:
                                                     self.schema_limits)
         except (SchemaNotFoundError, ValueError) as exc:
             raise ConfigError(f"{self.path}: {key}: {exc}") from exc
+        except RecursionError:  # JSON nested thousands deep: the decoder's own stack, before any schema limit
+            raise ConfigError(f"{self.path}: {key}: the schema nests too deep to read (schema_policy.max_depth is "
+                              f"{cfg.schema_policy.max_depth})") from None
         marks = bad_marks(contract.json_schema)
         if marks:
             raise ConfigError(f"{self.path}: {key}: {marks[0]}")

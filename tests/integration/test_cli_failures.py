@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from pipeline import exit_codes
-from tests.conftest import ROOT, run_cli, write_config, write_docs
+from tests.conftest import DELETE, ROOT, run_cli, write_config, write_docs
 from tests.fixtures.commits import DOCS, commit_outcome, committer_for, invoice, outcomes
 
 ROOT_USER = os.geteuid() == 0
@@ -122,6 +122,14 @@ def yaml_bomb(tmp_path: Path) -> list[str]:
     return yaml_file(tmp_path, "\n".join(lines) + "\n" + body)
 
 
+def deep_json(tmp_path: Path, key: str) -> list[str]:
+    """A schema file, or a schema table, of JSON nested 20,000 deep (the decoder's own RecursionError)."""
+    (tmp_path / "deep.json").write_text('{"a": ' * 20_000 + "1" + "}" * 20_000)
+    keys = {"schema_file": "deep.json"} if key == "schema_file" else \
+        {"input.schema_column": "text", "input.schema_table": "deep.json"}
+    return ["run", str(job(tmp_path, schema=DELETE, **keys))]
+
+
 def read_only_output(tmp_path: Path, stack: ExitStack) -> list[str]:
     out = tmp_path / "store"
     if ROOT_USER:
@@ -208,6 +216,10 @@ CASES: dict[str, Case] = {
     "a config over 1 MiB": Case(lambda t, s: yaml_file(t, "prompt: '" + "x" * (1 << 20) + "'\n"),
                                 exit_codes.USAGE, "is over 1,048,576 bytes"),
     "a config that is not utf-8": Case(lambda t, s: latin1_file(t), exit_codes.USAGE, "not UTF-8"),
+    "a schema file nested 20,000 deep": Case(lambda t, s: deep_json(t, "schema_file"), exit_codes.USAGE,
+                                             "nests too deep"),
+    "a schema table nested 20,000 deep": Case(lambda t, s: deep_json(t, "input.schema_table"), exit_codes.USAGE,
+                                              "nests too deep"),
     "an id that is not utf-8": Case(lambda t, s: bad_ids(t, not_utf8([b"a", b"\xff\xfe", b"c"])),
                                     exit_codes.USAGE, "1 id(s) that are not valid UTF-8", ids=None),
     "a struct id": Case(lambda t, s: bad_ids(t, pa.array([{"x": 1}, {"x": 2}])), exit_codes.USAGE,
