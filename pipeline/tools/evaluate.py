@@ -64,6 +64,8 @@ from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import committed
 from pipeline.output.tables import read_columns
 from pipeline.storage import Storage, join, storage_for
+from pipeline.tools.calibration import Calibration, calibration
+from pipeline.tools.calibration import markdown as calibration_markdown
 from schemas.contract import RECORD_COLUMN
 
 TEMPORAL_FORMATS = {"date", "date-time", "time"}
@@ -248,6 +250,7 @@ class Event:
     path: str
     kind: str  # one of KINDS
     absent: bool = False  # a missed value whose key the prediction lacked outright (not null)
+    at: str | None = None  # the predicted leaf's concrete path (`items[2].sku`), as `_confidence` names it
 
 
 def _join(path: str, key: str) -> str:
@@ -276,30 +279,32 @@ class Comparer:
     def record(self, pred: dict[str, Any] | None, gold: dict[str, Any]) -> list[Event]:
         return self.compare(pred, gold, self.view.root, "", absent=pred is None)
 
-    def compare(self, pred: Any, gold: Any, node: Any, path: str, absent: bool = False) -> list[Event]:
+    def compare(self, pred: Any, gold: Any, node: Any, path: str, absent: bool = False,
+                at: str = "") -> list[Event]:
         if isinstance(gold, (dict, list)) and isinstance(pred, str):
             pred = _maybe_json(pred)
         if isinstance(pred, dict) or isinstance(gold, dict):
             if _fits(pred, dict) and _fits(gold, dict):
-                return self._objects(pred, gold, node, path, absent)
-            return self._mismatch(pred, gold, node, path)
+                return self._objects(pred, gold, node, path, absent, at)
+            return self._mismatch(pred, gold, node, path, at)
         if isinstance(pred, list) or isinstance(gold, list):
             if _fits(pred, list) and _fits(gold, list):
-                return self._lists(pred, gold, node, path, absent)
-            return self._mismatch(pred, gold, node, path)
+                return self._lists(pred, gold, node, path, absent, at)
+            return self._mismatch(pred, gold, node, path, at)
         if gold is None:
-            return [Event(path, "null_agree" if pred is None else "spurious")]
+            return [Event(path, "null_agree" if pred is None else "spurious", at=at)]
         if pred is None:
             return [Event(path, "missed", absent)]
         equal = leaf_equal(pred, gold, self.options.tolerance, self.view.format(node))
-        return [Event(path, "correct" if equal else "wrong")]
+        return [Event(path, "correct" if equal else "wrong", at=at)]
 
-    def _mismatch(self, pred: Any, gold: Any, node: Any, path: str) -> list[Event]:
+    def _mismatch(self, pred: Any, gold: Any, node: Any, path: str, at: str = "") -> list[Event]:
         """Different shapes (an object against a scalar, say): every gold leaf missed, every predicted one spurious."""
         events = [e for e in self.compare(None, gold, node, path) if e.kind != "null_agree"]
-        return events + [e for e in self.compare(pred, None, node, path) if e.kind != "null_agree"]
+        return events + [e for e in self.compare(pred, None, node, path, at=at) if e.kind != "null_agree"]
 
-    def _objects(self, pred: dict | None, gold: dict | None, node: Any, path: str, absent: bool) -> list[Event]:
+    def _objects(self, pred: dict | None, gold: dict | None, node: Any, path: str, absent: bool,
+                 at: str = "") -> list[Event]:
         declared = self.view.declared(node)
         keys = list(dict.fromkeys([*(gold or {}), *(pred or {})]))
         events: list[Event] = []
@@ -313,45 +318,46 @@ class Comparer:
                 continue
             key_absent = absent if pred is None else key not in pred
             events += self.compare((pred or {}).get(key), (gold or {}).get(key), self.view.child(node, key),
-                                   child_path, key_absent)
+                                   child_path, key_absent, _join(at, key))
         return events
 
-    def _lists(self, pred: list | None, gold: list | None, node: Any, path: str, absent: bool) -> list[Event]:
+    def _lists(self, pred: list | None, gold: list | None, node: Any, path: str, absent: bool,
+               at: str = "") -> list[Event]:
         item_node, item_path = self.view.items(node), path + "[]"
         if pred is None or gold is None:
-            return [e for p, g in _pad(pred or [], gold or [], pred is None, gold is None)
-                    for e in self.compare(p, g, item_node, item_path, absent)]
+            return [e for i, (p, g) in enumerate(_pad(pred or [], gold or [], pred is None, gold is None))
+                    for e in self.compare(p, g, item_node, item_path, absent, f"{at}[{i}]")]
         if self.view.is_set(node) or self.options.is_unordered(path):
-            pairs = self._match_set(pred, gold, item_node, item_path)
+            pairs = self._match_set(pred, gold, item_node, item_path, at)
         else:
-            pairs = [(pred[i] if i < len(pred) else None, gold[i] if i < len(gold) else None, None)
+            pairs = [(pred[i] if i < len(pred) else None, gold[i] if i < len(gold) else None, None, i)
                      for i in range(max(len(pred), len(gold)))]
         events: list[Event] = []
-        for p, g, known in pairs:
-            events += known if known is not None else self.compare(p, g, item_node, item_path)
+        for p, g, known, i in pairs:
+            events += known if known is not None else self.compare(p, g, item_node, item_path, at=f"{at}[{i}]")
         return events
 
-    def _match_set(self, pred: list, gold: list, node: Any,
-                   path: str) -> list[tuple[Any, Any, list[Event] | None]]:
+    def _match_set(self, pred: list, gold: list, node: Any, path: str,
+                   at: str = "") -> list[tuple[Any, Any, list[Event] | None, int]]:
         """Greedy matching: the pair sharing the most correct leaves first; pairs sharing none stay apart."""
         trials: list[tuple[int, int, int, int, list[Event]]] = []
         for i, p in enumerate(pred):
             for j, g in enumerate(gold):
-                events = self.compare(p, g, node, path)
+                events = self.compare(p, g, node, path, at=f"{at}[{i}]")
                 score = sum(e.kind == "correct" for e in events)
                 if score:
                     trials.append((-score, abs(i - j), i, j, events))
         trials.sort(key=lambda t: t[:4])
         used_p: set[int] = set()
         used_g: set[int] = set()
-        pairs: list[tuple[Any, Any, list[Event] | None]] = []
+        pairs: list[tuple[Any, Any, list[Event] | None, int]] = []
         for _, _, i, j, events in trials:
             if i not in used_p and j not in used_g:
                 used_p.add(i)
                 used_g.add(j)
-                pairs.append((pred[i], gold[j], events))
-        pairs += [(None, g, None) for j, g in enumerate(gold) if j not in used_g]
-        pairs += [(p, None, None) for i, p in enumerate(pred) if i not in used_p]
+                pairs.append((pred[i], gold[j], events, i))
+        pairs += [(None, g, None, -1) for j, g in enumerate(gold) if j not in used_g]
+        pairs += [(p, None, None, i) for i, p in enumerate(pred) if i not in used_p]
         return pairs
 
 
@@ -434,6 +440,7 @@ class Scores:
     not_in_schema: dict[str, int]
     pred_not_in_schema: dict[str, int] = field(default_factory=dict)
     run_dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
+    calibration: Calibration | None = None  # leaf confidence against correctness (pipeline.tools.calibration)
 
     @property
     def scored(self) -> int:
@@ -462,6 +469,7 @@ class Scores:
             "dead_letters_by_reason": {r: {"count": c, "rate": _ratio(c, n)} for r, c in sorted(reasons.items())},
             "run_dead_letters_by_reason": dict(sorted(self.run_dead_letters_by_reason.items())),
             "fields": {path: s.to_dict() for path, s in sorted(self.fields.items())},
+            "confidence": self.calibration.as_dict() if self.calibration is not None else None,
             "not_in_schema": dict(sorted(self.not_in_schema.items())),
             "predicted_not_in_schema": dict(sorted(self.pred_not_in_schema.items())),
             "per_document": [asdict(d) for d in self.documents],
@@ -475,8 +483,11 @@ def score(
     dead_letters: dict[str, str],
     schema_for: Callable[[str], dict[str, Any] | None],
     options: EvalOptions = EvalOptions(),
+    confidences: dict[str, dict[str, float]] | None = None,
 ) -> Scores:
-    """Score `rows` (id → record) and `dead_letters` (id → reason) against `golds` (id → record)."""
+    """Score `rows` (id → record) and `dead_letters` (id → reason) against `golds` (id → record); with
+    `confidences` (id → the row's `_confidence`), how well they tell right leaves from wrong ones."""
+    points: list[tuple[float, bool]] = []
     fields: dict[str, FieldStats] = {}
     overall = FieldStats()
     documents: list[DocResult] = []
@@ -493,9 +504,12 @@ def score(
         if pred is None:
             events = [e for e in events if e.kind != "null_agree"]
         doc = FieldStats()
+        leaf_confidence = (confidences or {}).get(doc_id) or {}
         for event in events:
             fields.setdefault(event.path, FieldStats()).add(event)
             doc.add(event)
+            if event.kind in ("correct", "wrong", "spurious") and event.at in leaf_confidence:
+                points.append((leaf_confidence[event.at], event.kind == "correct"))
         overall.merge(doc)
         not_in_schema.update(comparer.not_in_schema)
         pred_not_in_schema.update(comparer.pred_not_in_schema)
@@ -510,6 +524,7 @@ def score(
         dead_letters_without_gold=sum(1 for k in dead_letters if k not in golds and k not in rows),
         not_in_schema=dict(not_in_schema), pred_not_in_schema=dict(pred_not_in_schema),
         run_dead_letters_by_reason=dict(Counter(dead_letters.values())),
+        calibration=calibration(points) if confidences is not None else None,
     )
 
 
@@ -580,6 +595,7 @@ class RunOutput:
     rows: dict[str, dict[str, Any]]
     dead_letters: dict[str, str]
     schemas: dict[str, dict[str, Any]]  # per-row-schema jobs: each document's schema
+    confidence: dict[str, dict[str, float]] | None = None  # rows' `_confidence`, where the files have the column
 
 
 def committed_partition_manifests(loaded: LoadedConfig, storage: Storage) -> list[dict[str, Any]]:
@@ -639,14 +655,22 @@ def read_output(loaded: LoadedConfig, manifests: list[dict[str, Any]]) -> RunOut
     id_column = loaded.config.input.id_column
     rows: dict[str, dict[str, Any]] = {}
     dead: dict[str, str] = {}
+    confidence: dict[str, dict[str, float]] | None = None
     for manifest in manifests:
-        rows.update(rows_to_records(loaded, read_columns(storage, manifest["files"]["rows"])))
+        table = read_columns(storage, manifest["files"]["rows"])
+        rows.update(rows_to_records(loaded, table))
+        if "_confidence" in table.column_names:
+            confidence = confidence if confidence is not None else {}
+            for doc_id, leaves in zip(table.column(id_column).to_pylist(), table.column("_confidence").to_pylist(),
+                                      strict=True):
+                if leaves:
+                    confidence[str(doc_id)] = dict(leaves)
         letters = read_columns(storage, manifest["files"]["dead_letters"], [id_column, "reason"])
         for doc_id, reason in zip(letters.column(id_column).to_pylist(), letters.column("reason").to_pylist(),
                                   strict=True):
             dead[str(doc_id)] = reason
     return RunOutput(run_ids=sorted({m["run_id"] for m in manifests}), partitions=manifests, rows=rows,
-                     dead_letters=dead, schemas=per_row_schemas(loaded, storage, manifests))
+                     dead_letters=dead, schemas=per_row_schemas(loaded, storage, manifests), confidence=confidence)
 
 
 def output_of_run(loaded: LoadedConfig, run_ids: str | list[str]) -> RunOutput:
@@ -688,7 +712,7 @@ def evaluate(loaded: LoadedConfig, golds: dict[str, dict[str, Any]], output: Run
              options: EvalOptions) -> Scores:
     default = loaded.contract.json_schema if not getattr(loaded.contract, "per_row", False) else None
     return score(golds, output.rows, output.dead_letters, lambda doc_id: output.schemas.get(doc_id, default),
-                 options)
+                 options, output.confidence)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -774,6 +798,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     if report.get("predicted_not_in_schema"):
         lines += ["", "Predicted fields not in the schema (not scored): " + ", ".join(
             f"`{p}` ({n})" for p, n in report["predicted_not_in_schema"].items())]
+    if report.get("confidence") is not None:
+        lines += ["", *calibration_markdown(Calibration(**report["confidence"]))]
     lines += ["", f"Rules: {report['rules']}", ""]
     return "\n".join(lines)
 

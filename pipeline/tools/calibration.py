@@ -1,0 +1,97 @@
+"""How well a row's `_confidence` tells right values from wrong ones, scored against gold by `extract eval`.
+
+Each predicted leaf with a confidence is one point: its confidence, and whether the value equals gold. A leaf the
+gold record lacks (spurious) counts as wrong. From these points:
+- AUROC: the chance that a correct leaf is more confident than a wrong one (0.5 is a coin, 1.0 separates them);
+- precision when keeping the most confident 50%, 70% and 90% of leaves (and the confidence each cut is at);
+- a reliability table: per confidence decile, the mean confidence against the share correct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+KEEP = (0.5, 0.7, 0.9)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    leaves: int
+    correct: int
+    auroc: float | None
+    precision_at: dict[str, dict[str, float | None]]  # "70%" → {"precision", "threshold"}
+    reliability: list[dict[str, float | int]]  # per bin: lo, hi, leaves, mean_confidence, accuracy
+
+    def as_dict(self) -> dict[str, object]:
+        return {"leaves": self.leaves, "correct": self.correct, "auroc": self.auroc,
+                "precision_at": self.precision_at, "reliability": self.reliability}
+
+
+def auroc(points: Sequence[tuple[float, bool]]) -> float | None:
+    """Mann-Whitney AUROC of correct (True) over wrong leaves, ties counted half; None without both kinds."""
+    ordered = sorted(points, key=lambda p: p[0])
+    positives = sum(1 for _, ok in ordered if ok)
+    negatives = len(ordered) - positives
+    if not positives or not negatives:
+        return None
+    rank_sum, i = 0.0, 0
+    while i < len(ordered):  # average ranks over ties
+        j = i
+        while j < len(ordered) and ordered[j][0] == ordered[i][0]:
+            j += 1
+        mean_rank = (i + 1 + j) / 2
+        rank_sum += mean_rank * sum(1 for _, ok in ordered[i:j] if ok)
+        i = j
+    return round((rank_sum - positives * (positives + 1) / 2) / (positives * negatives), 4)
+
+
+def precision_at(points: Sequence[tuple[float, bool]], keep: float) -> dict[str, float | None]:
+    """Precision of the most confident `keep` share of leaves, and the confidence of the last one kept."""
+    if not points:
+        return {"precision": None, "threshold": None}
+    ordered = sorted(points, key=lambda p: -p[0])
+    n = max(1, round(len(ordered) * keep))
+    kept = ordered[:n]
+    return {"precision": round(sum(ok for _, ok in kept) / n, 4), "threshold": round(kept[-1][0], 6)}
+
+
+def reliability(points: Sequence[tuple[float, bool]], bins: int = 10) -> list[dict[str, float | int]]:
+    table = []
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        inside = [(c, ok) for c, ok in points if lo <= c < hi or (b == bins - 1 and c == 1.0)]
+        if inside:
+            table.append({"lo": lo, "hi": hi, "leaves": len(inside),
+                          "mean_confidence": round(sum(c for c, _ in inside) / len(inside), 4),
+                          "accuracy": round(sum(ok for _, ok in inside) / len(inside), 4)})
+    return table
+
+
+def calibration(points: Sequence[tuple[float, bool]]) -> Calibration:
+    return Calibration(leaves=len(points), correct=sum(ok for _, ok in points), auroc=auroc(points),
+                       precision_at={f"{round(k * 100)}%": precision_at(points, k) for k in KEEP},
+                       reliability=reliability(points))
+
+
+def markdown(cal: Calibration) -> list[str]:
+    """The eval.md section."""
+    if not cal.leaves:
+        return ["## Confidence", "", "No scored leaf carries a confidence (output.confidence off, or rows from "
+                "before it).", ""]
+    auc = "n/a (every leaf right, or every leaf wrong)" if cal.auroc is None else f"{cal.auroc:.3f}"
+    lines = ["## Confidence", "",
+             f"{cal.leaves} predicted leaves with a confidence, {cal.correct} of them correct. AUROC of confidence, "
+             f"correct against wrong: **{auc}**.", "",
+             "| keep the most confident | precision | at confidence ≥ |", "|---|---|---|"]
+    for share, row in cal.precision_at.items():
+        lines.append(f"| {share} | {_f(row['precision'])} | {_f(row['threshold'])} |")
+    lines += ["", "| confidence | leaves | mean confidence | share correct |", "|---|---|---|---|"]
+    for row in cal.reliability:
+        lines.append(f"| {row['lo']:.1f}-{row['hi']:.1f} | {row['leaves']} | {row['mean_confidence']:.3f} | "
+                     f"{row['accuracy']:.3f} |")
+    return [*lines, ""]
+
+
+def _f(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
