@@ -179,7 +179,12 @@ class ExtractionActor:
             info = {"document_id": str(ids[row].as_py())[:200], "characters": len(text) if text else 0,
                     "pid": os.getpid(), "node": _node_id()}
             ray.get(self.journal.alone.remote(key, row, info))
-            pieces.append(self._extract(one))
+            self.extractor.on_stage(lambda stage, row=row, info=info: ray.get(
+                self.journal.alone.remote(key, row, {**info, "stage": stage})))
+            try:
+                pieces.append(self._extract(one))
+            finally:
+                self.extractor.on_stage(None)
             ray.get(self.journal.alone.remote(key, None))
         return pa.concat_tables(pieces)
 

@@ -126,8 +126,9 @@ class Gate:
 def crash_outcome(info: dict[str, Any]) -> Outcome:
     """The `actor_crash` dead letter of a document that was alone in its actor's process when it died."""
     details = {k: v for k, v in info.items() if v is not None}
+    stage = f", while {info['stage']}" if info.get("stage") else ""
     message = ("the extraction actor's process died twice with this document in flight, the second time with no "
-               f"other document in the process (actor {info.get('actor')}; a crash, the OOM killer or an exit in "
-               "code the document ran: the driver's log has Ray's reason); dead-lettered so that the rest of its "
-               "batch commits")
+               f"other document in the process (actor {info.get('actor')}{stage}; a crash, the OOM killer or an "
+               "exit in code the document ran: the driver's log has Ray's reason); dead-lettered so that the rest "
+               "of its batch commits")
     return Outcome(reason="actor_crash", error={"message": message, **details})

@@ -129,6 +129,16 @@ class BatchExtractor:
             with self._lock:
                 self.compile_seconds[contract.hash] = seconds
 
+    def on_stage(self, hook: Any) -> None:
+        """Call `hook(stage)` as this thread's batches reach each stage (tokenizing, generating, checking); None:
+        stop. The actor records it for a document it runs alone (workers.crashes), to say where a crash was."""
+        self._local.on_stage = hook
+
+    def _stage(self, stage: str) -> None:
+        hook = getattr(self._local, "on_stage", None)
+        if hook is not None:
+            hook(stage)
+
     @property
     def last_generation(self) -> tuple[float, float] | None:
         """This thread's last batch: when its generation started and ended (Unix seconds), or None."""
@@ -212,6 +222,7 @@ class BatchExtractor:
             if early is None:
                 assert text is not None
                 chat = prompt_for(self.spec, text, contract.json_schema, self._schema_json(contract))
+                self._stage("tokenizing")
                 token_ids = self.engine.prompt_token_ids(chat)
                 early = check_input(text, len(token_ids), self.spec.max_tokens, self.max_model_len)
                 if early is None:
@@ -244,6 +255,7 @@ class BatchExtractor:
         grammars = [self._grammar(c, text) for c, text in zip(contracts, texts, strict=True)]
         seeded = {"seeds": seeds} if seeds is not None else {}  # only a resampling attempt seeds each request
         try:
+            self._stage("generating")
             generations = self.engine.generate(prompts, grammars, self.spec.max_tokens, temperature, **seeded)
             if len(generations) != len(prompts):
                 raise RuntimeError(f"engine returned {len(generations)} outputs for {len(prompts)} prompts")
@@ -253,6 +265,7 @@ class BatchExtractor:
             log.error("extract.engine_error", error=repr(exc), documents=len(prompts))
             return exc
         outcomes = []
+        self._stage("checking the output (schema, validators)")
         for doc_id, text, generation, contract in zip(ids, texts, generations, contracts, strict=True):
             outcome = classify(generation, contract, {"document": text, "document_id": doc_id}, self.spec.constrained,
                                self.spec.repeated_items)

@@ -71,5 +71,6 @@ def test_a_killing_a_51_mb_and_an_int64_overflowing_document_are_one_dead_letter
                                                          "type_overflow")) == ["d1", "d3", "d5"]
     crash = json.loads(dead["d1"]["error"])
     assert "died twice with this document in flight" in crash["message"] and crash["document_id"] == "d1"
+    assert crash["stage"].startswith("checking the output")  # where it died: the job's validator ran it
     too_long = json.loads(dead["d3"]["error"])
     assert too_long["characters"] == BIG_CHARS and "not tokenized" in too_long["message"]

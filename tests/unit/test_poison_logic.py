@@ -82,7 +82,7 @@ def test_the_journal_counts_a_crash_when_an_attempt_never_ended_and_names_the_do
     assert journal.begin("b1", "actor-1b") == (1, {})  # a crash with its batch: no document named yet
     journal.alone("b1", 0, {"document_id": "d0"})
     journal.alone("b1", None)  # d0 done
-    journal.alone("b1", 1, {"document_id": "d1"})  # and the process dies with d1 alone in it
+    journal.alone("b1", 1, {"document_id": "d1", "stage": "generating"})  # the process dies with d1 alone in it
     crashes, poison = journal.begin("b1", "actor-1c")
     assert crashes == 2 and list(poison) == [1]
     assert poison[1]["document_id"] == "d1" and poison[1]["actor"] == "actor-1b" and poison[1]["crashes"] == 2
@@ -90,6 +90,7 @@ def test_the_journal_counts_a_crash_when_an_attempt_never_ended_and_names_the_do
     assert journal.begin("b2", "actor-1c") == (0, {})  # an ended batch that comes again counts no crash
     outcome = crash_outcome(poison[1])
     assert outcome.reason == "actor_crash" and "died twice" in outcome.error["message"]
+    assert "while generating" in outcome.error["message"] and outcome.error["stage"] == "generating"
 
 
 def test_a_batch_key_is_its_units_and_ids_in_order():
