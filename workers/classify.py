@@ -40,6 +40,7 @@ from schemas.arrow import FieldTypeError, check_record
 from schemas.contract import RecordRejected, SchemaContract
 from schemas.patterns import PatternBudgetExceeded
 from schemas.repeats import cut_output
+from schemas.spans import record_spans
 from workers.confidence import row_confidence
 from workers.engine import REFUSED, EngineFatal, Generation
 
@@ -84,6 +85,7 @@ class Outcome:
     output_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     confidence: dict[str, float] | None = None  # a row's leaves: path → confidence (workers.confidence)
+    spans: dict[str, list[tuple[int, int]]] | None = None  # a row's leaves: path → where the document writes it
 
     @property
     def is_row(self) -> bool:
@@ -161,6 +163,7 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         if constrained:
             outcome.confidence = row_confidence(text, generation.token_pieces, generation.token_logprobs,
                                                 outcome.record)
+        outcome.spans = record_spans(outcome.record, context.get("document"))
     except RecordRejected as rejected:
         outcome.reason = rejected.reason
         outcome.error = {"message": rejected.errors[0]["msg"] if rejected.errors else rejected.reason,

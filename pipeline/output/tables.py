@@ -28,8 +28,10 @@ DEAD_LETTER_COLUMNS = (
     "attempts",
 )
 ROW_LINEAGE_COLUMNS = ("_run_id", "_schema_name", "_schema_version", "_schema_hash", "_model", "_extracted_at",
-                       "_prompt_tokens", "_output_tokens", "_confidence", "_min_confidence")
+                       "_prompt_tokens", "_output_tokens", "_confidence", "_min_confidence", "_spans")
 CONFIDENCE_TYPE = pa.map_(pa.string(), pa.float64())  # leaf path → confidence (workers.confidence)
+# leaf path → where the document writes the value (schemas.spans): [{start, end}], code-point offsets, end exclusive
+SPANS_TYPE = pa.map_(pa.string(), pa.list_(pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32())])))
 
 
 def row_schema(contract: SchemaContract, id_field: pa.Field) -> pa.Schema:
@@ -44,6 +46,7 @@ def row_schema(contract: SchemaContract, id_field: pa.Field) -> pa.Schema:
         pa.field("_output_tokens", pa.int64()),
         pa.field("_confidence", CONFIDENCE_TYPE),  # null where the run asked for none (output.confidence: false)
         pa.field("_min_confidence", pa.float64()),  # the row's least confident leaf
+        pa.field("_spans", SPANS_TYPE),
     ]
     return pa.schema([id_field, *contract.layout.schema, *lineage])
 
@@ -110,6 +113,7 @@ class RecordTables:
         columns["_confidence"] = confidence
         columns["_min_confidence"] = pa.array([min((v for _, v in c), default=None) if c else None
                                                for c in confidence.to_pylist()], pa.float64())
+        columns["_spans"] = rows.column("_spans") if "_spans" in rows.column_names else pa.nulls(n, SPANS_TYPE)
         return pa.table(columns, schema=self.rows_schema)
 
     def dead_letters(self, dead: pa.Table) -> pa.Table:
