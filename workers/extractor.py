@@ -52,6 +52,8 @@ OUTCOME_FIELDS = [
     pa.field("_schema_hash", pa.string()),
     pa.field("_extracted_at", pa.timestamp("us", tz="UTC")),
     pa.field("_confidence", pa.map_(pa.string(), pa.float64())),
+    pa.field("_spans", pa.map_(pa.string(), pa.list_(pa.struct([pa.field("start", pa.int32()),
+                                                                pa.field("end", pa.int32())])))),
 ]
 
 
@@ -381,6 +383,8 @@ def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
         "_extracted_at": [now] * len(outcomes),
         "_confidence": [list(o.confidence.items()) if o.is_row and o.confidence is not None else None
                         for o in outcomes],
+        "_spans": [[(path, [{"start": s, "end": e} for s, e in places]) for path, places in o.spans.items()]
+                   if o.is_row and o.spans is not None else None for o in outcomes],
     }
     table = passthrough.combine_chunks()
     for f in OUTCOME_FIELDS:
