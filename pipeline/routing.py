@@ -147,11 +147,11 @@ def _row_contract(value: str, loaded: LoadedConfig) -> SchemaContract | None:
     else:
         try:
             schema = json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nested thousands deep: the decoder's own stack
             return None
     try:
         return SchemaContract.from_dict(schema, source="row", limits=loaded.schema_limits)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -8,7 +8,7 @@ import yaml
 
 from pipeline import config
 from pipeline.config import ConfigError, load_config
-from tests.conftest import ROOT, write_config
+from tests.conftest import DELETE, ROOT, write_config
 
 
 def bomb(levels: int = 9, width: int = 9) -> str:
@@ -82,3 +82,12 @@ def test_a_set_value_nested_past_the_limit_is_one_line(tmp_path):
         deep = [deep]
     with pytest.raises(ConfigError, match=r"^--set model.engine_kwargs.x: the value nests more than 64"):
         load_config(write_config(tmp_path), {"model.engine_kwargs.x": deep})
+
+
+def test_a_per_row_schema_nested_thousands_deep_is_unusable_not_a_traceback(tmp_path):
+    """A row's own schema (input.schema_column) of JSON 20,000 deep: the driver's routing calls it unusable (the
+    actor dead-letters the row), instead of the decoder's RecursionError ending `extract validate`/`run`."""
+    from pipeline.routing import _row_contract
+
+    loaded = load_config(write_config(tmp_path, schema=DELETE, **{"input.schema_column": "text"}))
+    assert _row_contract('{"a": ' * 20_000 + "1" + "}" * 20_000, loaded) is None
