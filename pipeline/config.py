@@ -133,6 +133,14 @@ class OutputConfig(_Strict):
     min_rows: int | None = Field(default=None, ge=0)
     # Rows carry `_confidence` (per leaf, from the sampled tokens' log-probabilities) and `_min_confidence`.
     confidence: bool = True
+    # A row whose least confident leaf is below this becomes a `low_confidence` dead letter, the record attached.
+    min_confidence: float | None = Field(default=None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def confidence_for_min(self) -> OutputConfig:
+        if self.min_confidence is not None and not self.confidence:
+            raise ValueError("output.min_confidence needs output.confidence: true (it compares each row's confidence)")
+        return self
 
 
 class SchemaPolicyConfig(_Strict):
@@ -393,9 +401,12 @@ class LoadedConfig:
             policy.pop("grounding")
         else:
             policy["grounding"] = False if mode == "off" else mode
-        return {"schema": self.contract.hash, "model": model, "prompt": cfg.prompt,
-                "prompting": prompting, "id": cfg.input.id_column, "text": cfg.input.text_column,
-                "policy": policy}
+        decisive = {"schema": self.contract.hash, "model": model, "prompt": cfg.prompt,
+                    "prompting": prompting, "id": cfg.input.id_column, "text": cfg.input.text_column,
+                    "policy": policy}
+        if cfg.output.min_confidence is not None:  # it decides rows against dead letters; unset, the old hash
+            decisive["min_confidence"] = cfg.output.min_confidence
+        return decisive
 
     @property
     def grounding_in_effect(self) -> str:

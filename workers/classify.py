@@ -59,6 +59,7 @@ DEAD_LETTER_REASONS = (
     "schema_unsupported",
     "type_overflow",
     "actor_crash",
+    "low_confidence",
 )
 
 INVALID_INPUT_COLUMN = "_invalid_input"  # set by the reader on a row it could not decode: why, else null
@@ -132,7 +133,7 @@ def check_input(text: str | None, prompt_tokens: int | None, max_tokens: int, ma
 
 
 def classify(generation: Generation, contract: SchemaContract, context: dict[str, Any],
-             constrained: bool = True, repeated_items: str = "keep") -> Outcome:
+             constrained: bool = True, repeated_items: str = "keep", min_confidence: float | None = None) -> Outcome:
     """`repeated_items="cut"` (schema_policy.repeated_items): lists end before their first repeated item
     (`schemas.repeats`) when the output passes its checks so; else it is checked as decoded."""
     outcome = Outcome(
@@ -164,6 +165,8 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
             outcome.confidence = row_confidence(text, generation.token_pieces, generation.token_logprobs,
                                                 outcome.record)
         outcome.spans = record_spans(outcome.record, context.get("document"))
+        if min_confidence is not None and outcome.confidence:
+            _below(outcome, min_confidence)
     except RecordRejected as rejected:
         outcome.reason = rejected.reason
         outcome.error = {"message": rejected.errors[0]["msg"] if rejected.errors else rejected.reason,
@@ -180,6 +183,19 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
             "traceback": traceback.format_exception_only(type(exc), exc)[-1].strip(),
         }
     return outcome
+
+
+def _below(outcome: Outcome, min_confidence: float) -> None:
+    """A row whose least confident leaf is under `min_confidence` becomes a `low_confidence` dead letter that keeps
+    the record, its confidence and spans, so a person or `extract retry` can take it up."""
+    path, lowest = min(outcome.confidence.items(), key=lambda item: item[1])  # type: ignore[union-attr]
+    if lowest >= min_confidence:
+        return
+    outcome.error = {"message": f"the least confident value, {path}, is at {lowest:.3f}, under output.min_confidence "
+                                f"{min_confidence}", "field": path, "confidence": lowest, "record": outcome.record,
+                     "confidences": outcome.confidence, "spans": outcome.spans}
+    outcome.reason = "low_confidence"
+    outcome.record = None
 
 
 def _check(contract: SchemaContract, text: str, context: dict[str, Any], repeated_items: str) -> dict[str, Any]:

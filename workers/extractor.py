@@ -270,7 +270,7 @@ class BatchExtractor:
         self._stage("checking the output (schema, validators)")
         for doc_id, text, generation, contract in zip(ids, texts, generations, contracts, strict=True):
             outcome = classify(generation, contract, {"document": text, "document_id": doc_id}, self.spec.constrained,
-                               self.spec.repeated_items)
+                               self.spec.repeated_items, self.spec.min_confidence)
             if not self.spec.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
                 outcome = check_types(outcome, contract)
             outcome.extra["schema_hash"] = contract.hash

@@ -44,11 +44,12 @@ from pipeline.storage import S3Settings, Storage, StorageError, join, storage_fo
 ROW = "row"
 REASON_ORDER = ("truncated", "semantic_invalid", "schema_violation", "invalid_json", "validator_error",
                 "engine_error", "schema_invalid", "schema_unsupported", "input_too_long", "empty_input",
-                "type_overflow", "actor_crash")
+                "type_overflow", "actor_crash", "low_confidence")
 COLORS = {ROW: "#2e7d32", "truncated": "#ef6c00", "semantic_invalid": "#c62828", "schema_violation": "#ad1457",
           "invalid_json": "#6a1b9a", "validator_error": "#4527a0", "engine_error": "#37474f",
           "schema_invalid": "#00838f", "schema_unsupported": "#0277bd", "input_too_long": "#f9a825",
-          "empty_input": "#90a4ae", "type_overflow": "#5d4037", "actor_crash": "#b71c1c"}
+          "empty_input": "#90a4ae", "type_overflow": "#5d4037", "actor_crash": "#b71c1c",
+          "low_confidence": "#ffb300"}
 OTHER_COLOR = "#795548"
 NICE_BIN_SECONDS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 TEMPLATES = Path(__file__).parent / "templates"

@@ -40,3 +40,32 @@ def test_tokens_that_do_not_spell_the_text_claim_nothing():
     assert token_offsets(["{", "\ufffd"], '{"') is None
     assert leaf_confidence('{"a":1}', ['{"a":', "1", "}"], [0.0, -1.0]) is None  # lengths differ
     assert leaf_confidence('{"a":1', ['{"a":', "1"], [0.0, -1.0]) is None  # does not parse
+
+
+def test_a_row_under_min_confidence_is_a_dead_letter_that_keeps_its_record():
+    from schemas.contract import SchemaContract
+    from workers.classify import classify
+    from workers.engine import Generation
+
+    contract = SchemaContract.from_dict({"type": "object", "properties": {"a": {"type": "string"},
+                                                                          "b": {"type": "integer"}}})
+    pieces = ['{"a":', '"x"', ',"b":', '7', "}"]
+    gen = Generation("".join(pieces), "stop", 5, 5, token_pieces=tuple(pieces),
+                     token_logprobs=(0.0, math.log(0.9), 0.0, math.log(0.4), 0.0))
+    kept = classify(gen, contract, {"document": "a x, b 7"}, min_confidence=0.3)
+    assert kept.is_row and kept.confidence == pytest.approx({"a": 0.9, "b": 0.4})
+    assert kept.spans == {"a": [(2, 3)], "b": [(7, 8)]}
+    low = classify(gen, contract, {"document": "a x, b 7"}, min_confidence=0.5)
+    assert not low.is_row and low.reason == "low_confidence"
+    assert low.error["field"] == "b" and low.error["record"] == {"a": "x", "b": 7}
+    assert classify(gen, contract, {}).is_row  # no threshold: a row, whatever its confidence
+
+
+def test_min_confidence_needs_confidence_and_enters_the_hash_only_when_set():
+    from pipeline.config import ConfigError, load_config
+
+    base = load_config("jobs/extract.yaml")
+    assert load_config("jobs/extract.yaml", {"output.confidence": False}).output_hash == base.output_hash
+    assert load_config("jobs/extract.yaml", {"output.min_confidence": 0.2}).output_hash != base.output_hash
+    with pytest.raises(ConfigError, match="output.min_confidence needs output.confidence"):
+        load_config("jobs/extract.yaml", {"output.confidence": False, "output.min_confidence": 0.2})
