@@ -29,3 +29,52 @@ def test_a_value_the_document_does_not_write_has_no_entry_and_lists_are_indexed(
 def test_places_are_capped_and_a_missing_document_gives_none():
     assert len(record_spans({"a": "x"}, "x " * 50)["a"]) == MAX_PLACES
     assert record_spans({"a": "x"}, None) is None
+
+
+def _written(text: str) -> object:
+    """What the document's text at a span says, read the way the value was: a number, a date, or text."""
+    from datetime import datetime
+
+    from schemas.grounding import DATE_SHAPES, NUMBER
+
+    if NUMBER.fullmatch(text):
+        return float(text.replace(",", ""))
+    for shape, formats in DATE_SHAPES:
+        if shape.fullmatch(text):
+            for fmt in formats:
+                try:
+                    return datetime.strptime(text.replace(".,", ",").replace(". ", " "), fmt).date().isoformat()
+                except ValueError:
+                    continue
+    return text
+
+
+def test_every_span_of_the_sample_gold_rows_reads_back_as_its_value():
+    """All 50 gold records of the sample, as rows: each place a leaf points at says that leaf's value, and every
+    string, number and date of them is found (the gold is what the documents write)."""
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from schemas.spans import leaves
+
+    root = Path(__file__).resolve().parents[2] / "jobs" / "sample"
+    texts = dict(zip(*pq.read_table(root / "invoices.parquet", columns=["doc_id", "text"]).to_pydict().values(),
+                     strict=True))
+    golds = [json.loads(line) for line in (root / "invoices_gold.jsonl").read_text().splitlines() if line.strip()]
+    checked = missing = 0
+    for gold in golds:
+        doc = texts[gold.pop("doc_id")]
+        spans = record_spans(gold, doc)
+        for path, value in leaves(gold):
+            if path not in spans:
+                missing += 1
+                continue
+            for start, end in spans[path]:
+                written = _written(doc[start:end])
+                expected = float(value) if isinstance(value, int | float) else value
+                assert written == expected or doc[start:end] == value, (gold, path, doc[start:end])
+                checked += 1
+    assert len(golds) == 50 and checked > 400
+    assert missing == 0, f"{missing} gold leaves have no span"
