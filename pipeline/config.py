@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -135,11 +136,15 @@ class OutputConfig(_Strict):
     confidence: bool = True
     # A row whose least confident leaf is below this becomes a `low_confidence` dead letter, the record attached.
     min_confidence: float | None = Field(default=None, ge=0, le=1)
+    # A per-field calibration of _confidence (a JSON file `extract eval --fit-calibration` writes), applied on the
+    # actors; a path relative to this file.
+    calibration: str | None = None
 
     @model_validator(mode="after")
     def confidence_for_min(self) -> OutputConfig:
-        if self.min_confidence is not None and not self.confidence:
-            raise ValueError("output.min_confidence needs output.confidence: true (it compares each row's confidence)")
+        for key in ("min_confidence", "calibration"):
+            if getattr(self, key) is not None and not self.confidence:
+                raise ValueError(f"output.{key} needs output.confidence: true (it acts on each row's confidence)")
         return self
 
 
@@ -370,6 +375,22 @@ class LoadedConfig:
             raise ConfigError(f"{self.path}: {key}: {marks[0]}")
         return contract
 
+    @cached_property
+    def calibration(self) -> dict[str, Any] | None:
+        """output.calibration's content (a per-field calibration of _confidence), checked; None when unset."""
+        from workers.confidence import Calibrator
+
+        name = self.config.output.calibration
+        if name is None:
+            return None
+        path = Path(_resolve_local(name, self.base_dir))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            Calibrator.from_json(data)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError, AttributeError, RecursionError) as exc:
+            raise ConfigError(f"{self.path}: output.calibration: {path}: {exc}") from None
+        return data
+
     @property
     def s3_settings(self) -> S3Settings:
         return S3Settings.resolve(self.config.storage.endpoint_url, self.config.storage.region)
@@ -406,6 +427,8 @@ class LoadedConfig:
                     "policy": policy}
         if cfg.output.min_confidence is not None:  # it decides rows against dead letters; unset, the old hash
             decisive["min_confidence"] = cfg.output.min_confidence
+            if self.calibration is not None:  # what the threshold compares: the calibrated confidence
+                decisive["calibration"] = self.calibration
         return decisive
 
     @property

@@ -80,6 +80,7 @@ def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = 
         ground_numbers=cfg.schema_policy.ground_numbers,
         repeated_items=cfg.schema_policy.repeated_items,
         min_confidence=cfg.output.min_confidence,
+        calibration=loaded.calibration,
     )
 
 

@@ -41,7 +41,7 @@ from schemas.contract import RecordRejected, SchemaContract
 from schemas.patterns import PatternBudgetExceeded
 from schemas.repeats import cut_output
 from schemas.spans import record_spans
-from workers.confidence import row_confidence
+from workers.confidence import Calibrator, row_confidence
 from workers.engine import REFUSED, EngineFatal, Generation
 
 DEAD_LETTER_REASONS = (
@@ -133,7 +133,8 @@ def check_input(text: str | None, prompt_tokens: int | None, max_tokens: int, ma
 
 
 def classify(generation: Generation, contract: SchemaContract, context: dict[str, Any],
-             constrained: bool = True, repeated_items: str = "keep", min_confidence: float | None = None) -> Outcome:
+             constrained: bool = True, repeated_items: str = "keep", min_confidence: float | None = None,
+             calibrator: Calibrator | None = None) -> Outcome:
     """`repeated_items="cut"` (schema_policy.repeated_items): lists end before their first repeated item
     (`schemas.repeats`) when the output passes its checks so; else it is checked as decoded."""
     outcome = Outcome(
@@ -164,6 +165,8 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         if constrained:
             outcome.confidence = row_confidence(text, generation.token_pieces, generation.token_logprobs,
                                                 outcome.record)
+            if calibrator is not None and outcome.confidence:  # output.calibration
+                outcome.confidence = {path: calibrator(path, c) for path, c in outcome.confidence.items()}
         outcome.spans = record_spans(outcome.record, context.get("document"))
         if min_confidence is not None and outcome.confidence:
             _below(outcome, min_confidence)

@@ -34,6 +34,7 @@ from workers.classify import (
     error_json,
     settle,
 )
+from workers.confidence import Calibrator
 from workers.engine import Generation, is_fatal
 from workers.prompt import Chat, feedback_text, prompt_for, with_feedback
 from workers.spec import ExtractionSpec
@@ -92,6 +93,7 @@ class BatchExtractor:
         self.max_chars = max_model_len * per_token if isinstance(per_token, int) and per_token > 0 else None
         if spec.sampling or spec.grammar_bounds != (None, None):  # model.sampling, schema_policy bounds
             engine.use_sampling(spec.sampling, spec.grammar_bounds)  # type: ignore[attr-defined]
+        self._calibrator = Calibrator.from_json(spec.calibration) if spec.calibration else None
         self._local = threading.local()  # per calling thread: batches may run concurrently (batches_in_flight)
         self._lock = threading.Lock()  # guards the schema caches
         self._serving = False  # set by the first batch: from then on the engine is busy
@@ -270,7 +272,7 @@ class BatchExtractor:
         self._stage("checking the output (schema, validators)")
         for doc_id, text, generation, contract in zip(ids, texts, generations, contracts, strict=True):
             outcome = classify(generation, contract, {"document": text, "document_id": doc_id}, self.spec.constrained,
-                               self.spec.repeated_items, self.spec.min_confidence)
+                               self.spec.repeated_items, self.spec.min_confidence, self._calibrator)
             if not self.spec.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
                 outcome = check_types(outcome, contract)
             outcome.extra["schema_hash"] = contract.hash

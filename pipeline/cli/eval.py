@@ -64,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all-lists-unordered", action="store_true", help="match every list as a set")
     p.add_argument("--format", choices=["table", "json"], default="table",
                    help="table: eval.md's tables (default); json: eval.json's content on stdout, for a script")
+    p.add_argument("--fit-calibration", metavar="FILE",
+                   help="also write a per-field calibration of _confidence fitted on this gold to FILE (JSON), for "
+                   "the job's output.calibration")
     p.set_defaults(func=cmd_eval)
 
 
@@ -119,7 +122,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except EvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    report = build_report(evaluate(loaded, golds, output, options), _context(loaded, args, output), options)
+    scores = evaluate(loaded, golds, output, options)
+    report = build_report(scores, _context(loaded, args, output), options)
+    if args.fit_calibration:
+        if not scores.confidence_points:
+            raise ConfigError("--fit-calibration: no scored row of this run carries a _confidence "
+                              "(output.confidence was off, or the rows predate it)")
+        target = Path(args.fit_calibration)
+        target.write_text(json.dumps(scores.fit_calibration().to_json(), indent=1) + "\n")
+        print(f"wrote {target} (per-field calibration from {len(scores.confidence_points)} leaves; set "
+              f"output.calibration: {target} in the job)", file=sys.stderr)
     out_dir = args.out if args.out and is_s3(args.out) else str(Path(args.out).resolve()) if args.out else \
         join(loaded.output_uri, "_eval", run_id)
     json_path, md_path = write_report(report, out_dir, storage_for(out_dir, loaded.s3_settings))

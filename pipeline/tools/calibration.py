@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from workers.confidence import Calibrator
+
 KEEP = (0.5, 0.7, 0.9)
 
 
@@ -74,13 +76,13 @@ def calibration(points: Sequence[tuple[float, bool]]) -> Calibration:
                        reliability=reliability(points))
 
 
-def markdown(cal: Calibration) -> list[str]:
+def markdown(cal: Calibration, title: str = "Confidence") -> list[str]:
     """The eval.md section."""
     if not cal.leaves:
-        return ["## Confidence", "", "No scored leaf carries a confidence (output.confidence off, or rows from "
+        return [f"## {title}", "", "No scored leaf carries a confidence (output.confidence off, or rows from "
                 "before it).", ""]
     auc = "n/a (every leaf right, or every leaf wrong)" if cal.auroc is None else f"{cal.auroc:.3f}"
-    lines = ["## Confidence", "",
+    lines = [f"## {title}", "",
              f"{cal.leaves} predicted leaves with a confidence, {cal.correct} of them correct. AUROC of confidence, "
              f"correct against wrong: **{auc}**.", "",
              "| keep the most confident | precision | at confidence ≥ |", "|---|---|---|"]
@@ -95,3 +97,26 @@ def markdown(cal: Calibration) -> list[str]:
 
 def _f(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Honest figures for a calibration fitted on the same gold
+
+
+def cross_fitted(points: Sequence[tuple[str, str, float, bool]], folds: int = 2) -> list[tuple[float, bool]]:
+    """Honest calibrated points: each document's leaves mapped by a calibrator fitted on the other folds'
+    documents only. `points` are (document id, field, raw confidence, correct)."""
+    import hashlib
+
+    def fold(doc_id: str) -> int:
+        return int(hashlib.sha256(doc_id.encode()).hexdigest(), 16) % folds
+
+    out = []
+    for k in range(folds):
+        train: dict[str, list[tuple[float, bool]]] = {}
+        for doc_id, name, conf, ok in points:
+            if fold(doc_id) != k:
+                train.setdefault(name, []).append((conf, ok))
+        calibrator = Calibrator.fit(train)
+        out += [(calibrator(name, conf), ok) for doc_id, name, conf, ok in points if fold(doc_id) == k]
+    return out

@@ -64,7 +64,7 @@ from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import committed
 from pipeline.output.tables import read_columns
 from pipeline.storage import Storage, join, storage_for
-from pipeline.tools.calibration import Calibration, calibration
+from pipeline.tools.calibration import Calibration, Calibrator, calibration, cross_fitted
 from pipeline.tools.calibration import markdown as calibration_markdown
 from schemas.contract import RECORD_COLUMN
 
@@ -441,6 +441,15 @@ class Scores:
     pred_not_in_schema: dict[str, int] = field(default_factory=dict)
     run_dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
     calibration: Calibration | None = None  # leaf confidence against correctness (pipeline.tools.calibration)
+    calibrated: Calibration | None = None  # the same after a per-field calibration, cross-fitted on the gold
+    confidence_points: list[tuple[str, str, float, bool]] = field(default_factory=list)
+
+    def fit_calibration(self) -> Calibrator:
+        """A per-field calibrator fitted on every scored leaf (`extract eval --fit-calibration`)."""
+        by_field: dict[str, list[tuple[float, bool]]] = {}
+        for _, name, conf, ok in self.confidence_points:
+            by_field.setdefault(name, []).append((conf, ok))
+        return Calibrator.fit(by_field)
 
     @property
     def scored(self) -> int:
@@ -470,6 +479,7 @@ class Scores:
             "run_dead_letters_by_reason": dict(sorted(self.run_dead_letters_by_reason.items())),
             "fields": {path: s.to_dict() for path, s in sorted(self.fields.items())},
             "confidence": self.calibration.as_dict() if self.calibration is not None else None,
+            "confidence_calibrated": self.calibrated.as_dict() if self.calibrated is not None else None,
             "not_in_schema": dict(sorted(self.not_in_schema.items())),
             "predicted_not_in_schema": dict(sorted(self.pred_not_in_schema.items())),
             "per_document": [asdict(d) for d in self.documents],
@@ -487,7 +497,7 @@ def score(
 ) -> Scores:
     """Score `rows` (id → record) and `dead_letters` (id → reason) against `golds` (id → record); with
     `confidences` (id → the row's `_confidence`), how well they tell right leaves from wrong ones."""
-    points: list[tuple[float, bool]] = []
+    points: list[tuple[str, str, float, bool]] = []  # (document, field, confidence, correct)
     fields: dict[str, FieldStats] = {}
     overall = FieldStats()
     documents: list[DocResult] = []
@@ -509,7 +519,7 @@ def score(
             fields.setdefault(event.path, FieldStats()).add(event)
             doc.add(event)
             if event.kind in ("correct", "wrong", "spurious") and event.at in leaf_confidence:
-                points.append((leaf_confidence[event.at], event.kind == "correct"))
+                points.append((doc_id, event.path, leaf_confidence[event.at], event.kind == "correct"))
         overall.merge(doc)
         not_in_schema.update(comparer.not_in_schema)
         pred_not_in_schema.update(comparer.pred_not_in_schema)
@@ -524,7 +534,9 @@ def score(
         dead_letters_without_gold=sum(1 for k in dead_letters if k not in golds and k not in rows),
         not_in_schema=dict(not_in_schema), pred_not_in_schema=dict(pred_not_in_schema),
         run_dead_letters_by_reason=dict(Counter(dead_letters.values())),
-        calibration=calibration(points) if confidences is not None else None,
+        calibration=calibration([(c, ok) for _, _, c, ok in points]) if confidences is not None else None,
+        calibrated=calibration(cross_fitted(points)) if confidences is not None and points else None,
+        confidence_points=points,
     )
 
 
@@ -800,6 +812,9 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"`{p}` ({n})" for p, n in report["predicted_not_in_schema"].items())]
     if report.get("confidence") is not None:
         lines += ["", *calibration_markdown(Calibration(**report["confidence"]))]
+    if report.get("confidence_calibrated") is not None:
+        lines += calibration_markdown(Calibration(**report["confidence_calibrated"]),
+                                      "Confidence calibrated per field (2-fold cross-fitted on this gold)")
     lines += ["", f"Rules: {report['rules']}", ""]
     return "\n".join(lines)
 

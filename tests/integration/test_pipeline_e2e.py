@@ -153,3 +153,39 @@ def test_cli_runs_the_sample_job_and_duckdb_reads_dates_as_dates(tmp_path, cli_e
     n_rows, = con.execute(f"SELECT count(*) FROM read_parquet('{tmp_path}/inv/rows/*.parquet')").fetchone()
     n_dead, = con.execute(f"SELECT count(*) FROM read_parquet('{tmp_path}/inv/dead_letters/*.parquet')").fetchone()
     assert n_rows + n_dead == 6
+    _confidence_and_spans(con, types, tmp_path / "inv")
+
+
+def _confidence_and_spans(con: duckdb.DuckDBPyConnection, types: dict[str, str], output: Path) -> None:
+    """The rows of a real run say how sure each value is and where the document writes it; the docs' query runs."""
+    import re
+
+    import pyarrow.parquet as pq
+
+    from pipeline.output.query import run_query
+
+    assert types["_confidence"] == "MAP(VARCHAR, DOUBLE)" and types["_min_confidence"] == "DOUBLE"
+    assert types["_spans"] == 'MAP(VARCHAR, STRUCT("start" INTEGER, "end" INTEGER)[])'
+    texts = dict(zip(*pq.read_table(ROOT / "jobs/sample/invoices.parquet", columns=["doc_id", "text"])
+                     .to_pydict().values(), strict=True))
+    rows = con.sql(f"SELECT doc_id, invoice_number, _confidence, _min_confidence, _spans "
+                   f"FROM read_parquet('{output}/rows/*.parquet')").fetchall()
+    assert rows
+    for doc_id, number, confidence, lowest, spans in rows:
+        assert confidence and all(0 < v <= 1 for v in confidence.values()), confidence
+        assert lowest == min(confidence.values())
+        if number is not None:
+            assert "invoice_number" in confidence
+        for path, places in spans.items():  # every place a leaf points at writes it (numbers as the text does)
+            assert path in confidence or path.startswith("items[")
+            for place in places:
+                written = texts[doc_id][place["start"]:place["end"]]
+                assert written, (doc_id, path, place)
+        if number is not None:  # the invoice number is grounded: the document writes it
+            (first, *_) = spans["invoice_number"]
+            assert texts[doc_id][first["start"]:first["end"]] == number
+    docs = (ROOT / "docs" / "outputs.md").read_text()
+    sql = re.search(r"<!-- confidence-query -->\n```sql\n(.*?)```", docs, re.S).group(1)
+    found = run_query(str(output), sql).fetchall()
+    assert found and all(0 < conf <= 1 for _, _, conf, _ in found)
+    assert [c for _, _, c, _ in found] == sorted(c for _, _, c, _ in found)

@@ -51,3 +51,33 @@ def test_set_matched_lists_keep_the_predicted_index(unordered):
     options = EvalOptions(all_lists_unordered=unordered)
     cal = score(gold, rows, {}, lambda _: None, options, conf).calibration
     assert cal.correct == (2 if unordered else 0) and cal.leaves == 2
+
+
+def test_isotonic_calibration_is_monotone_and_fits_each_field_on_its_own():
+    from workers.confidence import Calibrator, field_of, isotonic
+
+    xs, ys = isotonic([(0.1, False), (0.2, True), (0.3, False), (0.9, True)])
+    assert ys == sorted(ys) and len(xs) == len(ys) == 3  # the violating pair pooled
+    total = [(c / 20, c >= 10) for c in range(20)]  # right above 0.5
+    names = [(0.9, c % 2 == 0) for c in range(20)]  # a coin, however sure
+    cal = Calibrator.fit({"total": total, "items[].name": names})
+    assert cal("total", 0.9) == 1.0 and cal("total", 0.1) == 0.0
+    assert cal("items[3].name", 0.9) == 0.5 and field_of("a[12].b[0]") == "a[].b[]"
+    assert Calibrator.from_json(cal.to_json()) == cal
+
+
+@pytest.mark.parametrize("bad", [{}, {"format": 1, "fields": {"x": {"raw": [0.1], "calibrated": []}}},
+                                 {"format": 2, "fields": {}}])
+def test_a_bad_calibration_file_is_refused(bad):
+    from workers.confidence import Calibrator
+
+    with pytest.raises(ValueError):
+        Calibrator.from_json(bad)
+
+
+def test_cross_fitting_maps_each_document_by_the_others_only():
+    from pipeline.tools.calibration import cross_fitted
+
+    points = [(f"d{i}", "f", 0.9 if i % 2 else 0.1, bool(i % 2)) for i in range(40)]
+    mapped = cross_fitted(points)
+    assert len(mapped) == 40 and auroc(mapped) == 1.0

@@ -13,7 +13,7 @@ def test_leaf_spans_name_concrete_paths_and_cover_each_literal():
     text = '{"a": "x\\"y", "b": [1, {"c": true}], "d": null, "e": -2.5e3, "f": {}}'
     leaves = leaf_spans(text)
     assert [(p, v) for p, _, _, v in leaves] == [("a", 'x"y'), ("b[0]", 1), ("b[1].c", True), ("e", -2500.0)]
-    for _, start, end, value in leaves:
+    for _, start, end, _ in leaves:
         assert text[start:end] in ('"x\\"y"', "1", "true", "-2.5e3")
 
 
@@ -69,3 +69,27 @@ def test_min_confidence_needs_confidence_and_enters_the_hash_only_when_set():
     assert load_config("jobs/extract.yaml", {"output.min_confidence": 0.2}).output_hash != base.output_hash
     with pytest.raises(ConfigError, match="output.min_confidence needs output.confidence"):
         load_config("jobs/extract.yaml", {"output.confidence": False, "output.min_confidence": 0.2})
+
+
+def test_output_calibration_is_read_relative_to_the_config_and_checked(tmp_path):
+    import json
+    import shutil
+
+    import yaml
+
+    from pipeline.config import ConfigError, load_config
+    from pipeline.plan import build_spec
+
+    root = __import__("pathlib").Path(__file__).resolve().parents[2]
+    raw = yaml.safe_load((root / "jobs/extract.yaml").read_text())
+    raw["input"]["uri"] = str(root / "jobs/sample/invoices.parquet")
+    raw.pop("examples", None)
+    shutil.copytree(root / "jobs/sample", tmp_path / "sample")
+    raw["output"]["calibration"] = "cal.json"
+    (tmp_path / "extract.yaml").write_text(yaml.safe_dump(raw))
+    (tmp_path / "cal.json").write_text(json.dumps({"format": 1, "fields": {"*": {"raw": [0.2], "calibrated": [0.5]}}}))
+    loaded = load_config(tmp_path / "extract.yaml")
+    assert build_spec(loaded, "r").calibration["fields"]["*"]["calibrated"] == [0.5]
+    (tmp_path / "cal.json").write_text("{}")
+    with pytest.raises(ConfigError, match="output.calibration: .*cal.json: not a calibration file"):
+        build_spec(load_config(tmp_path / "extract.yaml"), "r")
