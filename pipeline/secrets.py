@@ -25,7 +25,12 @@ _CREDENTIAL = re.compile(
 def secret_key(key: str) -> bool:
     """Whether a (dotted) config key names a secret: any of its words is a secret word."""
     words = re.split(r"[._\-\s]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", str(key)).lower())
-    return any(w in SECRET_WORDS for w in words)
+    return any(w in SECRET_WORDS and not (w in COUNTED and i and words[i - 1] in COUNTS) for i, w in enumerate(words))
+
+
+# `max_tokens`, `num_keys`: a count of tokens or keys, not tokens or keys.
+COUNTED = frozenset({"tokens", "keys", "token", "key"})
+COUNTS = frozenset({"max", "min", "num", "n", "total", "prompt", "output", "input", "sort", "primary"})
 
 
 # A URL's userinfo: `scheme://user:password@`. The password runs to the first `@` and may hold quotes and spaces

@@ -35,3 +35,10 @@ def test_harmless_values_are_kept(value):
 @pytest.mark.parametrize("key", ["ssh.passphrase", "gpg_passphrase", "keyPassphrase", "db.passcode"])
 def test_a_passphrase_key_is_secret(key):
     assert looks_secret(key, "anything") and redact({key: "anything"}) == {key: MASK}
+
+
+def test_a_count_of_tokens_or_keys_is_not_a_secret():
+    from pipeline.secrets import secret_key
+
+    assert not secret_key("model.max_tokens") and not secret_key("prompt_tokens") and not secret_key("num_keys")
+    assert secret_key("tokens") and secret_key("auth.token") and secret_key("api_key")
