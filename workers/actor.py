@@ -143,22 +143,34 @@ class ExtractionActor:
         import ray
 
         key = batch_key(batch, self.extractor.spec.id_column, UNIT_COLUMN)
+        suspect = self._ask(lambda: ray.get(self.journal.suspect.remote(key)))
+        if suspect is None:
+            return self._extract(batch)
+        # The attempt opens once the gate is passed: a batch still waiting at a crash did not run, and is not blamed.
+        with self.gate.exclusive() if suspect else self.gate.shared():
+            opened = self._ask(lambda: ray.get(self.journal.begin.remote(key, self.name)))
+            if opened is None:
+                return self._extract(batch)
+            crashes, poison = opened
+            try:
+                if not crashes:
+                    return self._extract(batch)
+                log.warning("actor.isolating", actor=self.name, documents=batch.num_rows, crashes=crashes,
+                            poison=len(poison), action="one document at a time, alone in this actor")
+                return self._isolate(batch, key, poison)
+            finally:  # not reached when the process dies: the open attempt is the journal's record of the crash
+                self._ask(lambda: ray.get(self.journal.end.remote(key)))
+
+    def _ask(self, call: Any) -> Any:
+        """`call()` to the journal, or None once it is gone: batches then run as before it (a crash redoes them)."""
+        if self.journal is None:
+            return None
         try:
-            crashes, poison = ray.get(self.journal.begin.remote(key, self.name))
-        except Exception as exc:  # noqa: BLE001 - no journal: batches run as before it, a crash redoes them whole
+            return call()
+        except Exception as exc:  # noqa: BLE001 - the journal's actor died: isolation is lost, nothing else
             log.warning("actor.journal_lost", actor=self.name, error=f"{type(exc).__name__}: {exc}")
             self.journal = None
-            return self._extract(batch)
-        try:
-            if not crashes:
-                with self.gate.shared():
-                    return self._extract(batch)
-            log.warning("actor.isolating", actor=self.name, documents=batch.num_rows, crashes=crashes,
-                        poison=len(poison), action="one document at a time, alone in this actor")
-            with self.gate.exclusive():
-                return self._isolate(batch, key, poison)
-        finally:  # not reached when the process dies: the open attempt is the journal's record of the crash
-            ray.get(self.journal.end.remote(key))
+            return None
 
     def _isolate(self, batch: pa.Table, key: str, poison: dict[int, dict[str, Any]]) -> pa.Table:
         """A batch that crashed an actor before, one document at a time, each recorded as alone in flight; a
@@ -178,14 +190,14 @@ class ExtractionActor:
             text = texts[row].as_py()
             info = {"document_id": str(ids[row].as_py())[:200], "characters": len(text) if text else 0,
                     "pid": os.getpid(), "node": _node_id()}
-            ray.get(self.journal.alone.remote(key, row, info))
-            self.extractor.on_stage(lambda stage, row=row, info=info: ray.get(
-                self.journal.alone.remote(key, row, {**info, "stage": stage})))
+            self._ask(lambda row=row, info=info: ray.get(self.journal.alone.remote(key, row, info)))
+            self.extractor.on_stage(lambda stage, row=row, info=info: self._ask(lambda: ray.get(
+                self.journal.alone.remote(key, row, {**info, "stage": stage}))))
             try:
                 pieces.append(self._extract(one))
             finally:
                 self.extractor.on_stage(None)
-            ray.get(self.journal.alone.remote(key, None))
+            self._ask(lambda: ray.get(self.journal.alone.remote(key, None)))
         return pa.concat_tables(pieces)
 
     def __call__(self, batch: pa.Table) -> pa.Table:

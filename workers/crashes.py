@@ -10,9 +10,10 @@ which batch each actor is working on, and which single document, when it works o
 
 1. A batch starts with `begin(key)`, ends with `end(key)`. A batch that begins while an earlier attempt of it is
    still open was in flight when its actor died: that is one crash for the batch.
-2. A batch that has crashed before is *isolated*: its actor holds no other batch meanwhile (`Gate`, exclusive),
-   and it works through the batch's documents one at a time, recording each one as `alone` before it starts it
-   and clearing it once done.
+2. A batch that has crashed before is *isolated*: its actor runs no other batch meanwhile (`Gate`, exclusive;
+   an attempt opens only once its batch has passed the gate, so a batch still waiting at a crash is not
+   blamed), and it works through the batch's documents one at a time, recording each one as `alone` before it
+   starts it and clearing it once done.
 3. So a crash during an isolated batch names the one document that was in flight, alone in its process. On the
    next attempt that document becomes an `actor_crash` dead letter, with what is known of the crash; the batch's
    other documents are extracted one by one as before and commit.
@@ -65,6 +66,10 @@ class Journal:
                                                         "crashes": self.crashes[key]}
         self.open[key] = {"actor": actor, "started_unix": time.time(), "alone": None}
         return self.crashes.get(key, 0), dict(self.poison.get(key, {}))
+
+    def suspect(self, key: str) -> bool:
+        """Whether batch `key` will be isolated when it begins: it crashed before, or an attempt is still open."""
+        return key in self.open or self.crashes.get(key, 0) > 0
 
     def alone(self, key: str, row: int | None, info: dict[str, Any] | None = None) -> None:
         """The isolated batch `key` now works on its row `row` alone (None: on none)."""

@@ -79,6 +79,7 @@ def test_the_journal_counts_a_crash_when_an_attempt_never_ended_and_names_the_do
     assert journal.begin("b1", "actor-1") == (0, {})
     assert journal.begin("b2", "actor-1") == (0, {})
     journal.end("b2")  # b2 finished; b1 was in flight when actor-1 died
+    assert journal.suspect("b1") and not journal.suspect("b2") and not journal.suspect("b3")
     assert journal.begin("b1", "actor-1b") == (1, {})  # a crash with its batch: no document named yet
     journal.alone("b1", 0, {"document_id": "d0"})
     journal.alone("b1", None)  # d0 done
