@@ -259,6 +259,8 @@ class FieldTypeError(ValueError):
                          f"{type(cause).__name__}: {cause}")
         self.field = field
         self.arrow_type = arrow_type
+        # out of the type's range (an int past int64), as opposed to a value of the wrong kind for it
+        self.overflow = isinstance(cause, OverflowError) or "out of bounds" in str(cause) or "overflow" in str(cause)
 
 
 def check_record(layout: RecordLayout, record: dict[str, Any]) -> None:

@@ -212,17 +212,17 @@ def _check(contract: SchemaContract, text: str, context: dict[str, Any], repeate
 
 
 def check_types(outcome: Outcome, contract: SchemaContract) -> Outcome:
-    """`outcome`, or for a row with a value its column cannot hold, a `type_overflow` dead letter naming the
-    field (the raw output and token counts kept)."""
+    """`outcome`, or for a row with a value its column cannot hold, a dead letter naming the field (the raw output
+    and token counts kept): `type_overflow` past the type's range, else `semantic_invalid`."""
     if outcome.record is None:
         return outcome
     try:
         check_record(contract.layout, outcome.record)
-    except FieldTypeError as exc:
+    except FieldTypeError as exc:  # past the type's range: type_overflow; of a kind it cannot take: semantic_invalid
         outcome.record = None
-        outcome.reason = "type_overflow"
+        outcome.reason = "type_overflow" if exc.overflow else "semantic_invalid"
         outcome.error = {"message": str(exc), "field": exc.field,
-                         "errors": [{"loc": [exc.field], "msg": str(exc), "type": "type_overflow"}]}
+                         "errors": [{"loc": [exc.field], "msg": str(exc), "type": outcome.reason}]}
     return outcome
 
 

@@ -70,3 +70,14 @@ def test_an_int_past_int64_is_a_type_overflow_dead_letter_and_the_other_rows_typ
     rows, dead = RecordTables(contract, pa.field("id", pa.int64()), "r", "m").split(out)
     assert rows.column("count").to_pylist() == [7, 2**63 - 1]
     assert dead.column("id").to_pylist() == [2] and dead.column("reason").to_pylist() == ["type_overflow"]
+
+
+def test_a_value_of_a_kind_its_column_cannot_take_is_semantic_invalid_and_one_past_its_range_type_overflow():
+    from workers.classify import Outcome, check_types
+
+    contract = SchemaContract.from_dict(SCHEMA)
+    wrong_kind = check_types(Outcome(record={"label": "a", "count": "seven"}), contract)
+    assert wrong_kind.reason == "semantic_invalid" and wrong_kind.error["field"] == "count"
+    too_big = check_types(Outcome(record={"label": "a", "count": -(2**63) - 1}), contract)
+    assert too_big.reason == "type_overflow" and too_big.error["errors"][0]["loc"] == ["count"]
+    assert check_types(Outcome(record={"label": "a", "count": -(2**63)}), contract).is_row
