@@ -14,9 +14,10 @@ After generation, in this order:
   4. a validator that crashed instead of answering → `validator_error` (any exception, `SystemExit` and
      `KeyboardInterrupt` included; only `workers.engine.EngineFatal` and `MemoryError` go up), and
      a schema pattern that ran past its time budget → `validator_timeout`;
-  5. a value its Arrow column cannot hold (an integer past int64) → `type_overflow`, naming the field: rows
-     are typed here, on the actor (`check_types`), not only on the driver, where one value would fail the
-     whole table (a per-row-schema job stores each record as JSON text, and has nothing to type);
+  5. a value its Arrow column cannot hold → `type_overflow` past the type's range (an integer past int64), else
+     `semantic_invalid`, naming the field: rows are typed here, on the actor (`check_types`), not only on the
+     driver, where one value would fail the whole table (a per-row-schema job stores each record as JSON
+     text, and has nothing to type);
   6. otherwise a row.
 A batch whose generation raised → every document in it is `engine_error`.
 A document its actor's process died on twice (a crash, an OOM kill) → `actor_crash` (workers.crashes).
