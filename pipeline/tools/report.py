@@ -40,6 +40,7 @@ from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import OutputCorruptError, committed
 from pipeline.output.tables import column_names, read_columns
 from pipeline.storage import S3Settings, Storage, StorageError, join, storage_for
+from pipeline.tools.least_sure import Unsure, least_sure, read_texts, with_text
 
 ROW = "row"
 REASON_ORDER = ("truncated", "semantic_invalid", "schema_violation", "invalid_json", "validator_error",
@@ -99,6 +100,7 @@ class RunData:
     notes: list[str] = field(default_factory=list)
     rows_have_tokens: bool = False
     row_tables: list[pa.Table] = field(default_factory=list)  # the run's rows, every column (for field profiles)
+    input_files: list[str] = field(default_factory=list)  # the shown partitions' input files (least sure values)
 
     @property
     def run_id(self) -> str:
@@ -237,6 +239,7 @@ def load_run(output_uri: str, run_id: str | None = None, settings: S3Settings | 
                               "counts what this run wrote")
         data.outcomes += _outcomes(rows, ROW) + _outcomes(dead, None)
         data.row_tables.append(_full_rows(storage, rows_uri, rows.column("doc_id")))
+        data.input_files += [str(f) for f in manifest.get("input_files") or ()]
     if not data.rows_have_tokens and any(o.outcome == ROW for o in data.outcomes):
         data.notes.append("rows carry no token counts (_prompt_tokens/_output_tokens): token histograms "
                           "show dead letters only")
@@ -908,6 +911,7 @@ class Report:
     sample: tuple[list[str], list[list[str]]] = ([], [])
     context: RunContext | None = None
     scores: dict[str, Any] | None = None
+    unsure: list[Unsure] = field(default_factory=list)  # the least confident values, beside their documents
 
 
 def build_report(data: RunData, top: int = 5, scores: dict[str, Any] | None = None) -> Report:
@@ -936,7 +940,28 @@ def build_report(data: RunData, top: int = 5, scores: dict[str, Any] | None = No
         first_stamp_s=min((t for values in offsets.values() for t in values), default=None),
         field_errors=field_errors(dead), dead_samples=dead_samples(data.outcomes),
         profiles=field_profiles(rows), sample=sample_rows(rows), context=run_context(record), scores=scores,
+        unsure=_unsure(data, rows),
     )
+
+
+def _unsure(data: RunData, rows: pa.Table | None) -> list[Unsure]:
+    """The run's least confident values with their documents' text (read from the input, when it is reachable)."""
+    items = least_sure(rows)
+    if not items or not data.input_files or rows is None:
+        return items
+    text_column = "text"
+    try:
+        from pipeline.config import load_config
+
+        text_column = load_config(str(data.record.get("config_path"))).config.input.text_column
+    except Exception:  # noqa: BLE001 - the config may be gone; the usual column name is worth a try
+        pass
+    try:
+        texts = read_texts(data.input_files, str(data.record.get("input_uri", "")), rows.column_names[0],
+                           text_column, {i.doc_id for i in items})
+    except (OSError, StorageError, pa.ArrowException, ValueError):
+        return items  # the input moved: the values without their text
+    return with_text(items, texts)
 
 
 def write_charts(report: Report, out_dir: Path) -> dict[str, Path]:
@@ -1112,7 +1137,7 @@ def render_html(report: Report, charts: dict[str, Path], index_href: str | None 
         sample_columns=report.sample[0], sample_rows=report.sample[1], profiles=report.profiles,
         scores=report.scores, fmt=_fmt_score, budget=report.budget, hot=hot, measured=measured,
         timings_table=Markup(_timings_table(report)), partitions_table=Markup(_partitions_table(data.record)),
-        context=report.context, index_href=index_href,
+        context=report.context, index_href=index_href, unsure=report.unsure,
         generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S}",
     )
 
