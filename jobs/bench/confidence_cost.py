@@ -34,9 +34,14 @@ def main() -> int:
     parser.add_argument("config", nargs="?", default=str(ROOT / "jobs" / "extract.yaml"))
     parser.add_argument("--docs", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for both arms (e.g. model.engine_kwargs.logprobs_mode=...)")
     args = parser.parse_args()
 
-    arms = {on: load_config(args.config, {"output.confidence": on}) for on in (False, True)}
+    from pipeline.cli.options import parse_value
+
+    base = {k: parse_value(v) for k, v in (item.split("=", 1) for item in args.set)}
+    arms = {on: load_config(args.config, {**base, "output.confidence": on}) for on in (False, True)}
     loaded = arms[True]
     cfg = loaded.config
     table = pq.read_table(loaded.input_uri, columns=[cfg.input.id_column, cfg.input.text_column]).slice(0, args.docs)
