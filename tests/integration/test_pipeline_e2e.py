@@ -153,10 +153,10 @@ def test_cli_runs_the_sample_job_and_duckdb_reads_dates_as_dates(tmp_path, cli_e
     n_rows, = con.execute(f"SELECT count(*) FROM read_parquet('{tmp_path}/inv/rows/*.parquet')").fetchone()
     n_dead, = con.execute(f"SELECT count(*) FROM read_parquet('{tmp_path}/inv/dead_letters/*.parquet')").fetchone()
     assert n_rows + n_dead == 6
-    _confidence_and_spans(con, types, tmp_path / "inv")
+    _confidence_and_spans(types, tmp_path / "inv")
 
 
-def _confidence_and_spans(con: duckdb.DuckDBPyConnection, types: dict[str, str], output: Path) -> None:
+def _confidence_and_spans(types: dict[str, str], output: Path) -> None:
     """The rows of a real run say how sure each value is and where the document writes it; the docs' query runs."""
     import re
 
@@ -168,7 +168,7 @@ def _confidence_and_spans(con: duckdb.DuckDBPyConnection, types: dict[str, str],
     assert types["_spans"] == 'MAP(VARCHAR, STRUCT("start" INTEGER, "end" INTEGER)[])'
     texts = dict(zip(*pq.read_table(ROOT / "jobs/sample/invoices.parquet", columns=["doc_id", "text"])
                      .to_pydict().values(), strict=True))
-    rows = con.sql(f"SELECT doc_id, invoice_number, _confidence, _min_confidence, _spans "
+    rows = duckdb.connect().sql(f"SELECT doc_id, invoice_number, _confidence, _min_confidence, _spans "
                    f"FROM read_parquet('{output}/rows/*.parquet')").fetchall()
     assert rows
     for doc_id, number, confidence, lowest, spans in rows:
