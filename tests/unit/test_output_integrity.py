@@ -101,10 +101,14 @@ def test_a_manifest_naming_a_path_outside_its_partitions_table_folder_is_refused
         ids(cfg)
 
 
+def _rows_file(tmp_path):
+    """The committed rows file of the output under `tmp_path`, as its manifest names it."""
+    return tmp_path / "out" / json.loads(manifest_path(tmp_path).read_text())["files"]["rows"]
+
+
 def test_a_data_file_swapped_for_another_parquet_file_is_refused(tmp_path):
     cfg = committed(tmp_path)
-    raw = json.loads(manifest_path(tmp_path).read_text())
-    rows = tmp_path / "out" / raw["files"]["rows"]
+    rows = _rows_file(tmp_path)
     pq.write_table(pa.table({"doc_id": ["x", "y", "z"]}), rows)  # another Parquet file under the same name
     with pytest.raises(OutputCorruptError, match="bytes, but .* records"):
         ids(cfg)
@@ -112,8 +116,7 @@ def test_a_data_file_swapped_for_another_parquet_file_is_refused(tmp_path):
 
 def test_a_data_file_changed_in_place_at_its_size_is_caught_by_verify(tmp_path):
     cfg = committed(tmp_path)
-    raw = json.loads(manifest_path(tmp_path).read_text())
-    rows = tmp_path / "out" / raw["files"]["rows"]
+    rows = _rows_file(tmp_path)
     data = bytearray(rows.read_bytes())
     start = data.index(b"Acme")
     data[start:start + 4] = b"Acne"  # the same size: only the hash tells
