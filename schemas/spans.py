@@ -24,17 +24,18 @@ ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
 
 
-def _join(path: str, key: str) -> str:
+def join_path(path: str, key: str) -> str:
+    """A concrete leaf path one key deeper: `vendor` + `name` → `vendor.name`."""
     return f"{path}.{key}" if path else key
 
 
-def leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
-    """A record's non-null scalar leaves with their concrete paths (`items[0].sku`), booleans left out."""
+def leaves(value: Any, path: str = "", booleans: bool = False) -> list[tuple[str, Any]]:
+    """A record's non-null scalar leaves with their concrete paths (`items[0].sku`); booleans only if asked."""
     if isinstance(value, dict):
-        return [leaf for key, item in value.items() for leaf in leaves(item, _join(path, key))]
+        return [leaf for key, item in value.items() for leaf in leaves(item, join_path(path, key), booleans)]
     if isinstance(value, list):
-        return [leaf for i, item in enumerate(value) for leaf in leaves(item, f"{path}[{i}]")]
-    if value is None or isinstance(value, bool):
+        return [leaf for i, item in enumerate(value) for leaf in leaves(item, f"{path}[{i}]", booleans)]
+    if value is None or (isinstance(value, bool) and not booleans):
         return []
     return [(path, value)]
 

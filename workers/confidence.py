@@ -22,6 +22,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
+from schemas.spans import join_path, leaves
+
+# The rows' columns (pipeline/output/tables.py), and the outcome table's that carry them from the actors.
+CONFIDENCE_TYPE = pa.map_(pa.string(), pa.float64())  # leaf path → confidence
+# leaf path → where the document writes the value (schemas.spans): [{start, end}], code-point offsets, end exclusive
+SPANS_TYPE = pa.map_(pa.string(), pa.list_(pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32())])))
+
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _WS = re.compile(r"[ \t\n\r]*")
 _decoder = json.JSONDecoder()
@@ -45,10 +54,6 @@ class _Cursor:
         self.pos += 1
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
 def _object(cur: _Cursor, path: str, out: list[tuple[str, int, int, Any]]) -> None:
     cur.pos += 1
     if cur.peek() == "}":
@@ -59,7 +64,7 @@ def _object(cur: _Cursor, path: str, out: list[tuple[str, int, int, Any]]) -> No
             raise ValueError(f"expected a key at {cur.pos}")
         key, cur.pos = json.decoder.scanstring(cur.text, cur.pos + 1)
         cur.expect(":")
-        _value(cur, _join(path, key), out)
+        _value(cur, join_path(path, key), out)
         if cur.peek() != ",":
             cur.expect("}")
             return
@@ -165,15 +170,6 @@ def minimum(confidence: dict[str, float] | None) -> float | None:
     return min(confidence.values()) if confidence else None
 
 
-def record_leaves(value: Any, path: str = "") -> set[str]:
-    """The concrete paths of a record's non-null scalar leaves (as `leaf_spans` names them)."""
-    if isinstance(value, dict):
-        return {p for k, v in value.items() for p in record_leaves(v, _join(path, k))}
-    if isinstance(value, list):
-        return {p for i, v in enumerate(value) for p in record_leaves(v, f"{path}[{i}]")}
-    return set() if value is None else {path}
-
-
 def row_confidence(text: str, pieces: Sequence[str], logprobs: Sequence[float],
                    record: dict[str, Any]) -> dict[str, float] | None:
     """The confidence of each leaf the row keeps (a list cut before a repeat keeps fewer leaves than the text
@@ -183,7 +179,7 @@ def row_confidence(text: str, pieces: Sequence[str], logprobs: Sequence[float],
     confidence = leaf_confidence(text, pieces, logprobs)
     if confidence is None:
         return None
-    kept = record_leaves(record)
+    kept = {path for path, _ in leaves(record, booleans=True)}
     return {path: value for path, value in confidence.items() if path in kept}
 
 

@@ -34,7 +34,7 @@ from workers.classify import (
     error_json,
     settle,
 )
-from workers.confidence import Calibrator
+from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE, Calibrator
 from workers.engine import Generation, is_fatal
 from workers.prompt import Chat, feedback_text, prompt_for, with_feedback
 from workers.spec import ExtractionSpec
@@ -52,9 +52,8 @@ OUTCOME_FIELDS = [
     pa.field("_output_tokens", pa.int64()),
     pa.field("_schema_hash", pa.string()),
     pa.field("_extracted_at", pa.timestamp("us", tz="UTC")),
-    pa.field("_confidence", pa.map_(pa.string(), pa.float64())),
-    pa.field("_spans", pa.map_(pa.string(), pa.list_(pa.struct([pa.field("start", pa.int32()),
-                                                                pa.field("end", pa.int32())])))),
+    pa.field("_confidence", CONFIDENCE_TYPE),
+    pa.field("_spans", SPANS_TYPE),
 ]
 
 

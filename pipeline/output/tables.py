@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from pipeline.storage import Storage
 from schemas.contract import SchemaContract
+from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE, minimum
 
 DEAD_LETTER_COLUMNS = (
     "reason",
@@ -29,9 +30,7 @@ DEAD_LETTER_COLUMNS = (
 )
 ROW_LINEAGE_COLUMNS = ("_run_id", "_schema_name", "_schema_version", "_schema_hash", "_model", "_extracted_at",
                        "_prompt_tokens", "_output_tokens", "_confidence", "_min_confidence", "_spans")
-CONFIDENCE_TYPE = pa.map_(pa.string(), pa.float64())  # leaf path → confidence (workers.confidence)
-# leaf path → where the document writes the value (schemas.spans): [{start, end}], code-point offsets, end exclusive
-SPANS_TYPE = pa.map_(pa.string(), pa.list_(pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32())])))
+
 
 
 def row_schema(contract: SchemaContract, id_field: pa.Field) -> pa.Schema:
@@ -111,8 +110,7 @@ class RecordTables:
         columns["_output_tokens"] = rows.column("_output_tokens")
         confidence = rows.column("_confidence") if "_confidence" in rows.column_names else pa.nulls(n, CONFIDENCE_TYPE)
         columns["_confidence"] = confidence
-        columns["_min_confidence"] = pa.array([min((v for _, v in c), default=None) if c else None
-                                               for c in confidence.to_pylist()], pa.float64())
+        columns["_min_confidence"] = pa.array([minimum(dict(c or ())) for c in confidence.to_pylist()], pa.float64())
         columns["_spans"] = rows.column("_spans") if "_spans" in rows.column_names else pa.nulls(n, SPANS_TYPE)
         return pa.table(columns, schema=self.rows_schema)
 

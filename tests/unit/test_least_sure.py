@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.output.tables import CONFIDENCE_TYPE, SPANS_TYPE
 from pipeline.tools.least_sure import least_sure, read_texts, with_text
+from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE
 
 DOC = "Invoice INV-7 from Acme Co. Total due: 1,450.61 EUR."
 
