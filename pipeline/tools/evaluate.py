@@ -67,6 +67,7 @@ from pipeline.storage import Storage, join, storage_for
 from pipeline.tools.calibration import Calibration, Calibrator, calibration, cross_fitted
 from pipeline.tools.calibration import markdown as calibration_markdown
 from schemas.contract import RECORD_COLUMN
+from schemas.spans import join_path
 
 TEMPORAL_FORMATS = {"date", "date-time", "time"}
 KINDS = ("correct", "wrong", "missed", "spurious", "null_agree")
@@ -253,10 +254,6 @@ class Event:
     at: str | None = None  # the predicted leaf's concrete path (`items[2].sku`), as `_confidence` names it
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
 def _maybe_json(value: Any) -> Any:
     """Free-form schema values are stored as JSON text in typed rows; read them back for comparison."""
     if isinstance(value, str):
@@ -309,7 +306,7 @@ class Comparer:
         keys = list(dict.fromkeys([*(gold or {}), *(pred or {})]))
         events: list[Event] = []
         for key in keys:
-            child_path = _join(path, key)
+            child_path = join_path(path, key)
             if declared is not None and key not in declared:
                 if gold is not None and key in gold:
                     self.not_in_schema[child_path] += 1
@@ -318,7 +315,7 @@ class Comparer:
                 continue
             key_absent = absent if pred is None else key not in pred
             events += self.compare((pred or {}).get(key), (gold or {}).get(key), self.view.child(node, key),
-                                   child_path, key_absent, _join(at, key))
+                                   child_path, key_absent, join_path(at, key))
         return events
 
     def _lists(self, pred: list | None, gold: list | None, node: Any, path: str, absent: bool,

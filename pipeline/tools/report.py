@@ -853,6 +853,7 @@ class RunContext:
     schema: dict[str, Any]
     model: str | None
     settings: list[tuple[str, str]]
+    text_column: str = "text"  # the job's input.text_column, where its config still loads (else the usual name)
 
 
 def run_context(record: dict[str, Any]) -> RunContext:
@@ -862,6 +863,7 @@ def run_context(record: dict[str, Any]) -> RunContext:
                                                   "output_uri") if record.get(k) is not None]
     path = Path(str(record.get("config_path", "")))
     prompt = text = None
+    text_column = "text"
     note = f"the config file {path} is not readable from here"
     if record.get("config_path") and path.is_file():
         text = path.read_text()
@@ -869,7 +871,7 @@ def run_context(record: dict[str, Any]) -> RunContext:
             from pipeline.config import load_config
 
             loaded = load_config(str(path))
-            prompt = loaded.config.prompt
+            prompt, text_column = loaded.config.prompt, loaded.config.input.text_column
             same = loaded.config_hash == record.get("config_hash")
             note = (f"{path}: unchanged since the run (config hash {loaded.config_hash})" if same else
                     f"{path} as it is now, which is not what the run used: the file changed since, or the run had "
@@ -877,7 +879,8 @@ def run_context(record: dict[str, Any]) -> RunContext:
                     f"{record.get('config_hash')}")
         except Exception as exc:  # noqa: BLE001 - a config that no longer loads is still worth showing
             note = f"{path} as it is now (it no longer loads: {exc})"
-    return RunContext(prompt, text, note, dict(record.get("schema") or {}), record.get("model"), settings)
+    return RunContext(prompt, text, note, dict(record.get("schema") or {}), record.get("model"), settings,
+                      text_column)
 
 
 def eval_scores(storage: Storage, output_uri: str, run_id: str) -> dict[str, Any] | None:
@@ -917,6 +920,7 @@ class Report:
 def build_report(data: RunData, top: int = 5, scores: dict[str, Any] | None = None) -> Report:
     record = data.record
     rows = all_rows(data)
+    context = run_context(record)
     started = _parse_time(record.get("started_at"))
     stamps = [_as_utc(o.at) for o in data.outcomes if o.at is not None]
     if started is None:
@@ -939,23 +943,16 @@ def build_report(data: RunData, top: int = 5, scores: dict[str, Any] | None = No
         startups=startup_times(record, started), tokens=tokens,
         first_stamp_s=min((t for values in offsets.values() for t in values), default=None),
         field_errors=field_errors(dead), dead_samples=dead_samples(data.outcomes),
-        profiles=field_profiles(rows), sample=sample_rows(rows), context=run_context(record), scores=scores,
-        unsure=_unsure(data, rows),
+        profiles=field_profiles(rows), sample=sample_rows(rows), context=context, scores=scores,
+        unsure=_unsure(data, rows, context.text_column),
     )
 
 
-def _unsure(data: RunData, rows: pa.Table | None) -> list[Unsure]:
+def _unsure(data: RunData, rows: pa.Table | None, text_column: str) -> list[Unsure]:
     """The run's least confident values with their documents' text (read from the input, when it is reachable)."""
     items = least_sure(rows)
     if not items or not data.input_files or rows is None:
         return items
-    text_column = "text"
-    try:
-        from pipeline.config import load_config
-
-        text_column = load_config(str(data.record.get("config_path"))).config.input.text_column
-    except Exception:  # noqa: BLE001 - the config may be gone; the usual column name is worth a try
-        pass
     try:
         texts = read_texts(data.input_files, str(data.record.get("input_uri", "")), rows.column_names[0],
                            text_column, {i.doc_id for i in items})
