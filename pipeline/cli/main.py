@@ -93,6 +93,7 @@ def exit_code(command: Callable[[argparse.Namespace], int], args: argparse.Names
         quiet_stdout()
         return exit_codes.BROKEN_PIPE
     except ONE_LINE_ERRORS as exc:
+        settle_workers()
         print(f"error: {exc}", file=sys.stderr)
         return next(code for kinds, code in ONE_LINE if isinstance(exc, kinds))
     except KeyboardInterrupt:
@@ -106,8 +107,22 @@ def exit_code(command: Callable[[argparse.Namespace], int], args: argparse.Names
         reason = engine_failure(exc)
         if reason is None:
             raise
+        settle_workers()
         print(f"error: {reason}", file=sys.stderr)
         return exit_codes.ENGINE
+
+
+def settle_workers() -> None:
+    """Before the last line of a failed command: stop this driver's Ray, so that no worker's output (an actor's
+    crash dump as it is torn down, say) is printed after the error line, which must be the last."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return
+    try:
+        ray.shutdown()
+    except Exception:  # the error line matters more than a clean shutdown  # noqa: BLE001
+        pass
+    sys.stderr.flush()
 
 
 # A store that refuses a write for good: no retry or rerun helps until someone frees space, remounts or fixes
