@@ -57,8 +57,16 @@ def _cpu_settings() -> dict[str, Any]:
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
 
 
+SIMULATED = "simulated"  # the `model.path` that selects the simulated engine
+
+
 def _start_engine(spec: ExtractionSpec, accelerator: bool) -> EngineThread:
-    """The actor's engine, or `EngineStartError` with one line the driver shows as it is."""
+    """The actor's engine, or `EngineStartError` with one line the driver shows as it is. `model.path: simulated`
+    gives the simulated engine (`workers.simulated`): no model, latencies and outputs drawn from its settings."""
+    if spec.model_path == SIMULATED:
+        from workers.simulated import start_simulated
+
+        return start_simulated(spec)  # type: ignore[return-value]
     try:
         return EngineThread(**engine_arguments(
             resolve_model_path(spec.model_path), spec.max_model_len, spec.tensor_parallel_size, spec.engine_kwargs,
