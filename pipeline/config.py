@@ -83,6 +83,37 @@ class RetryConfig(_Strict):
                            on=tuple(dict.fromkeys(self.on)), seed=seed or 0)
 
 
+SIMULATED = "simulated"  # the model.path of the simulated engine (workers.simulated)
+
+
+class SimulatedMix(_Strict):
+    """`model.simulated.mix`: the share of documents whose output is truncated, invalid or refused (the rest rows)."""
+
+    truncated: float = Field(default=0.0, ge=0, le=1)
+    invalid: float = Field(default=0.0, ge=0, le=1)  # half not JSON, half JSON that breaks the schema
+    refused: float = Field(default=0.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def at_most_all(self) -> SimulatedMix:
+        if self.truncated + self.invalid + self.refused > 1:
+            raise ValueError("the shares of truncated, invalid and refused outputs add up to more than 1")
+        return self
+
+
+class SimulatedConfig(_Strict):
+    """`model.simulated` (with `model.path: simulated`): the simulated engine's settings (workers.simulated). It
+    writes made-up records, so a run needs `allow: true` to write them to output.uri."""
+
+    allow: bool = False
+    tokens_per_s: float = Field(default=0.0, ge=0)  # per sequence; 0: answers at once (the pipeline's own ceiling)
+    ttft_s: float = Field(default=0.0, ge=0)  # time to the first token, per request
+    max_seqs: int | None = Field(default=None, gt=0)  # decoding at once; unset: batch_size × batches_in_flight
+    output_tokens: int | None = Field(default=None, gt=0)  # per output; unset: its characters / 4
+    init_s: float = Field(default=0.0, ge=0)  # the engine's start-up (a model load), slept once per actor
+    outputs: str = "schema"  # "schema": records generated from the JSON Schema; else a gold JSONL file
+    mix: SimulatedMix = Field(default_factory=SimulatedMix)
+
+
 class ModelConfig(_Strict):
     path: str = "bundled"
     max_tokens: int = Field(default=512, gt=0)
@@ -94,6 +125,26 @@ class ModelConfig(_Strict):
     chat_template: str | None = None  # a Jinja chat template file, for a model whose tokenizer has none
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     retry: RetryConfig = Field(default_factory=RetryConfig)
+    simulated: SimulatedConfig | None = None  # model.path: simulated only
+
+    @model_validator(mode="before")
+    @classmethod
+    def simulated_is_unconstrained(cls, data: Any) -> Any:
+        """The simulated engine applies no grammar, so its job runs unconstrained (no grammar compile either)."""
+        if isinstance(data, dict) and data.get("path") == SIMULATED:
+            if data.get("constrained", False) is not False:
+                raise ValueError("model.constrained: the simulated engine (model.path: simulated) applies no "
+                                 "grammar; leave model.constrained unset or false")
+            return {**data, "constrained": False, "simulated": data.get("simulated") or {}}
+        return data
+
+    @model_validator(mode="after")
+    def simulated_settings(self) -> ModelConfig:
+        if self.simulated is not None and self.path != SIMULATED:
+            raise ValueError("model.simulated: only with model.path: simulated")
+        if self.path == SIMULATED and self.engine_kwargs:
+            raise ValueError("model.engine_kwargs: the simulated engine takes none (its settings are model.simulated)")
+        return self
 
 
 class WorkersConfig(_Strict):
@@ -213,6 +264,10 @@ class ExtractConfig(_Strict):
             raise ValueError("input.schema_table needs input.schema_column (the column holding each row's key)")
         if "{document}" not in self.prompt:
             raise ValueError("prompt must contain the {document} placeholder")
+        simulated = self.model.simulated
+        if simulated is not None and not simulated.allow:
+            raise ValueError("model.path: simulated writes made-up records (no model runs); to write them to "
+                             "output.uri anyway (benchmarks, tests), set model.simulated.allow: true")
         if self.examples and self.input.schema_column is not None:
             raise ValueError("examples need one job schema; per-row schemas (input.schema_column) take none")
         retry = self.model.retry
@@ -261,6 +316,8 @@ class LoadedConfig:
         self.input_uri = _resolve_local(config.input.uri, self.base_dir)
         self.output_uri = _resolve_local(config.output.uri, self.base_dir)
         self.config_hash = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        if config.model.simulated is not None:
+            self.config = config = _with_simulated_engine(config, self.base_dir)
         self.schema_table = self._schema_table()
         self.contract = self._contract()
         self.chat_template = self._chat_template()
@@ -462,10 +519,25 @@ class LoadedConfig:
     @property
     def model_path(self) -> str:
         path = self.config.model.path
-        if path == "bundled" or "://" in path:
+        if path in ("bundled", SIMULATED) or "://" in path:
             return path
         local = self.base_dir / path
         return str(local.resolve()) if local.exists() else path
+
+
+def _with_simulated_engine(config: ExtractConfig, base: Path) -> ExtractConfig:
+    """`config` with `model.simulated` carried to the actors as the engine's arguments (`engine_kwargs`, which the
+    ExtractionSpec holds), a gold file's path resolved against the config's folder."""
+    simulated = config.model.simulated
+    assert simulated is not None
+    settings = simulated.model_dump(exclude={"allow"})
+    if settings["outputs"] != "schema":
+        gold = Path(_resolve_local(settings["outputs"], base))
+        if not gold.is_file():
+            raise ConfigError(f"model.simulated.outputs: {gold}: no such file (a gold JSONL file, or \"schema\")")
+        settings["outputs"] = str(gold)
+    model = config.model.model_copy(update={"engine_kwargs": {"simulated": settings}})
+    return config.model_copy(update={"model": model})
 
 
 def parse_config(raw: Any, source: str = "extract.yaml") -> ExtractConfig:

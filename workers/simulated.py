@@ -1,0 +1,341 @@
+"""The simulated engine (`model.path: simulated`): the engine interface of `workers.engine.EngineThread`, no model.
+
+It lets the real plan, actors, classify, staging and commit run at the scale of a nightly corpus on a machine
+without a GPU: no torch, no vLLM, a few MB per actor.
+
+- **Tokenizer.** A trivial one: a text is `ceil(characters / 4)` tokens (`CHARS_PER_TOKEN`), so the context check
+  (`input_too_long`) and the prompt-token counts behave as with a real tokenizer of about that density. The first
+  id of a prompt is a handle to its text, which `generate` reads back (the engine interface carries no document
+  id, only token ids).
+- **Latency.** Each request takes `ttft_s` plus `output tokens / tokens_per_s` (a per-sequence decode rate, as on
+  a GPU), and up to `max_seqs` requests decode at once (default `workers.batch_size × batches_in_flight`, the
+  sequences an actor keeps in flight), so requests of batches in flight overlap as under continuous batching;
+  the rest wait for a slot. `tokens_per_s: 0` (the default) answers at once: the pipeline's own ceiling.
+- **Outputs.** A schema-valid record per document: from a gold JSONL file (`outputs: FILE`, lines of
+  `{"document": TEXT, "output": {...}}`, the few-shot examples' format, matched by the document text the prompt
+  holds), else generated from the JSON Schema, the same for the same document on every rerun. A configurable
+  share (`mix`) is instead `truncated` (finish_reason "length"), `invalid` (half not JSON, half JSON that breaks
+  the schema) or `refused` (the engine refuses the request), chosen per document from its text's digest, so
+  every path of classify runs and a rerun sees the same outcomes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import itertools
+import json
+import math
+import random
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from workers.engine import REFUSED, Generation
+
+CHARS_PER_TOKEN = 4
+SENTINEL = "\x00simulated-document\x00"
+HANDLES_KEPT = 1 << 16  # prompts tokenized and not yet generated (an input_too_long one never is): a bounded map
+
+DEFAULTS: dict[str, Any] = {"tokens_per_s": 0.0, "ttft_s": 0.0, "max_seqs": None, "output_tokens": None,
+                            "init_s": 0.0, "outputs": "schema", "seed": 0,
+                            "mix": {"truncated": 0.0, "invalid": 0.0, "refused": 0.0}}
+
+
+def settings_of(spec: Any) -> dict[str, Any]:
+    """The simulated engine's settings: `model.simulated`, which pipeline.config puts in `engine_kwargs`."""
+    given = dict((getattr(spec, "engine_kwargs", None) or {}).get("simulated") or {})
+    settings = {**DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
+    settings["mix"] = {**DEFAULTS["mix"], **(given.get("mix") or {})}
+    return settings
+
+
+def start_simulated(spec: Any) -> SimulatedEngine:
+    return SimulatedEngine(spec, settings_of(spec))
+
+
+def count_tokens(text: str) -> int:
+    return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
+
+
+class _Output:
+    """What the actor's per-request hook reads of a finished request (`outputs[0].token_ids`), as vLLM's."""
+
+    __slots__ = ("outputs",)
+
+    def __init__(self, tokens: int) -> None:
+        self.outputs = (_Completion(tokens),)
+
+
+class _Completion:
+    __slots__ = ("token_ids",)
+
+    def __init__(self, tokens: int) -> None:
+        self.token_ids = range(tokens)
+
+
+class SimulatedEngine:
+    """`EngineThread`'s interface: prompt_token_ids, use_sampling, warm, compile, generate, close; max_model_len,
+    max_chars_per_token, init_seconds; on_request_done and on_tokens hooks."""
+
+    def __init__(self, spec: Any, settings: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        self.spec = spec
+        self.settings = settings
+        self.tokens_per_s = float(settings["tokens_per_s"] or 0)
+        self.ttft_s = float(settings["ttft_s"] or 0)
+        self.max_seqs = int(settings["max_seqs"] or getattr(spec, "sequences_in_flight", 1) or 1)
+        self.output_tokens = settings["output_tokens"]
+        self.max_model_len = int(spec.max_model_len)
+        self.max_chars_per_token = CHARS_PER_TOKEN
+        self.on_request_done: Callable[[Any], None] | None = None
+        self.on_tokens: Callable[[int], None] | None = None
+        self.mix = _thresholds(settings["mix"])
+        self.gold = _load_gold(settings["outputs"]) if settings["outputs"] not in (None, "schema") else {}
+        self._records: dict[str, str] = {}  # schema text → a record generated from it (varied per document below)
+        self._prompts: OrderedDict[int, str] = OrderedDict()
+        self._handles = itertools.count(1)
+        self._lock = threading.Lock()
+        self._prefix, self._suffix = _document_frame(spec)
+        self._scheduler = _Scheduler(self) if self.tokens_per_s > 0 or self.ttft_s > 0 else None
+        if settings["init_s"]:
+            time.sleep(float(settings["init_s"]))
+        self.init_seconds = time.perf_counter() - started
+
+    # -- the engine interface -------------------------------------------------------------------------
+
+    def prompt_token_ids(self, prompt: Any) -> list[int]:
+        text = prompt if isinstance(prompt, str) else (prompt.messages[-1].get("content") or "")
+        with self._lock:
+            handle = next(self._handles)
+            self._prompts[handle] = text
+            if len(self._prompts) > HANDLES_KEPT:
+                self._prompts.popitem(last=False)
+        whole = text if isinstance(prompt, str) else "".join(m.get("content") or "" for m in prompt.messages)
+        return [handle] + [0] * (count_tokens(whole) - 1)
+
+    def use_sampling(self, options: dict[str, Any], grammar_bounds: Any = (None, None)) -> None:
+        self.sampling_options = dict(options)
+
+    def warm(self, json_schema: dict[str, Any]) -> float:
+        return 0.0
+
+    def compile(self, json_schema: dict[str, Any]) -> float | None:
+        return 0.0
+
+    def close(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.stop()
+
+    def generate(self, prompts: list[list[int]], json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
+                 max_tokens: int, temperature: float, seeds: Sequence[int | None] | None = None) -> list[Generation]:
+        if not prompts:
+            return []
+        schemas = list(json_schema) if isinstance(json_schema, list | tuple) else [json_schema] * len(prompts)
+        answers = [self.answer(ids, schema, max_tokens) for ids, schema in zip(prompts, schemas, strict=True)]
+        if self._scheduler is None:
+            for generation in answers:
+                self._done(generation)
+            return answers
+        return self._scheduler.run(answers)
+
+    # -- outputs ---------------------------------------------------------------------------------------
+
+    def document(self, ids: list[int]) -> str:
+        """The document a prompt holds (the text of its handle, less the template around the document)."""
+        with self._lock:
+            text = self._prompts.pop(ids[0], None) if ids else None
+        if text is None:
+            return ""
+        if self._prefix is not None and text.startswith(self._prefix) and text.endswith(self._suffix):
+            return text[len(self._prefix):len(text) - len(self._suffix)]
+        return text
+
+    def answer(self, ids: list[int], json_schema: dict[str, Any] | None, max_tokens: int) -> Generation:
+        document = self.document(ids)
+        digest = hashlib.blake2b(document.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        draw = int.from_bytes(digest[:8], "big") / 2.0 ** 64
+        text = self.gold.get(digest) or self._generated(json_schema, digest)
+        tokens = min(max_tokens, int(self.output_tokens or count_tokens(text)))
+        kind = next((name for name, upto in self.mix if draw < upto), "row")
+        if kind == "refused":
+            return Generation("", REFUSED, len(ids), 0, "the simulated engine refused it (model.simulated.mix)")
+        if kind == "truncated":
+            return Generation(text[:max(1, len(text) // 2)], "length", len(ids), max_tokens)
+        if kind == "invalid":
+            broken = text[:-1] if digest[8] % 2 else "[]"  # not JSON; or JSON that is not the schema's object
+            return Generation(broken, "stop", len(ids), tokens)
+        return Generation(text, "stop", len(ids), tokens)
+
+    def _generated(self, json_schema: dict[str, Any] | None, digest: bytes) -> str:
+        schema = json_schema if json_schema is not None else self.spec.contract.json_schema
+        if schema is None:
+            return "{}"
+        return json.dumps(record_for(schema, random.Random(digest)), ensure_ascii=False, separators=(",", ":"))
+
+    def _done(self, generation: Generation) -> None:
+        for hook, value in ((self.on_tokens, generation.output_tokens),
+                            (self.on_request_done, _Output(generation.output_tokens))):
+            if hook is not None:
+                try:
+                    hook(value)
+                except Exception:  # noqa: BLE001 - the display is best effort, as in EngineThread
+                    pass
+
+
+class _Scheduler:
+    """Requests decode together, up to `max_seqs` at once, each for ttft + tokens / tokens_per_s; one thread."""
+
+    def __init__(self, engine: SimulatedEngine) -> None:
+        self.engine = engine
+        self.cond = threading.Condition()
+        self.waiting: deque[tuple[float, list[Any], int]] = deque()  # (duration, its call's slots, its index)
+        self.running: list[tuple[float, int, list[Any], int]] = []  # heap of (finish time, seq, slots, index)
+        self.seq = itertools.count()
+        self.stopped = False
+        self.thread = threading.Thread(target=self._loop, name="simulated-engine", daemon=True)
+        self.thread.start()
+
+    def run(self, answers: list[Generation]) -> list[Generation]:
+        e = self.engine
+        call: list[Any] = [len(answers), threading.Event()]
+        with self.cond:
+            for i, g in enumerate(answers):
+                work = g.output_tokens / e.tokens_per_s if e.tokens_per_s > 0 else 0.0
+                self.waiting.append((e.ttft_s + work, call, i))
+            self.cond.notify()
+        call[1].wait()
+        for g in answers:
+            e._done(g)
+        return answers
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify()
+
+    def _loop(self) -> None:
+        limit = self.engine.max_seqs
+        with self.cond:
+            while not self.stopped:
+                now = time.monotonic()
+                while self.waiting and len(self.running) < limit:
+                    duration, call, i = self.waiting.popleft()
+                    heapq.heappush(self.running, (now + duration, next(self.seq), call, i))
+                while self.running and self.running[0][0] <= now:
+                    _, _, call, _ = heapq.heappop(self.running)
+                    call[0] -= 1
+                    if call[0] == 0:
+                        call[1].set()
+                if self.running and len(self.running) >= limit or not self.waiting:
+                    timeout = self.running[0][0] - now if self.running else None
+                    if timeout is None or timeout > 0:
+                        self.cond.wait(timeout)
+
+
+def _thresholds(mix: dict[str, Any]) -> list[tuple[str, float]]:
+    """Cumulative thresholds of the mix, in a fixed order: a document's draw below one takes that kind."""
+    out, upto = [], 0.0
+    for name in ("truncated", "invalid", "refused"):
+        share = float(mix.get(name) or 0)
+        if share < 0:
+            raise ValueError(f"model.simulated.mix.{name}: a share is at least 0 (got {share})")
+        upto += share
+        out.append((name, upto))
+    if upto > 1:
+        raise ValueError(f"model.simulated.mix: the shares add up to {upto:g}, more than 1")
+    return out
+
+
+def _load_gold(path: str) -> dict[bytes, str]:
+    """A gold JSONL file: {"document": TEXT, "output": RECORD} per line, keyed by the document's digest."""
+    gold: dict[bytes, str] = {}
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            entry = json.loads(line)
+            if not isinstance(entry, dict) or "document" not in entry or "output" not in entry:
+                raise ValueError(f"{path}:{number}: a gold line is {{\"document\": TEXT, \"output\": RECORD}}")
+            key = hashlib.blake2b(str(entry["document"]).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            gold[key] = json.dumps(entry["output"], ensure_ascii=False, separators=(",", ":"))
+    return gold
+
+
+def _document_frame(spec: Any) -> tuple[str | None, str]:
+    """The text around the document in the prompt's last message, for the job's schema (None: not known)."""
+    contract = getattr(spec, "contract", None)
+    if contract is None or getattr(contract, "per_row", False):
+        return None, ""
+    try:
+        from workers.prompt import prompt_for
+
+        schema = contract.json_schema
+        chat = prompt_for(spec, SENTINEL, schema, json.dumps(schema, ensure_ascii=False))
+        text = chat if isinstance(chat, str) else chat.messages[-1].get("content") or ""
+    except Exception:  # noqa: BLE001 - without the frame, the whole message stands for the document
+        return None, ""
+    if text.count(SENTINEL) != 1:
+        return None, ""
+    prefix, suffix = text.split(SENTINEL)
+    return prefix, suffix
+
+
+# -- records from a JSON Schema ----------------------------------------------------------------------
+
+WORDS = ("alpha", "bravo", "cedar", "delta", "ember", "fjord", "grove", "harbor", "iris", "juniper")
+
+
+def record_for(schema: dict[str, Any], rng: random.Random, root: dict[str, Any] | None = None, depth: int = 0) -> Any:
+    """A value valid under `schema` for the keywords an extraction schema uses (types, required properties, enum,
+    const, numeric and length bounds, formats date/date-time, $ref to $defs, anyOf/oneOf, arrays); deterministic
+    for `rng`."""
+    root = root if root is not None else schema
+    if not isinstance(schema, dict) or depth > 12:
+        return None
+    if "$ref" in schema:
+        target: Any = root
+        for part in str(schema["$ref"]).lstrip("#/").split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        return record_for(target, rng, root, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return rng.choice(schema["enum"])
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = [o for o in schema.get(key) or [] if not (isinstance(o, dict) and o.get("type") == "null")]
+        if options:
+            return record_for(options[0], rng, root, depth + 1)
+    kind = schema.get("type", "object" if "properties" in schema else "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        return {name: record_for(sub, rng, root, depth + 1) for name, sub in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        n = max(int(schema.get("minItems", 1)), min(2, int(schema.get("maxItems", 2))))
+        return [record_for(schema.get("items") or {}, rng, root, depth + 1) for _ in range(n)]
+    return _scalar(kind, schema, rng)
+
+
+def _scalar(kind: str, schema: dict[str, Any], rng: random.Random) -> Any:
+    if kind == "integer":
+        low = int(schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1))
+        high = int(schema.get("maximum", schema.get("exclusiveMaximum", low + 1001) - 1))
+        return rng.randint(low, max(low, high))
+    if kind == "number":
+        low = float(schema.get("minimum", 0))
+        return round(rng.uniform(low, float(schema.get("maximum", low + 1000))), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    fmt = schema.get("format")
+    if fmt in ("date", "date-time"):
+        day = f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        return day if fmt == "date" else f"{day}T12:00:00Z"
+    text = " ".join(rng.choice(WORDS) for _ in range(2)).ljust(int(schema.get("minLength", 0)), "x")
+    high = schema.get("maxLength")
+    return text[:int(high)] if high is not None else text
