@@ -1,5 +1,5 @@
 """`extract conformance CORPUS... --out DIR`: the conformance harness's command line (see
-pipeline/tools/conformance.py)."""
+pipeline/tools/conformance/)."""
 
 from __future__ import annotations
 
