@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import structlog
 
 from pipeline import logs
+from workers.outcome import Col, Kind
 
 log = structlog.get_logger(__name__)
 
@@ -46,7 +47,7 @@ class FailFast:
         if not self.armed or self.n is None:
             return
         for kind, reason in zip(kinds, reasons, strict=True):
-            if kind == "row":
+            if kind == Kind.ROW:
                 self.armed = False  # a row among the first N: the prompt works
                 return
             self.seen += 1
@@ -118,9 +119,9 @@ class Progress:
     def see(self, batch: Any) -> None:
         """An outcome batch reached the driver: its dead letters are counted by reason, and `--fail-fast-after`
         looks at its outcomes in order."""
-        kinds, reasons = batch.column("_kind").to_pylist(), batch.column("_reason").to_pylist()
+        kinds, reasons = batch.column(Col.KIND).to_pylist(), batch.column(Col.REASON).to_pylist()
         for kind, reason in zip(kinds, reasons, strict=True):
-            if kind != "row":
+            if kind != Kind.ROW:
                 self.reasons[str(reason)] = self.reasons.get(str(reason), 0) + 1
         if self.fail_fast.armed:
             self.fail_fast.see(kinds, reasons)
@@ -151,7 +152,7 @@ class Progress:
     def dead_by_reason(self) -> dict[str, int]:
         if self._from_driver():
             return dict(self.reasons) if sum(self.reasons.values()) == self.dead else {"dead_letter": self.dead}
-        return {k: v for k, v in self.counts.get("outcomes", {}).items() if k != "row"}
+        return {k: v for k, v in self.counts.get("outcomes", {}).items() if k != Kind.ROW}
 
     def rate(self) -> float:
         elapsed = time.perf_counter() - self._generating_since()

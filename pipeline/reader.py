@@ -24,10 +24,11 @@ from pipeline.storage import Storage
 from pipeline.units import Unit
 from workers.classify import INVALID_INPUT_COLUMN
 from workers.extractor import BACKEND_COLUMN
+from workers.outcome import Internal
 
 log = structlog.get_logger(__name__)
 
-UNIT_COLUMN = "_unit"
+UNIT_COLUMN = Internal.UNIT
 
 _last_group: dict[tuple[str, str, int, tuple[str, ...]], pa.Table] = {}
 

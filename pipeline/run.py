@@ -35,7 +35,6 @@ from pipeline.output.commit import (
 )
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, PartitionManifest, RunManifest
-from pipeline.output.tables import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS
 from pipeline.partition import Partition, partition_for
 from pipeline.plan import build_dataset, build_spec
 from pipeline.progress import Progress
@@ -44,6 +43,7 @@ from pipeline.routing import SchemaRoutes, route_schemas
 from pipeline.stats import ProgressBoard, RunStats, board_name
 from pipeline.storage import S3Settings, StorageError, storage_for
 from pipeline.units import PartitionInput, Unit, plan_partition
+from workers.outcome import RESERVED_ID_COLUMNS, Col, Kind
 
 log = structlog.get_logger(__name__)
 
@@ -57,7 +57,7 @@ def check_names(loaded: LoadedConfig) -> None:
     id_column = loaded.config.input.id_column
     if id_column in set(loaded.contract.layout.schema.names):
         raise ConfigError(f"input.id_column: {id_column!r} is also a field of schema {loaded.contract.name}")
-    if id_column in DEAD_LETTER_COLUMNS or id_column in ROW_LINEAGE_COLUMNS or id_column == UNIT_COLUMN:
+    if id_column in RESERVED_ID_COLUMNS:
         raise ConfigError(f"input.id_column: {id_column!r} is a reserved output column name")
 
 
@@ -359,7 +359,7 @@ def _stream(
                     commit(w)
                     progress.mark("first_commit_s")  # the first partition's rows are visible to queries
         done += batch.num_rows
-        dead += pc.sum(pc.not_equal(batch.column("_kind"), "row")).as_py() or 0
+        dead += pc.sum(pc.not_equal(batch.column(Col.KIND), Kind.ROW.value)).as_py() or 0
         progress.see(batch)
         progress.update(done, dead)
     missing = [uid for uid, (_, unit) in owner.items() if counts[uid] != unit.rows]

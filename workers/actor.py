@@ -16,9 +16,7 @@ from typing import Any
 import pyarrow as pa
 import structlog
 
-from pipeline import logs
-from pipeline.reader import UNIT_COLUMN
-from pipeline.stats import reporter_for
+from workers import logs
 from workers.bundled_model import resolve_model_path
 from workers.crashes import Gate, batch_key, crash_outcome
 from workers.engine import (
@@ -30,6 +28,8 @@ from workers.engine import (
     is_fatal,
 )
 from workers.extractor import BatchExtractor
+from workers.outcome import Internal
+from workers.reporter import reporter_for
 from workers.spec import ExtractionSpec
 
 log = structlog.get_logger(__name__)
@@ -150,7 +150,7 @@ class ExtractionActor:
         actor died before is isolated (`_isolate`)."""
         import ray
 
-        key = batch_key(batch, self.extractor.spec.id_column, UNIT_COLUMN)
+        key = batch_key(batch, self.extractor.spec.id_column, Internal.UNIT)
         suspect = self._ask(lambda: ray.get(self.journal.suspect.remote(key)))
         if suspect is None:
             return self._extract(batch)

@@ -44,26 +44,12 @@ from schemas.repeats import cut_output
 from schemas.spans import record_spans
 from workers.confidence import Calibrator, row_confidence
 from workers.engine import REFUSED, EngineFatal, Generation
+from workers.outcome import DEAD_LETTER_REASONS, DeadLetterReason, Internal
 
-DEAD_LETTER_REASONS = (
-    "invalid_input",
-    "empty_input",
-    "input_too_long",
-    "truncated",
-    "invalid_json",
-    "semantic_invalid",
-    "schema_violation",
-    "validator_error",
-    "validator_timeout",
-    "engine_error",
-    "schema_invalid",
-    "schema_unsupported",
-    "type_overflow",
-    "actor_crash",
-    "low_confidence",
-)
+__all__ = ["DEAD_LETTER_REASONS", "INVALID_INPUT_COLUMN", "DeadLetterReason", "Outcome", "check_input", "check_types",
+           "classify", "dead_letter", "error_json", "settle"]
 
-INVALID_INPUT_COLUMN = "_invalid_input"  # set by the reader on a row it could not decode: why, else null
+INVALID_INPUT_COLUMN = Internal.INVALID_INPUT  # set by the reader on a row it could not decode: why, else null
 
 JSON_BLOCK = re.compile(r"\{.*\}", re.DOTALL)
 
@@ -105,10 +91,10 @@ def check_input(text: str | None, prompt_tokens: int | None, max_tokens: int, ma
     `input_too_long` at once: it has more tokens than the context holds, and tokenizing it whole would take
     memory in proportion (about 180 MiB per MB of text)."""
     if text is None or not text or text.isspace():  # (not `text.strip()`: no copy of a huge text)
-        return dead_letter("empty_input", "the document text is empty or null")
+        return dead_letter(DeadLetterReason.EMPTY_INPUT, "the document text is empty or null")
     if prompt_tokens is None and max_chars is not None and len(text) > max_chars:
         return Outcome(
-            reason="input_too_long",
+            reason=DeadLetterReason.INPUT_TOO_LONG,
             error={
                 "message": f"the document has {len(text)} characters, more than max_model_len {max_model_len} "
                 f"tokens can hold ({max_chars} characters at the tokenizer's longest token); not tokenized",
@@ -120,7 +106,7 @@ def check_input(text: str | None, prompt_tokens: int | None, max_tokens: int, ma
         )
     if prompt_tokens is not None and prompt_tokens + max_tokens > max_model_len:
         return Outcome(
-            reason="input_too_long",
+            reason=DeadLetterReason.INPUT_TOO_LONG,
             error={
                 "message": f"prompt of {prompt_tokens} tokens + max_tokens {max_tokens} "
                 f"exceeds max_model_len {max_model_len}",
@@ -149,7 +135,7 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         # that is the grammar (a schema feature the backend refuses, or a failed compile): this schema, not this
         # document. After tokens the grammar had compiled, so it is the engine's fault on this request.
         grammar = constrained and (generation.finish_reason == REFUSED or generation.output_tokens == 0)
-        outcome.reason = "schema_unsupported" if grammar else "engine_error"
+        outcome.reason = DeadLetterReason.SCHEMA_UNSUPPORTED if grammar else DeadLetterReason.ENGINE_ERROR
         message = generation.error or f"the engine ended the request: {generation.finish_reason}"
         if not grammar and generation.output_tokens:
             message = (f"the engine ended this request with an error after {generation.output_tokens} tokens "
@@ -157,7 +143,7 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         outcome.error = {"message": message}
         return outcome
     if generation.finish_reason == "length":
-        outcome.reason = "truncated"
+        outcome.reason = DeadLetterReason.TRUNCATED
         outcome.error = {"message": f"output hit the token limit after {generation.output_tokens} tokens"}
         return outcome
     text = generation.text if constrained else json_candidate(generation.text)
@@ -176,12 +162,12 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         outcome.error = {"message": rejected.errors[0]["msg"] if rejected.errors else rejected.reason,
                          "errors": rejected.errors}
     except PatternBudgetExceeded as exc:
-        outcome.reason = "validator_timeout"
+        outcome.reason = DeadLetterReason.VALIDATOR_TIMEOUT
         outcome.error = {"message": str(exc)}
     except BaseException as exc:  # a user's validator may raise anything; it must not kill the batch
         if isinstance(exc, EngineFatal | MemoryError):  # the engine's (or the process's) end, not the record's
             raise
-        outcome.reason = "validator_error"
+        outcome.reason = DeadLetterReason.VALIDATOR_ERROR
         outcome.error = {
             "message": f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exception_only(type(exc), exc)[-1].strip(),
@@ -198,7 +184,7 @@ def _below(outcome: Outcome, min_confidence: float) -> None:
     outcome.error = {"message": f"the least confident value, {path}, is at {lowest:.3f}, under output.min_confidence "
                                 f"{min_confidence}", "field": path, "confidence": lowest, "record": outcome.record,
                      "confidences": outcome.confidence, "spans": outcome.spans}
-    outcome.reason = "low_confidence"
+    outcome.reason = DeadLetterReason.LOW_CONFIDENCE
     outcome.record = None
 
 
@@ -221,7 +207,7 @@ def check_types(outcome: Outcome, contract: SchemaContract) -> Outcome:
         check_record(contract.layout, outcome.record)
     except FieldTypeError as exc:  # past the type's range: type_overflow; of a kind it cannot take: semantic_invalid
         outcome.record = None
-        outcome.reason = "type_overflow" if exc.overflow else "semantic_invalid"
+        outcome.reason = DeadLetterReason.TYPE_OVERFLOW if exc.overflow else DeadLetterReason.SEMANTIC_INVALID
         outcome.error = {"message": str(exc), "field": exc.field,
                          "errors": [{"loc": [exc.field], "msg": str(exc), "type": outcome.reason}]}
     return outcome

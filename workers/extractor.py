@@ -34,28 +34,13 @@ from workers.classify import (
     error_json,
     settle,
 )
-from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE, Calibrator
+from workers.confidence import Calibrator
 from workers.engine import Generation, is_fatal
+from workers.outcome import OUTCOME_FIELDS, Col, DeadLetterReason, Internal, Kind
 from workers.prompt import Chat, feedback_text, prompt_for, with_feedback
 from workers.spec import ExtractionSpec
 
 log = structlog.get_logger(__name__)
-
-OUTCOME_FIELDS = [
-    pa.field("_kind", pa.string(), nullable=False),
-    pa.field("_record", pa.string()),
-    pa.field("_reason", pa.string()),
-    pa.field("_error", pa.string()),
-    pa.field("_raw_output", pa.string()),
-    pa.field("_finish_reason", pa.string()),
-    pa.field("_prompt_tokens", pa.int64()),
-    pa.field("_output_tokens", pa.int64()),
-    pa.field("_schema_hash", pa.string()),
-    pa.field("_extracted_at", pa.timestamp("us", tz="UTC")),
-    pa.field("_confidence", CONFIDENCE_TYPE),
-    pa.field("_spans", SPANS_TYPE),
-]
-
 
 class Engine(Protocol):
     def prompt_token_ids(self, text: str) -> list[int]: ...
@@ -76,7 +61,7 @@ class Engine(Protocol):
 class SchemaUnusable(Exception):
     """A row's schema cannot be used: the row becomes a dead letter with `reason`."""
 
-    def __init__(self, reason: str, message: str, schema_hash: str | None = None) -> None:
+    def __init__(self, reason: DeadLetterReason, message: str, schema_hash: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
         self.schema_hash = schema_hash
@@ -163,7 +148,7 @@ class BatchExtractor:
         if isinstance(cached, SchemaUnusable):
             raise cached
         if cached.hash in self.spec.unsupported:  # no backend compiles it (dead-letter policy)
-            raise SchemaUnusable("schema_unsupported", self.spec.unsupported[cached.hash], cached.hash)
+            raise SchemaUnusable(DeadLetterReason.SCHEMA_UNSUPPORTED, self.spec.unsupported[cached.hash], cached.hash)
         return cached
 
     def _load(self, key: str) -> SchemaContract | SchemaUnusable:
@@ -173,13 +158,13 @@ class BatchExtractor:
         except SchemaUnusable as exc:
             return exc
         except Exception as exc:  # noqa: BLE001 - the engine refused the grammar: this schema only
-            return SchemaUnusable("schema_unsupported", f"the {self.spec.backend} backend cannot compile "
-                                  f"this schema: {type(exc).__name__}: {exc}")
+            return SchemaUnusable(DeadLetterReason.SCHEMA_UNSUPPORTED, f"the {self.spec.backend} backend cannot "
+                                  f"compile this schema: {type(exc).__name__}: {exc}")
         return contract
 
     def _resolve(self, key: str) -> SchemaContract:
         if not key.strip():
-            raise SchemaUnusable("schema_invalid", f"{self.spec.schema_column}: the row has no schema")
+            raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, f"{self.spec.schema_column}: the row has no schema")
         if key in self.spec.schema_table:
             source, schema = f"schema_table[{key}]", self.spec.schema_table[key]
         elif key.lstrip().startswith("{"):
@@ -187,16 +172,16 @@ class BatchExtractor:
             try:
                 schema = json.loads(key)
             except json.JSONDecodeError as exc:
-                raise SchemaUnusable("schema_invalid", f"{source}: not valid JSON: {exc.msg} at char {exc.pos}") \
-                    from None
+                raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID,
+                                     f"{source}: not valid JSON: {exc.msg} at char {exc.pos}") from None
         else:
-            raise SchemaUnusable("schema_invalid", f"{self.spec.schema_column}: {key[:80]!r} is neither a JSON "
-                                 "Schema nor a key of input.schema_table")
+            raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, f"{self.spec.schema_column}: {key[:80]!r} is neither "
+                                 "a JSON Schema nor a key of input.schema_table")
         try:
             contract = SchemaContract.from_dict(schema, default_name=key if len(key) < 80 else "row-schema",
                                                 source=source, limits=self.spec.schema_limits)
         except ValueError as exc:
-            raise SchemaUnusable("schema_invalid", f"{source}: {exc}") from None
+            raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, f"{source}: {exc}") from None
         return contract
 
     def _schema_json(self, contract: SchemaContract) -> str:
@@ -299,7 +284,7 @@ class BatchExtractor:
         if isinstance(first, Exception):
             failed = []
             for contract in contracts:
-                outcome = dead_letter("engine_error", f"{type(first).__name__}: {first}")
+                outcome = dead_letter(DeadLetterReason.ENGINE_ERROR, f"{type(first).__name__}: {first}")
                 outcome.extra["schema_hash"] = contract.hash
                 failed.append(outcome)
             return failed
@@ -348,7 +333,7 @@ class BatchExtractor:
         if INVALID_INPUT_COLUMN in batch.column_names:  # rows the reader could not decode (their text is null)
             for i, why in enumerate(batch.column(INVALID_INPUT_COLUMN).to_pylist()):
                 if why is not None:
-                    outcomes[i] = dead_letter("invalid_input", why)
+                    outcomes[i] = dead_letter(DeadLetterReason.INVALID_INPUT, why)
         return self.table(batch, outcomes)
 
     def table(self, batch: pa.Table, outcomes: list[Outcome]) -> pa.Table:
@@ -366,26 +351,26 @@ def retry_seed(base: int, document_id: Any, attempt: int) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-BACKEND_COLUMN = "_backend"  # which actor pool (structured-output backend) a row is routed to
+BACKEND_COLUMN = Internal.BACKEND  # which actor pool (structured-output backend) a row is routed to
 
 
 def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
     now = datetime.now(timezone.utc)
     columns: dict[str, list[Any]] = {
-        "_kind": ["row" if o.is_row else "dead_letter" for o in outcomes],
-        "_record": [json.dumps(o.record, ensure_ascii=False) if o.is_row else None for o in outcomes],
-        "_reason": [o.reason for o in outcomes],
-        "_error": [error_json(o.error) for o in outcomes],
-        "_raw_output": [o.raw_output for o in outcomes],
-        "_finish_reason": [o.finish_reason for o in outcomes],
-        "_prompt_tokens": [o.prompt_tokens for o in outcomes],
-        "_output_tokens": [o.output_tokens for o in outcomes],
-        "_schema_hash": [o.extra.get("schema_hash") for o in outcomes],
-        "_extracted_at": [now] * len(outcomes),
-        "_confidence": [list(o.confidence.items()) if o.is_row and o.confidence is not None else None
-                        for o in outcomes],
-        "_spans": [[(path, [{"start": s, "end": e} for s, e in places]) for path, places in o.spans.items()]
-                   if o.is_row and o.spans is not None else None for o in outcomes],
+        Col.KIND: [Kind.ROW.value if o.is_row else Kind.DEAD_LETTER.value for o in outcomes],
+        Col.RECORD: [json.dumps(o.record, ensure_ascii=False) if o.is_row else None for o in outcomes],
+        Col.REASON: [None if o.reason is None else str(o.reason) for o in outcomes],
+        Col.ERROR: [error_json(o.error) for o in outcomes],
+        Col.RAW_OUTPUT: [o.raw_output for o in outcomes],
+        Col.FINISH_REASON: [o.finish_reason for o in outcomes],
+        Col.PROMPT_TOKENS: [o.prompt_tokens for o in outcomes],
+        Col.OUTPUT_TOKENS: [o.output_tokens for o in outcomes],
+        Col.SCHEMA_HASH: [o.extra.get("schema_hash") for o in outcomes],
+        Col.EXTRACTED_AT: [now] * len(outcomes),
+        Col.CONFIDENCE: [list(o.confidence.items()) if o.is_row and o.confidence is not None else None
+                         for o in outcomes],
+        Col.SPANS: [[(path, [{"start": s, "end": e} for s, e in places]) for path, places in o.spans.items()]
+                    if o.is_row and o.spans is not None else None for o in outcomes],
     }
     table = passthrough.combine_chunks()
     for f in OUTCOME_FIELDS:

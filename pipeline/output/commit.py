@@ -59,6 +59,7 @@ from pipeline.partition import Partition
 from pipeline.storage import Storage, StorageError, join, os_error
 from pipeline.units import PartitionInput
 from schemas.contract import SchemaContract
+from workers.outcome import Col, DeadCol
 
 log = structlog.get_logger(__name__)
 
@@ -257,7 +258,7 @@ class PartitionCommitter:
         self.storage.delete_prefix(self.layout.staging_root(p))
 
     def stage(self, p: Partition, unit_id: str, outcomes: pa.Table) -> None:
-        outcomes = outcomes.append_column("_run_id", pa.array([self.run_id] * outcomes.num_rows, pa.string()))
+        outcomes = outcomes.append_column(Col.RUN_ID, pa.array([self.run_id] * outcomes.num_rows, pa.string()))
         path = self._unit_file(p, unit_id)
         with self.storage.atomic_output(path, self._scratch(p)) as target:
             pq.write_table(outcomes, self.storage.arrow_path(target), filesystem=self.storage.arrow_fs())
@@ -361,9 +362,9 @@ class PartitionCommitter:
                     self._step("compacting")
                     rows += typed.num_rows
                     dead += letters.num_rows
-                    reasons.update(letters.column("reason").to_pylist())
-                    tokens["prompt"] += pc.sum(staged.column("_prompt_tokens")).as_py() or 0
-                    tokens["output"] += pc.sum(staged.column("_output_tokens")).as_py() or 0
+                    reasons.update(letters.column(DeadCol.REASON).to_pylist())
+                    tokens["prompt"] += pc.sum(staged.column(Col.PROMPT_TOKENS)).as_py() or 0
+                    tokens["output"] += pc.sum(staged.column(Col.OUTPUT_TOKENS)).as_py() or 0
             except OSError as exc:  # two files written at once: say which, as pyarrow's message may not
                 raise os_error("write", f"{rows_path} or {dead_path}", exc) from None
             finally:

@@ -13,61 +13,47 @@ import pyarrow.parquet as pq
 from pipeline.storage import Storage
 from schemas.contract import SchemaContract
 from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE, minimum
+from workers.outcome import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS, Col, DeadCol, Kind, RowCol
 
-DEAD_LETTER_COLUMNS = (
-    "reason",
-    "error",
-    "raw_output",
-    "finish_reason",
-    "prompt_tokens",
-    "output_tokens",
-    "run_id",
-    "schema_name",
-    "schema_version",
-    "schema_hash",
-    "failed_at",
-    "attempts",
-)
-ROW_LINEAGE_COLUMNS = ("_run_id", "_schema_name", "_schema_version", "_schema_hash", "_model", "_extracted_at",
-                       "_prompt_tokens", "_output_tokens", "_confidence", "_min_confidence", "_spans")
-
+__all__ = ["DEAD_LETTER_COLUMNS", "ROW_LINEAGE_COLUMNS", "RecordTables", "column_names", "dead_letter_schema",
+           "read_columns", "row_schema"]
 
 
 def row_schema(contract: SchemaContract, id_field: pa.Field) -> pa.Schema:
     lineage = [
-        pa.field("_run_id", pa.string(), nullable=False),
-        pa.field("_schema_name", pa.string(), nullable=False),
-        pa.field("_schema_version", pa.string(), nullable=False),
-        pa.field("_schema_hash", pa.string(), nullable=False),
-        pa.field("_model", pa.string(), nullable=False),
-        pa.field("_extracted_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("_prompt_tokens", pa.int64()),
-        pa.field("_output_tokens", pa.int64()),
-        pa.field("_confidence", CONFIDENCE_TYPE),  # null where the run asked for none (output.confidence: false)
-        pa.field("_min_confidence", pa.float64()),  # the row's least confident leaf
-        pa.field("_spans", SPANS_TYPE),
+        pa.field(RowCol.RUN_ID, pa.string(), nullable=False),
+        pa.field(RowCol.SCHEMA_NAME, pa.string(), nullable=False),
+        pa.field(RowCol.SCHEMA_VERSION, pa.string(), nullable=False),
+        pa.field(RowCol.SCHEMA_HASH, pa.string(), nullable=False),
+        pa.field(RowCol.MODEL, pa.string(), nullable=False),
+        pa.field(RowCol.EXTRACTED_AT, pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field(RowCol.PROMPT_TOKENS, pa.int64()),
+        pa.field(RowCol.OUTPUT_TOKENS, pa.int64()),
+        pa.field(RowCol.CONFIDENCE, CONFIDENCE_TYPE),  # null where the run asked for none (output.confidence: false)
+        pa.field(RowCol.MIN_CONFIDENCE, pa.float64()),  # the row's least confident leaf
+        pa.field(RowCol.SPANS, SPANS_TYPE),
     ]
+    assert tuple(f.name for f in lineage) == ROW_LINEAGE_COLUMNS
     return pa.schema([id_field, *contract.layout.schema, *lineage])
 
 
 def dead_letter_schema(id_field: pa.Field) -> pa.Schema:
-    return pa.schema(
-        [
-            id_field,
-            pa.field("reason", pa.string(), nullable=False),
-            pa.field("error", pa.string()),
-            pa.field("raw_output", pa.string()),
-            pa.field("finish_reason", pa.string()),
-            pa.field("prompt_tokens", pa.int64()),
-            pa.field("output_tokens", pa.int64()),
-            pa.field("run_id", pa.string(), nullable=False),
-            pa.field("schema_name", pa.string(), nullable=False),
-            pa.field("schema_version", pa.string(), nullable=False),
-            pa.field("schema_hash", pa.string()),
-            pa.field("failed_at", pa.timestamp("us", tz="UTC"), nullable=False),
-            pa.field("attempts", pa.int64(), nullable=False),  # 1, raised by each `extract retry`
-        ]
-    )
+    fields = [
+        pa.field(DeadCol.REASON, pa.string(), nullable=False),
+        pa.field(DeadCol.ERROR, pa.string()),
+        pa.field(DeadCol.RAW_OUTPUT, pa.string()),
+        pa.field(DeadCol.FINISH_REASON, pa.string()),
+        pa.field(DeadCol.PROMPT_TOKENS, pa.int64()),
+        pa.field(DeadCol.OUTPUT_TOKENS, pa.int64()),
+        pa.field(DeadCol.RUN_ID, pa.string(), nullable=False),
+        pa.field(DeadCol.SCHEMA_NAME, pa.string(), nullable=False),
+        pa.field(DeadCol.SCHEMA_VERSION, pa.string(), nullable=False),
+        pa.field(DeadCol.SCHEMA_HASH, pa.string()),
+        pa.field(DeadCol.FAILED_AT, pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field(DeadCol.ATTEMPTS, pa.int64(), nullable=False),  # 1, raised by each `extract retry`
+    ]
+    assert tuple(f.name for f in fields) == DEAD_LETTER_COLUMNS
+    return pa.schema([id_field, *fields])
 
 
 class RecordTables:
@@ -82,7 +68,7 @@ class RecordTables:
         self.dead_schema = dead_letter_schema(id_field)
 
     def split(self, outcomes: pa.Table) -> tuple[pa.Table, pa.Table]:
-        is_row = pc.equal(outcomes.column("_kind"), "row")
+        is_row = pc.equal(outcomes.column(Col.KIND), Kind.ROW.value)
         return self.typed_rows(outcomes.filter(is_row)), self.dead_letters(outcomes.filter(pc.invert(is_row)))
 
     def _constant(self, value: str, n: int) -> pa.Array:
@@ -90,46 +76,54 @@ class RecordTables:
 
     def _schema_hashes(self, outcomes: pa.Table) -> pa.Array:
         """Each outcome's schema hash: its own in a per-row-schema job, else the job's."""
-        if "_schema_hash" in outcomes.column_names and self.contract.per_row:
-            return outcomes.column("_schema_hash")
+        if Col.SCHEMA_HASH in outcomes.column_names and self.contract.per_row:
+            return outcomes.column(Col.SCHEMA_HASH)
         return self._constant(self.contract.hash, outcomes.num_rows)
 
+    def _run_ids(self, outcomes: pa.Table) -> pa.Array | pa.ChunkedArray:
+        """The run that made each outcome: the one that staged it, else this one."""
+        if Col.RUN_ID in outcomes.column_names:
+            return outcomes.column(Col.RUN_ID)
+        return self._constant(self.run_id, outcomes.num_rows)
+
     def typed_rows(self, rows: pa.Table) -> pa.Table:
-        records: list[dict[str, Any]] = [json.loads(r) for r in rows.column("_record").to_pylist()]
+        records: list[dict[str, Any]] = [json.loads(r) for r in rows.column(Col.RECORD).to_pylist()]
         n = rows.num_rows
         columns: dict[str, Any] = {self.id_column: rows.column(self.id_column)}
         columns.update(self.contract.layout.to_columns(records))
-        columns["_run_id"] = rows.column("_run_id") if "_run_id" in rows.column_names else self._constant(
-            self.run_id, n)
-        columns["_schema_name"] = self._constant(self.contract.name, n)
-        columns["_schema_version"] = self._constant(self.contract.version, n)
-        columns["_schema_hash"] = self._schema_hashes(rows)
-        columns["_model"] = self._constant(self.model_name, n)
-        columns["_extracted_at"] = rows.column("_extracted_at")
-        columns["_prompt_tokens"] = rows.column("_prompt_tokens")
-        columns["_output_tokens"] = rows.column("_output_tokens")
-        confidence = rows.column("_confidence") if "_confidence" in rows.column_names else pa.nulls(n, CONFIDENCE_TYPE)
-        columns["_confidence"] = confidence
-        columns["_min_confidence"] = pa.array([minimum(dict(c or ())) for c in confidence.to_pylist()], pa.float64())
-        columns["_spans"] = rows.column("_spans") if "_spans" in rows.column_names else pa.nulls(n, SPANS_TYPE)
+        confidence = rows.column(Col.CONFIDENCE) if Col.CONFIDENCE in rows.column_names else pa.nulls(
+            n, CONFIDENCE_TYPE)
+        columns.update({
+            RowCol.RUN_ID: self._run_ids(rows),
+            RowCol.SCHEMA_NAME: self._constant(self.contract.name, n),
+            RowCol.SCHEMA_VERSION: self._constant(self.contract.version, n),
+            RowCol.SCHEMA_HASH: self._schema_hashes(rows),
+            RowCol.MODEL: self._constant(self.model_name, n),
+            RowCol.EXTRACTED_AT: rows.column(Col.EXTRACTED_AT),
+            RowCol.PROMPT_TOKENS: rows.column(Col.PROMPT_TOKENS),
+            RowCol.OUTPUT_TOKENS: rows.column(Col.OUTPUT_TOKENS),
+            RowCol.CONFIDENCE: confidence,
+            RowCol.MIN_CONFIDENCE: pa.array([minimum(dict(c or ())) for c in confidence.to_pylist()], pa.float64()),
+            RowCol.SPANS: rows.column(Col.SPANS) if Col.SPANS in rows.column_names else pa.nulls(n, SPANS_TYPE),
+        })
         return pa.table(columns, schema=self.rows_schema)
 
     def dead_letters(self, dead: pa.Table) -> pa.Table:
         n = dead.num_rows
         columns = {
             self.id_column: dead.column(self.id_column),
-            "reason": dead.column("_reason"),
-            "error": dead.column("_error"),
-            "raw_output": dead.column("_raw_output"),
-            "finish_reason": dead.column("_finish_reason"),
-            "prompt_tokens": dead.column("_prompt_tokens"),
-            "output_tokens": dead.column("_output_tokens"),
-            "run_id": dead.column("_run_id") if "_run_id" in dead.column_names else self._constant(self.run_id, n),
-            "schema_name": self._constant(self.contract.name, n),
-            "schema_version": self._constant(self.contract.version, n),
-            "schema_hash": self._schema_hashes(dead),
-            "failed_at": dead.column("_extracted_at"),
-            "attempts": pa.array([1] * n, pa.int64()),
+            DeadCol.REASON: dead.column(Col.REASON),
+            DeadCol.ERROR: dead.column(Col.ERROR),
+            DeadCol.RAW_OUTPUT: dead.column(Col.RAW_OUTPUT),
+            DeadCol.FINISH_REASON: dead.column(Col.FINISH_REASON),
+            DeadCol.PROMPT_TOKENS: dead.column(Col.PROMPT_TOKENS),
+            DeadCol.OUTPUT_TOKENS: dead.column(Col.OUTPUT_TOKENS),
+            DeadCol.RUN_ID: self._run_ids(dead),
+            DeadCol.SCHEMA_NAME: self._constant(self.contract.name, n),
+            DeadCol.SCHEMA_VERSION: self._constant(self.contract.version, n),
+            DeadCol.SCHEMA_HASH: self._schema_hashes(dead),
+            DeadCol.FAILED_AT: dead.column(Col.EXTRACTED_AT),
+            DeadCol.ATTEMPTS: pa.array([1] * n, pa.int64()),
         }
         return pa.table(columns, schema=self.dead_schema)
 

@@ -1,5 +1,6 @@
-"""The house's rules, checked on the source: no import cycles, vLLM imported only under `workers/`, the run path
-free of the tools and the CLI, and the committed output's files named only in `pipeline/output/`."""
+"""The house's rules, checked on the source: no import cycles, vLLM imported only under `workers/`, `workers/` never
+importing `pipeline/`, the run path free of the tools and the CLI, the committed output's files named only in
+`pipeline/output/`, and the outcome columns named only in the contract (`workers.outcome`)."""
 
 from __future__ import annotations
 
@@ -125,3 +126,49 @@ def test_the_outputs_files_are_named_only_in_the_output_package():
     assert outside == []
     assert [str(path.relative_to(ROOT)) for name, path in _modules().items()
             if not _in(name, "pipeline.output") and "_SUCCESS" in path.read_text()] == []
+
+
+def test_workers_never_import_the_pipeline():
+    """The dependency runs one way: `pipeline/` (the driver) builds on `workers/` (what runs on the actors), never
+    the reverse, so an actor loads nothing of the driver and the outcome contract sits below both."""
+    wrong = sorted(f"{path.relative_to(ROOT)}:{line} {module}" for name, path in _modules().items()
+                   if _in(name, "workers") for module, line in _imports(path) if _in(module, "pipeline"))
+    assert wrong == []
+
+
+def _outcome_column_names() -> set[str]:
+    """The names the contract gives outcome columns that no other string in the house could mean: every `_`-prefixed
+    one, and the dead letters' own. The dead letters' plain words (`reason`, `error`, `run_id`, `attempts`, …) are
+    also manifest and error keys everywhere, so a grep for them would find those; they are left out."""
+    from workers import outcome
+
+    names = {f.name for f in outcome.OUTCOME_FIELDS} | set(outcome.ROW_LINEAGE_COLUMNS) | set(outcome.INTERNAL_COLUMNS)
+    names |= {outcome.DeadCol.FAILED_AT, outcome.DeadCol.RAW_OUTPUT, outcome.DeadCol.FINISH_REASON}
+    assert all(n.startswith("_") for n in names - set(outcome.DEAD_LETTER_COLUMNS))
+    return names
+
+
+# Files that still read outcome columns by literal; each is another helper's to move onto workers.outcome (issue 26).
+LITERAL_ALLOWED = {
+    "pipeline/tools/evaluate.py",  # `_confidence` of the rows
+    "pipeline/tools/least_sure.py",  # `_confidence`, `_spans` of the rows
+    "pipeline/tools/report.py",  # the lineage rename maps, before the report became a package
+    "pipeline/tools/report/runs.py",  # ROW_COLUMNS/DEAD_COLUMNS: workers.outcome.lineage_names is that vocabulary
+    "pipeline/tools/report/profiles.py",  # LINEAGE: workers.outcome.ROW_LINEAGE_COLUMNS
+    "schemas/contract.py",  # `_model`: a pickled attribute, not a column
+}
+
+
+def test_outcome_column_names_are_written_only_in_the_contract():
+    names = _outcome_column_names()
+    found = sorted(f"{rel}:{node.lineno} {node.value!r}" for path in _modules().values()
+                   if (rel := str(path.relative_to(ROOT))) != "workers/outcome.py" and rel not in LITERAL_ALLOWED
+                   for node in ast.walk(ast.parse(path.read_text()))
+                   if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names)
+    assert found == []
+
+
+def test_the_literal_check_sees_a_literal():
+    names = _outcome_column_names()
+    tree = ast.parse('table.column("_kind")')
+    assert [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in names] == ["_kind"]

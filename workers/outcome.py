@@ -1,0 +1,178 @@
+"""The outcome contract, in one place: every column name an outcome travels under, from the actor to the
+committed tables, and every reason a document can become a dead letter.
+
+Three forms of one document's outcome:
+- the **outcome table** an actor returns for a batch (`Col`, `OUTCOME_FIELDS`), staged per unit with the
+  run id added (`Col.RUN_ID`), beside the internal columns the reader adds (`Internal`);
+- the **rows** table: the input's id, the schema's columns, then the lineage (`ROW_LINEAGE_COLUMNS`);
+- the **dead-letters** table: the input's id, then `DEAD_LETTER_COLUMNS`.
+
+The two committed tables describe the same lineage (which run, which schema, when, how many tokens) under
+different names: rows prefix theirs with `_` because they sit beside the user's schema fields, dead letters
+do not, and their time is `failed_at` where a row's is `_extracted_at`. Those written names are a published
+format (docs/outputs.md, users' queries), so they stay as they are; `LINEAGE` is the one vocabulary that
+says, for each lineage fact, its name in either table, and `lineage_names(kind)` maps a table's columns
+to that vocabulary for a reader that shows both tables side by side (the report).
+
+Column names are written here only: every other module imports them (tests/unit/test_architecture.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import pyarrow as pa
+
+from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE
+
+
+class DeadLetterReason(StrEnum):
+    """Why a document is a dead letter (workers.classify says when each one applies)."""
+
+    INVALID_INPUT = "invalid_input"
+    EMPTY_INPUT = "empty_input"
+    INPUT_TOO_LONG = "input_too_long"
+    TRUNCATED = "truncated"
+    INVALID_JSON = "invalid_json"
+    SEMANTIC_INVALID = "semantic_invalid"
+    SCHEMA_VIOLATION = "schema_violation"
+    VALIDATOR_ERROR = "validator_error"
+    VALIDATOR_TIMEOUT = "validator_timeout"
+    ENGINE_ERROR = "engine_error"
+    SCHEMA_INVALID = "schema_invalid"
+    SCHEMA_UNSUPPORTED = "schema_unsupported"
+    TYPE_OVERFLOW = "type_overflow"
+    ACTOR_CRASH = "actor_crash"
+    LOW_CONFIDENCE = "low_confidence"
+
+
+DEAD_LETTER_REASONS = tuple(r.value for r in DeadLetterReason)  # in the order above (the CLI's choices)
+
+
+class Kind(StrEnum):
+    """`Col.KIND`: what an outcome is."""
+
+    ROW = "row"
+    DEAD_LETTER = "dead_letter"
+
+
+class Col:
+    """The outcome table's columns, as an actor returns them and a unit is staged."""
+
+    KIND = "_kind"
+    RECORD = "_record"  # a row's record, JSON text
+    REASON = "_reason"
+    ERROR = "_error"  # JSON text
+    RAW_OUTPUT = "_raw_output"
+    FINISH_REASON = "_finish_reason"
+    PROMPT_TOKENS = "_prompt_tokens"
+    OUTPUT_TOKENS = "_output_tokens"
+    SCHEMA_HASH = "_schema_hash"
+    EXTRACTED_AT = "_extracted_at"
+    CONFIDENCE = "_confidence"
+    SPANS = "_spans"
+    RUN_ID = "_run_id"  # added when a unit is staged (pipeline.output.commit)
+
+
+OUTCOME_FIELDS = [
+    pa.field(Col.KIND, pa.string(), nullable=False),
+    pa.field(Col.RECORD, pa.string()),
+    pa.field(Col.REASON, pa.string()),
+    pa.field(Col.ERROR, pa.string()),
+    pa.field(Col.RAW_OUTPUT, pa.string()),
+    pa.field(Col.FINISH_REASON, pa.string()),
+    pa.field(Col.PROMPT_TOKENS, pa.int64()),
+    pa.field(Col.OUTPUT_TOKENS, pa.int64()),
+    pa.field(Col.SCHEMA_HASH, pa.string()),
+    pa.field(Col.EXTRACTED_AT, pa.timestamp("us", tz="UTC")),
+    pa.field(Col.CONFIDENCE, CONFIDENCE_TYPE),
+    pa.field(Col.SPANS, SPANS_TYPE),
+]
+
+
+class Internal:
+    """Columns the read stage adds to a batch and the driver drops: never in a committed table."""
+
+    UNIT = "_unit"  # the unit a document belongs to (pipeline.units)
+    BACKEND = "_backend"  # which actor pool (structured-output backend) a row is routed to
+    INVALID_INPUT = "_invalid_input"  # why the reader could not decode a row, else null
+
+
+INTERNAL_COLUMNS = (Internal.UNIT, Internal.BACKEND, Internal.INVALID_INPUT)
+
+
+class RowCol:
+    """The rows table's lineage columns (after the id and the schema's fields)."""
+
+    RUN_ID = Col.RUN_ID
+    SCHEMA_NAME = "_schema_name"
+    SCHEMA_VERSION = "_schema_version"
+    SCHEMA_HASH = Col.SCHEMA_HASH
+    MODEL = "_model"
+    EXTRACTED_AT = Col.EXTRACTED_AT
+    PROMPT_TOKENS = Col.PROMPT_TOKENS
+    OUTPUT_TOKENS = Col.OUTPUT_TOKENS
+    CONFIDENCE = Col.CONFIDENCE  # null where the run asked for none (output.confidence: false)
+    MIN_CONFIDENCE = "_min_confidence"  # the row's least confident leaf
+    SPANS = Col.SPANS
+
+
+ROW_LINEAGE_COLUMNS = (RowCol.RUN_ID, RowCol.SCHEMA_NAME, RowCol.SCHEMA_VERSION, RowCol.SCHEMA_HASH, RowCol.MODEL,
+                       RowCol.EXTRACTED_AT, RowCol.PROMPT_TOKENS, RowCol.OUTPUT_TOKENS, RowCol.CONFIDENCE,
+                       RowCol.MIN_CONFIDENCE, RowCol.SPANS)
+
+
+class DeadCol:
+    """The dead-letters table's columns (after the id)."""
+
+    REASON = "reason"
+    ERROR = "error"
+    RAW_OUTPUT = "raw_output"
+    FINISH_REASON = "finish_reason"
+    PROMPT_TOKENS = "prompt_tokens"
+    OUTPUT_TOKENS = "output_tokens"
+    RUN_ID = "run_id"
+    SCHEMA_NAME = "schema_name"
+    SCHEMA_VERSION = "schema_version"
+    SCHEMA_HASH = "schema_hash"
+    FAILED_AT = "failed_at"
+    ATTEMPTS = "attempts"  # 1, raised by each `extract retry`
+
+
+DEAD_LETTER_COLUMNS = (DeadCol.REASON, DeadCol.ERROR, DeadCol.RAW_OUTPUT, DeadCol.FINISH_REASON, DeadCol.PROMPT_TOKENS,
+                       DeadCol.OUTPUT_TOKENS, DeadCol.RUN_ID, DeadCol.SCHEMA_NAME, DeadCol.SCHEMA_VERSION,
+                       DeadCol.SCHEMA_HASH, DeadCol.FAILED_AT, DeadCol.ATTEMPTS)
+
+
+@dataclass(frozen=True)
+class LineageName:
+    """One lineage fact: its name in the shared vocabulary, in the rows table, and in the dead-letters table."""
+
+    name: str
+    row: str
+    dead_letter: str
+
+
+LINEAGE = (
+    LineageName("run_id", RowCol.RUN_ID, DeadCol.RUN_ID),
+    LineageName("schema_name", RowCol.SCHEMA_NAME, DeadCol.SCHEMA_NAME),
+    LineageName("schema_version", RowCol.SCHEMA_VERSION, DeadCol.SCHEMA_VERSION),
+    LineageName("schema_hash", RowCol.SCHEMA_HASH, DeadCol.SCHEMA_HASH),
+    LineageName("at", RowCol.EXTRACTED_AT, DeadCol.FAILED_AT),  # when the outcome was made
+    LineageName("prompt_tokens", RowCol.PROMPT_TOKENS, DeadCol.PROMPT_TOKENS),
+    LineageName("output_tokens", RowCol.OUTPUT_TOKENS, DeadCol.OUTPUT_TOKENS),
+)
+
+ROWS, DEAD_LETTERS = "rows", "dead_letters"  # the two committed tables
+
+
+def lineage_names(kind: str) -> dict[str, str]:
+    """`kind`'s ("rows" or "dead_letters") lineage columns → their names in the shared vocabulary."""
+    if kind not in (ROWS, DEAD_LETTERS):
+        raise ValueError(f"no committed table {kind!r}")
+    return {(n.row if kind == ROWS else n.dead_letter): n.name for n in LINEAGE}
+
+
+# An input's id column may not take these names: they sit beside it in the committed tables, or in the batches.
+RESERVED_ID_COLUMNS = frozenset((*ROW_LINEAGE_COLUMNS, *DEAD_LETTER_COLUMNS, Internal.UNIT))
