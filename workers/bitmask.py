@@ -8,10 +8,10 @@ bitmask with numpy and masks with one vectorised `masked_fill_`: 0.33 s over the
 rounds of the run: 32.0 s constrained with this kernel, 34.3 s with XGrammar's, 32.3 s unconstrained at
 equal output lengths.
 
-`use("fast")`, the engine's default, puts it in place of `xgrammar.apply_token_bitmask_inplace` in
-this process (`EXTRACT_MASK_KERNEL=xgrammar` keeps XGrammar's). vLLM looks the function up on the
-`xgrammar` module at each call, so the engine picks it up. Tensors not on the CPU, an explicit `backend`,
-and big-endian hosts go to XGrammar's own kernel unchanged.
+`use("fast")`, the engine's default, puts it in place of XGrammar's `apply_token_bitmask_inplace` in
+this process, through `workers.vllm_compat` (`EXTRACT_MASK_KERNEL=xgrammar` keeps XGrammar's). vLLM looks
+the function up on the `xgrammar` module at each call, so the engine picks it up. Tensors not on the CPU,
+an explicit `backend`, and big-endian hosts go to XGrammar's own kernel unchanged.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-_original: Any = None
+from workers import vllm_compat
 
 
 def apply_token_bitmask_inplace_cpu(logits: Any, bitmask: Any, vocab_size: int | None = None,
@@ -55,36 +55,29 @@ def apply_token_bitmask_inplace_cpu(logits: Any, bitmask: Any, vocab_size: int |
 
 def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: int | None = None,
                                 indices: list[int] | None = None, backend: str = "auto") -> None:
-    """Drop-in for `xgrammar.apply_token_bitmask_inplace`: CPU tensors take the fast path."""
+    """Drop-in for XGrammar's `apply_token_bitmask_inplace`: CPU tensors take the fast path."""
     if (backend in ("auto", "cpu") and logits.device.type == "cpu" and bitmask.device.type == "cpu"
             and str(bitmask.dtype) == "torch.int32" and sys.byteorder == "little"):
         apply_token_bitmask_inplace_cpu(logits, bitmask, vocab_size, indices)
         return
-    _original(logits, bitmask, vocab_size=vocab_size, indices=indices, backend=backend)
+    vllm_compat.original_mask_kernel()(logits, bitmask, vocab_size=vocab_size, indices=indices, backend=backend)
 
 
 def install() -> bool:
-    """Use the fast CPU kernel for every caller of `xgrammar.apply_token_bitmask_inplace` in this process.
-    Idempotent; returns False where XGrammar is not installed."""
-    global _original
+    """Use the fast CPU kernel for every caller of XGrammar's `apply_token_bitmask_inplace` in this process
+    (through `workers.vllm_compat`, the one place that swaps it). Idempotent; returns False where XGrammar
+    is not installed."""
     try:
-        import xgrammar
+        import xgrammar  # noqa: F401
     except ImportError:
         return False
-    if _original is None:
-        _original = xgrammar.apply_token_bitmask_inplace
-        xgrammar.apply_token_bitmask_inplace = apply_token_bitmask_inplace
+    vllm_compat.install_mask_kernel(apply_token_bitmask_inplace)
     return True
 
 
 def uninstall() -> None:
-    """Give `xgrammar.apply_token_bitmask_inplace` back its own kernel."""
-    global _original
-    if _original is not None:
-        import xgrammar
-
-        xgrammar.apply_token_bitmask_inplace = _original
-        _original = None
+    """Give XGrammar's `apply_token_bitmask_inplace` back its own kernel."""
+    vllm_compat.restore_mask_kernel()
 
 
 KERNELS = ("fast", "xgrammar")

@@ -79,28 +79,11 @@ def free_memory() -> int:
     vLLM's CPU worker measures it (it refuses a budget larger than that)."""
     import psutil
 
+    from workers.vllm_compat import node_free_memory  # vLLM's CPU worker's rule, mirrored in the one door
+
     free = psutil.virtual_memory().available
     node = node_free_memory(0)
     return int(min(free, node) if node is not None else free)
-
-
-def node_free_memory(node: int, root: Path = Path("/sys/devices/system/node")) -> int | None:
-    """A NUMA node's free memory as vLLM's CPU worker counts it (`vllm.utils.cpu_resource_utils`, 0.32):
-    MemFree + Active(file) + Inactive(file) + SReclaimable of the node. Read here rather than imported, so
-    that sizing a budget does not import vLLM. None where the node reports nothing."""
-    try:
-        lines = (root / f"node{node}" / "meminfo").read_text().splitlines()
-    except OSError:
-        return None
-    meminfo = {}
-    for line in lines:  # "Node 0 MemFree:   3646380 kB"
-        parts = line.split()
-        if len(parts) >= 4:
-            meminfo[parts[2].rstrip(":")] = int(parts[3]) * 1024
-    try:
-        return meminfo["MemFree"] + meminfo["Active(file)"] + meminfo["Inactive(file)"] + meminfo["SReclaimable"]
-    except KeyError:
-        return None
 
 
 def kv_budget(shape: KvShape | None, max_model_len: int, sequences: int, free: int) -> KvBudget:
@@ -147,3 +130,13 @@ def cpu_kv_arguments(model_path: str, max_model_len: int, sequences: int, engine
     budget = kv_budget(kv_shape(model_path, engine_kwargs.get("kv_cache_dtype") or engine_kwargs.get("dtype")),
                        max_model_len, sequences, free)
     return {"kv_cache_memory_bytes": budget.bytes}, budget
+
+
+def __getattr__(name: str) -> Any:
+    """`node_free_memory`, vLLM's rule for a node's free memory, lives in `workers.vllm_compat` (the one door to
+    vLLM's internals); importing it from here still works."""
+    if name == "node_free_memory":
+        from workers.vllm_compat import node_free_memory
+
+        return node_free_memory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -78,12 +78,14 @@ def test_one_dimensional():
 
 
 def test_install_routes_cpu_calls_and_leaves_other_backends_to_xgrammar(monkeypatch):
-    monkeypatch.setattr(fast, "_original", None)
+    from workers import vllm_compat
+
+    monkeypatch.setattr(vllm_compat, "_original_mask", None)
     original = xgrammar.apply_token_bitmask_inplace
     monkeypatch.setattr(xgrammar, "apply_token_bitmask_inplace", original)
     assert fast.install() and fast.install()  # idempotent
     assert xgrammar.apply_token_bitmask_inplace is fast.apply_token_bitmask_inplace
-    assert fast._original is original
+    assert vllm_compat.original_mask_kernel() is original
 
     calls = []
     monkeypatch.setattr(fast, "apply_token_bitmask_inplace_cpu", lambda *a: calls.append("fast"))
@@ -98,7 +100,9 @@ def test_install_routes_cpu_calls_and_leaves_other_backends_to_xgrammar(monkeypa
 
 
 def test_use_switches_kernels_and_names_a_bad_one(monkeypatch):
-    monkeypatch.setattr(fast, "_original", None)
+    from workers import vllm_compat
+
+    monkeypatch.setattr(vllm_compat, "_original_mask", None)
     original = xgrammar.apply_token_bitmask_inplace
     monkeypatch.setattr(xgrammar, "apply_token_bitmask_inplace", original)
     assert fast.use("fast") == "fast" and xgrammar.apply_token_bitmask_inplace is fast.apply_token_bitmask_inplace

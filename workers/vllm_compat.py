@@ -1,0 +1,342 @@
+"""The one door to vLLM's, XGrammar's and llguidance's internals.
+
+Everything in this project that reaches past a public API of vLLM (or of the grammar libraries it drives) is
+here, as a `Hook` with a line saying why it is needed. `check()` runs at every engine start (and in the
+compile child): the installed vLLM must be the one the hooks were written for, and every hook's target must
+exist. Otherwise the start fails with `VllmCompatError`, one line naming the hook: an upgrade is a reason
+to read the hooks again, never something found out later from a count that silently stopped. There are no
+`getattr` fallbacks here: a target that is gone raises.
+
+Nothing here imports vLLM at import time (the driver sizes KV budgets without it); each hook imports its
+target when used. `tests/unit/test_vllm_door.py` checks that no other source file names these privates.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WRITTEN_FOR = "0.32.0"  # the vLLM every hook below was read against and tested on
+
+
+class VllmCompatError(RuntimeError):
+    """vLLM is not the version the hooks were written for, or a hook's target is gone. One line, shown as it is
+    when an engine fails to start (`workers.engine.errors.explain_start_failure`)."""
+
+
+@dataclass(frozen=True)
+class Hook:
+    name: str
+    target: str  # "module:attribute.attribute"
+    why: str
+
+    def resolve(self) -> Any:
+        module_name, _, path = self.target.partition(":")
+        value: Any = importlib.import_module(module_name)
+        for part in path.split("."):
+            value = getattr(value, part)
+        return value
+
+    def replace(self, value: Any) -> None:
+        """Put `value` where the target is (a module attribute)."""
+        module_name, _, attr = self.target.partition(":")
+        setattr(importlib.import_module(module_name), attr, value)
+
+    def where(self) -> str:
+        return self.target.replace(":", ".")
+
+
+HOOKS: tuple[Hook, ...] = (
+    Hook("kernel_rebind_shield", "vllm.triton_utils.dispatcher:_rebind_kernels",
+         "its start-up scan dies on module globals that raise on hasattr (Flask proxies); hidden while it runs"),
+    Hook("kernel_scan_guard", "llvmlite.binding.ffi:_lib_wrapper",
+         "the same scan reads vars() of llvmlite's ffi.lib, which answers with a C wrapper; a second engine fails"),
+    Hook("drafter_kernel_cache", "vllm.v1.spec_decode.ngram_proposer:batch_propose_numba.enable_caching",
+         "the ngram drafter's numba kernel recompiles in every process (1.2 s); numba's disk cache keeps it"),
+    Hook("mask_kernel", "xgrammar:apply_token_bitmask_inplace",
+         "XGrammar's CPU logits mask is half the constraint cost; vLLM looks it up per call, so it is swapped"),
+    Hook("engine_dead", "vllm.v1.engine.core_client:BackgroundResources.engine_dead",
+         "a dead engine core is flagged here, while the sync client's step() keeps waiting on its queue"),
+    Hook("engine_dead_wake", "vllm.v1.engine.core_client:SyncMPClient.get_output",
+         "get_output blocks on outputs_queue; EngineDeadError put there wakes step() so callers learn of it"),
+    Hook("fatal_errors", "vllm.v1.engine.exceptions:EngineDeadError",
+         "the one vLLM exception that means the engine is gone (Ray Data LLM decides fatal by it too)"),
+    Hook("compile_grammar", "vllm.v1.structured_output.backend_types:StructuredOutputBackend.compile_grammar",
+         "compiling a schema directly into the backend's cache, so a busy engine need not queue a warm-up"),
+    Hook("inproc_core", "vllm.v1.engine.core_client:InprocClient",
+         "only an in-process engine core has a structured-output manager this process can reach"),
+    Hook("ll_tokenizer", "vllm.v1.structured_output.backend_guidance:GuidanceBackend._build_ll_tokenizer",
+         "the compile child builds llguidance's tokenizer exactly as vLLM's guidance backend does"),
+    Hook("xgrammar_compiler_settings", "vllm.v1.structured_output.backend_xgrammar:XgrammarBackend.__post_init__",
+         "the compile child copies how vLLM builds its XGrammar compiler (max_threads=8)"),
+    Hook("node_free_memory", "vllm.utils.cpu_resource_utils:get_memory_node_info",
+         "the CPU worker checks a KV budget against node 0's free memory; workers.memory mirrors its rule"),
+)
+_BY_NAME = {hook.name: hook for hook in HOOKS}
+
+
+def _replace(name: str, value: Any) -> None:
+    hook(name)
+    _BY_NAME[name].replace(value)
+_checked: str | None = None
+
+
+def hook(name: str) -> Any:
+    """The target of hook `name`; raises `VllmCompatError` naming it if the target is gone."""
+    entry = _BY_NAME[name]
+    try:
+        return entry.resolve()
+    except (ImportError, AttributeError) as exc:
+        raise VllmCompatError(f"vLLM hook {entry.name!r}: its target {entry.where()} is missing ({exc}); "
+                              f"the hooks in workers/vllm_compat.py were written for vLLM {WRITTEN_FOR}") from exc
+
+
+def installed_version() -> str:
+    import vllm
+
+    return str(vllm.__version__)
+
+
+def check(version: str | None = None) -> None:
+    """Fail loudly (`VllmCompatError`, one line naming a hook) unless the installed vLLM is the one the hooks
+    were written for and every hook's target exists. Runs once per process."""
+    global _checked
+    version = installed_version() if version is None else version
+    if _checked == version:
+        return
+    if version != WRITTEN_FOR:
+        first = HOOKS[0]
+        raise VllmCompatError(
+            f"vLLM {version} is installed, but the vLLM hooks were written for {WRITTEN_FOR}: hook {first.name!r} "
+            f"({first.where()}) and {len(HOOKS) - 1} more in workers/vllm_compat.py must be checked against it "
+            f"first (or install vllm=={WRITTEN_FOR})")
+    for entry in HOOKS:
+        hook(entry.name)
+    check_copied_settings()
+    _checked = version
+
+
+def check_copied_settings() -> None:
+    """The settings the compile child copies from vLLM's XGrammar backend are still vLLM's."""
+    import inspect
+
+    source = inspect.getsource(hook("xgrammar_compiler_settings"))
+    if f"max_threads={XGRAMMAR_MAX_THREADS}" not in source:
+        raise VllmCompatError(f"vLLM hook 'xgrammar_compiler_settings': XgrammarBackend no longer builds its "
+                              f"compiler with max_threads={XGRAMMAR_MAX_THREADS}; update workers/vllm_compat.py")
+
+
+# -- the engine core -----------------------------------------------------------------------------------
+
+
+def core_client(llm: Any) -> Any:
+    """The `LLMEngine`'s client of its engine core (in process, or a child process's)."""
+    return llm.llm_engine.engine_core
+
+
+def check_engine(llm: Any) -> None:
+    """The instance attributes the hooks use exist on this engine (they cannot be checked on classes)."""
+    client = core_client(llm)
+    wanted = (("engine_core", "structured_output_manager"),) if in_process(client) else \
+        (("resources", "engine_dead"), ("outputs_queue",)) if hasattr(client, "resources") else ()
+    for path in wanted:
+        value = client
+        for part in path:
+            if not hasattr(value, part):
+                name = "compile_grammar" if path[0] == "engine_core" else "engine_dead"
+                raise VllmCompatError(f"vLLM hook {name!r}: the engine core client has no {'.'.join(path)}; the hooks "
+                                      f"in workers/vllm_compat.py were written for vLLM {WRITTEN_FOR}")
+            value = getattr(value, part)
+
+
+def in_process(client: Any) -> bool:
+    return isinstance(client, hook("inproc_core"))
+
+
+def wake_if_core_died(llm: Any) -> bool:
+    """Whether the engine core (a child process, with V1 multiprocessing) has died; if so, wake `step()`.
+
+    vLLM's sync client marks the core dead but leaves `step()` waiting on its output queue forever (vLLM 0.32),
+    so the death is put on that queue, and `step()` raises `EngineDeadError`."""
+    client = core_client(llm)
+    if in_process(client) or not client.resources.engine_dead:
+        return False
+    client.outputs_queue.put_nowait(hook("fatal_errors")())
+    return True
+
+
+def shutdown(llm: Any) -> None:
+    """Stop the engine core now (with V1 multiprocessing it is a child process holding its memory)."""
+    core_client(llm).shutdown()
+
+
+def grammar_backend(llm: Any) -> Any:
+    """The in-process engine core's structured-output backend, or None: no backend yet (vLLM makes it with the
+    first grammar) or an engine core in another process."""
+    client = core_client(llm)
+    if not in_process(client):
+        return None
+    return client.engine_core.structured_output_manager.backend
+
+
+def compile_json(backend: Any, schema_text: str) -> None:
+    """Compile a JSON Schema into `backend`'s cache, under the key a request with the same text uses."""
+    from vllm.v1.structured_output.backend_types import StructuredOutputOptions
+
+    hook("compile_grammar")  # the method a backend implements, as vLLM's abstract base names it
+    backend.compile_grammar(StructuredOutputOptions.JSON, schema_text)
+
+
+def fatal_types() -> tuple[type[BaseException], ...]:
+    """The exception types that mean the engine is gone: vLLM's `EngineDeadError` (where vLLM is loaded in this
+    process: elsewhere none can be raised), and torch's out-of-memory and accelerator errors."""
+    types: list[type[BaseException]] = [MemoryError]
+    if "vllm.v1.engine.exceptions" in sys.modules:
+        types.append(hook("fatal_errors"))
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        types += [torch.OutOfMemoryError, torch.AcceleratorError]
+    return tuple(types)
+
+
+# -- CPU start-up patches ------------------------------------------------------------------------------
+
+
+def guard_kernel_scan() -> None:
+    """Let a second engine start in a process where the first one speculated.
+
+    vLLM's CPU worker, at start-up, scans every loaded module for objects that hold a kernel it overrides,
+    reading `vars(value).get("kernel")`. Its `ngram` drafter imports numba, which loads llvmlite; llvmlite's
+    `binding.ffi.lib` answers any attribute, `__dict__` included, with a C-function wrapper, and the scan
+    fails on it with "'_lib_fn_wrapper' object has no attribute 'get'". An empty `__dict__` on that one
+    class gives the scan nothing to find there, which is the truth. Nothing to do before llvmlite is loaded."""
+    if "llvmlite.binding.ffi" not in sys.modules:
+        return
+    wrapper = hook("kernel_scan_guard")
+    lib = sys.modules["llvmlite.binding.ffi"].lib
+    if type(lib) is not wrapper:
+        return  # guarded already
+
+    class _ScannableLib(wrapper):  # type: ignore[misc,valid-type]
+        __slots__ = ()
+        __dict__ = property(lambda self: {})  # type: ignore[assignment]
+
+    lib.__class__ = _ScannableLib
+
+
+def shield_kernel_rebind() -> bool:
+    """Let an engine start in a process that has loaded Flask (moto's S3 server does, and so may a user's app).
+
+    The same start-up scan (`_rebind_kernels`, vLLM 0.32) asks every module global `hasattr(value,
+    "__dict__")`. A werkzeug context proxy such as `flask.current_app` answers that with `RuntimeError:
+    Working outside of application context`, which `hasattr` does not catch, and the engine fails to start.
+    The shield hides, for the length of the scan only, the globals that raise when read that way (nothing the
+    scan could rebind), then puts them back. Returns whether it is in place."""
+    original = hook("kernel_rebind_shield")
+    if getattr(original, "_extract_shielded", False):
+        return True
+
+    def rebind(overrides: Any) -> None:
+        hidden = _hide_unreadable_globals()
+        try:
+            original(overrides)
+        finally:
+            for namespace, attr, value in hidden:
+                namespace[attr] = value
+
+    rebind._extract_shielded = True  # type: ignore[attr-defined]
+    _replace("kernel_rebind_shield", rebind)
+    return True
+
+
+def _hide_unreadable_globals() -> list[tuple[dict[str, Any], str, Any]]:
+    hidden = []
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attr, value in list(namespace.items()):
+            try:
+                if hasattr(value, "__dict__"):
+                    vars(value).get("kernel")
+            except Exception:  # noqa: BLE001 - whatever it raises, the scan would raise it too
+                hidden.append((namespace, attr, value))
+                del namespace[attr]
+    return hidden
+
+
+def cache_drafter_kernel() -> None:
+    """Keep the prompt-lookup drafter's compiled numba kernel in numba's on-disk cache."""
+    hook("drafter_kernel_cache")()
+
+
+# -- the logits mask -----------------------------------------------------------------------------------
+
+_original_mask: Any = None
+
+
+def install_mask_kernel(kernel: Any) -> Any:
+    """Put `kernel` in place of XGrammar's `apply_token_bitmask_inplace` in this process (idempotent); returns
+    XGrammar's own kernel, which `kernel` hands what it does not handle."""
+    global _original_mask
+    if _original_mask is None:
+        _original_mask = hook("mask_kernel")
+        _replace("mask_kernel", kernel)
+    return _original_mask
+
+
+def restore_mask_kernel() -> None:
+    """Give XGrammar's `apply_token_bitmask_inplace` back its own kernel."""
+    global _original_mask
+    if _original_mask is not None:
+        _replace("mask_kernel", _original_mask)
+        _original_mask = None
+
+
+def original_mask_kernel() -> Any:
+    return _original_mask
+
+
+# -- the compile child ---------------------------------------------------------------------------------
+
+XGRAMMAR_MAX_THREADS = 8  # as vLLM's XgrammarBackend builds its compiler (checked by check_copied_settings)
+
+
+def xgrammar_compiler(tokenizer: Any, vocab_size: int) -> Any:
+    """An XGrammar compiler built as vLLM's XgrammarBackend builds it, without the cache so each compile is
+    timed in full."""
+    import xgrammar as xgr
+
+    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
+    return xgr.GrammarCompiler(info, max_threads=XGRAMMAR_MAX_THREADS, cache_enabled=False)
+
+
+def ll_tokenizer(tokenizer: Any, vocab_size: int) -> Any:
+    """llguidance's tokenizer, built as vLLM's guidance backend builds it."""
+    return hook("ll_tokenizer")(tokenizer, vocab_size)
+
+
+# -- the CPU worker's free-memory rule -----------------------------------------------------------------
+
+
+def node_free_memory(node: int, root: Path = Path("/sys/devices/system/node")) -> int | None:
+    """A NUMA node's free memory as vLLM's CPU worker counts it (`get_memory_node_info`, 0.32): MemFree +
+    Active(file) + Inactive(file) + SReclaimable of the node. Read here rather than imported, so that sizing
+    a budget does not import vLLM (`check` verifies the rule's home still exists). None where the node
+    reports nothing."""
+    try:
+        lines = (root / f"node{node}" / "meminfo").read_text().splitlines()
+    except OSError:
+        return None
+    meminfo = {}
+    for line in lines:  # "Node 0 MemFree:   3646380 kB"
+        parts = line.split()
+        if len(parts) >= 4:
+            meminfo[parts[2].rstrip(":")] = int(parts[3]) * 1024
+    try:
+        return meminfo["MemFree"] + meminfo["Active(file)"] + meminfo["Inactive(file)"] + meminfo["SReclaimable"]
+    except KeyError:
+        return None
