@@ -29,6 +29,8 @@ from typing import Any
 import pyarrow as pa
 from pydantic.json_schema import GenerateJsonSchema
 
+from schemas.refs import resolve_ref
+
 Converter = Callable[[Any], Any]
 
 JSON_STRING_METADATA = {b"extract.encoding": b"json"}
@@ -114,12 +116,9 @@ class _Mapper:
     def resolve(self, ref: str) -> dict[str, Any]:
         if not ref.startswith("#/"):
             raise UnsupportedSchemaError(f"only local $ref is supported, got {ref!r}")
-        node: Any = self.root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, dict) or part not in node:
-                raise UnsupportedSchemaError(f"$ref {ref!r} does not resolve")
-            node = node[part]
+        node = resolve_ref(self.root, ref)
+        if node is None:
+            raise UnsupportedSchemaError(f"$ref {ref!r} does not resolve")
         return node
 
     def map(self, schema: Any) -> ArrowMapping:

@@ -23,6 +23,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.pointer import escape_pointer
+from schemas.refs import resolve_ref
+from schemas.walk import schema_types
+
 # Tokens per character of compact JSON outputs under the bundled model's tokenizer (SmolLM2-135M), measured by
 # `jobs/bench/tokens_per_char.py` on 1,413 outputs (sample gold 50, DeepJSONEval dev gold 136, JSONSchemaBench
 # dev valid instances 1,227): pooled 0.355, mean 0.370, p90 0.468, p99 0.702, max 1.0. 0.75 is the p99 rounded
@@ -51,17 +55,11 @@ OPEN_QUANTIFIER = re.compile(r"(?<!\\)(?:[*+]|\{\d*,\})")
 COUNTED_QUANTIFIER = re.compile(r"(?<!\\)\{(\d+)(?:,(\d+))?\}")
 
 
-def _types(node: dict[str, Any]) -> set[str]:
-    kind = node.get("type")
-    return {kind} if isinstance(kind, str) else {k for k in kind if isinstance(k, str)} if isinstance(kind, list) \
-        else set()
-
-
 def is_free_string(node: dict[str, Any]) -> bool:
     """A string node that `grammar_schema` bounds: no maxLength, enum, const, pattern, format or substring node
     of its own. (vLLM refuses a schema with `format` or `pattern` next to `maxLength` on its xgrammar backend:
     a bound there would fail the request, so such strings keep the bound their format or pattern gives.)"""
-    return "string" in _types(node) and not ({"maxLength", "enum", "const", "pattern", "format", SUBSTRING_KEY}
+    return "string" in schema_types(node) and not ({"maxLength", "enum", "const", "pattern", "format", SUBSTRING_KEY}
                                              & set(node))
 
 
@@ -107,7 +105,7 @@ class _Bounder:
         if self.max_string is not None and is_free_string(node):
             least = node.get("minLength") if isinstance(node.get("minLength"), int) else 0
             extra["maxLength"] = max(self.max_string, least, floor[0])
-        is_array = "array" in _types(node) or ("type" not in node and ("items" in node or "prefixItems" in node))
+        is_array = "array" in schema_types(node) or ("type" not in node and ("items" in node or "prefixItems" in node))
         if self.max_items is not None and is_array and "maxItems" not in node:
             least = node.get("minItems") if isinstance(node.get("minItems"), int) else 0
             extra["maxItems"] = max(self.max_items, least, floor[1])
@@ -164,10 +162,6 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _escape(part: Any) -> str:
-    return str(part).replace("~", "~0").replace("/", "~1")
-
-
 def _values_chars(values: list[Any]) -> int:
     """The longest JSON encoding among `values` (of thousands of strings, only the longest few are encoded)."""
     strings = [v for v in values if isinstance(v, str)]
@@ -210,11 +204,7 @@ class _Compiler:
             return self.open(where, f"recursion: $ref {ref} is a cycle, which maxLength/maxItems cannot bound")
         if target in self.memo:
             return self.memo[target]
-        node: Any = self.root
-        for part in target.split("/")[1:]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            node = node[int(part)] if isinstance(node, list) and part.isdigit() else \
-                node.get(part) if isinstance(node, dict) else None
+        node = resolve_ref(self.root, ref)
         if node is None:
             return self.open(where, f"$ref {ref} points nowhere")
         self.resolving.append(target)
@@ -241,7 +231,7 @@ class _Compiler:
         for key in ("anyOf", "oneOf"):
             if isinstance(node.get(key), list):
                 return ("u", tuple(self.node(sub, f"{where}/{key}/{i}") for i, sub in enumerate(node[key])))
-        types = _types(node)
+        types = schema_types(node)
         if not types:  # XGrammar lets an untyped node be any value, even one with properties (measured)
             return self.open(where, "a value of any type (no type): its length is unbounded")
         plans = tuple(self.typed(node, kind, where) for kind in sorted(types))
@@ -267,10 +257,7 @@ class _Compiler:
         return out
 
     def lookup(self, ref: str) -> Any:
-        node: Any = self.root
-        for part in ref.lstrip("#").split("/")[1:]:
-            node = node.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(node, dict) else None
-        return node if ref.startswith("#") else None
+        return resolve_ref(self.root, ref) if ref.startswith("#") else None
 
     def typed(self, node: dict[str, Any], kind: str, where: str) -> tuple:
         if kind == "string":
@@ -321,7 +308,7 @@ class _Compiler:
         props = node.get("properties") if isinstance(node.get("properties"), dict) else {}
         extra = node.get("additionalProperties")
         chars = 2 + max(0, len(props) - 1) + sum(len(_compact(str(name))) + 1 for name in props)
-        values = tuple(self.node(sub, f"{where}/properties/{_escape(name)}") for name, sub in props.items())
+        values = tuple(self.node(sub, f"{where}/properties/{escape_pointer(name)}") for name, sub in props.items())
         if node.get("patternProperties") or (extra is not None and extra is not False) or (not props and extra is None):
             values += (self.open(where, "an open object (additionalProperties or patternProperties): its keys are "
                                         "unbounded"),)

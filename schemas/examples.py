@@ -24,6 +24,7 @@ from typing import Any
 
 from schemas.contract import RecordRejected, SchemaContract
 from schemas.grounding import refusal
+from schemas.refs import resolve_ref
 
 
 class ExampleError(ValueError):
@@ -79,10 +80,7 @@ def model_examples(contract: SchemaContract) -> list[Example]:
 
 def _resolve(node: Any, root: dict[str, Any], hops: int = 0) -> Any:
     while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#") and hops < 32:
-        target: Any = root
-        for part in [p for p in node["$ref"][1:].split("/") if p]:
-            target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
-        node, hops = target, hops + 1
+        node, hops = resolve_ref(root, node["$ref"]), hops + 1
     return node
 
 

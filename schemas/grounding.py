@@ -32,8 +32,9 @@ from typing import Any
 import jsonschema
 
 from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, cells_of, sentences_of
-from schemas.limits import iter_subschemas, pointer
+from schemas.pointer import pointer
 from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
+from schemas.walk import iter_subschemas
 
 KEY = "x-grounded"
 KINDS = ("number", "date", "word", "text", "cell")

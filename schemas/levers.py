@@ -13,8 +13,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.bounds import SELF_BOUNDED_FORMATS, _types, is_free_string
+from schemas.bounds import SELF_BOUNDED_FORMATS, is_free_string
 from schemas.grounding import KEY, field_kinds
+from schemas.pointer import pointer_parts
+from schemas.refs import resolve_ref
+from schemas.walk import schema_types
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class FieldDecoding:
 
 def _all_types(node: dict[str, Any]) -> set[str]:
     """The node's types and those of its anyOf/oneOf branches."""
-    found = _types(node)
+    found = schema_types(node)
     for branch in node.get("anyOf") or node.get("oneOf") or []:
         if isinstance(branch, dict):
             found |= _all_types(branch)
@@ -56,12 +59,9 @@ class _Walker:
     def resolve(self, node: dict[str, Any], path: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[Any, ...]]:
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/"):
-            parts = tuple(ref[2:].split("/"))
-            target: Any = self.root
-            for part in parts:
-                target = target.get(part) if isinstance(target, dict) else None
+            target = resolve_ref(self.root, ref)
             if isinstance(target, dict):
-                return target, parts
+                return target, tuple(pointer_parts(ref[1:]))
         return node, path
 
     def walk(self, node: Any, path: tuple[Any, ...], name: str, seen: frozenset[tuple[Any, ...]]) -> None:

@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.limits import RefIndex
+from schemas.refs import RefIndex
+from schemas.walk import schema_types
 
 ESCAPE_VALUE = re.compile(
     r"^(unknown|other|others|none|null|n/?a|na|not[ _-]?(applicable|available|specified|stated|found|given|sure)"
@@ -44,13 +45,6 @@ class LintWarning:
         return f"{self.code} at {self.path}: {self.message}"
 
 
-def _types(node: dict[str, Any]) -> set[str]:
-    kind = node.get("type")
-    if isinstance(kind, str):
-        return {kind}
-    return {k for k in kind if isinstance(k, str)} if isinstance(kind, list) else set()
-
-
 class _Linter:
     def __init__(self, schema: dict[str, Any]) -> None:
         self.index = RefIndex(schema)
@@ -60,13 +54,7 @@ class _Linter:
 
     def resolve(self, node: Any) -> Any:
         """Follow `$ref` chains to the schema they name (None for a cycle or an unresolved ref)."""
-        hops = 0
-        while isinstance(node, dict) and isinstance(node.get("$ref"), str) and hops < 32:
-            target = self.index.resolve(node["$ref"], self.index.base(node))
-            if target is None:
-                return node
-            node, hops = target, hops + 1
-        return node
+        return self.index.follow(node)
 
     def branches(self, node: dict[str, Any]) -> list[dict[str, Any]]:
         """The resolved alternatives of an anyOf/oneOf (Optional[X] in Pydantic is anyOf [X, null])."""
@@ -74,7 +62,7 @@ class _Linter:
         return [r for r in (self.resolve(a) for a in alts) if isinstance(r, dict)]
 
     def nullable(self, node: dict[str, Any]) -> bool:
-        if "null" in _types(node) or node.get("const", 0) is None:
+        if "null" in schema_types(node) or node.get("const", 0) is None:
             return True
         if isinstance(node.get("enum"), list) and None in node["enum"]:
             return True
@@ -93,7 +81,7 @@ class _Linter:
             return None
         if "const" in node:
             return None  # a fixed value: nothing to invent
-        types = _types(node) or {t for b in self.branches(node) for t in _types(b)}
+        types = schema_types(node) or {t for b in self.branches(node) for t in schema_types(b)}
         if isinstance(node.get("enum"), list):
             return "its enum has no null and no value such as 'unknown' or 'other'"
         if types & {"object"} or "properties" in node:
@@ -137,7 +125,7 @@ class _Linter:
             self.expanding.discard(id(node))
 
     def visit_node(self, node: dict[str, Any], path: str) -> None:
-        types = _types(node)
+        types = schema_types(node)
         for branch in (node.get("anyOf") or []) + (node.get("oneOf") or []) + (node.get("allOf") or []):
             self.visit(branch, path)
         if "array" in types or "items" in node or "prefixItems" in node:
@@ -176,7 +164,8 @@ class _Linter:
     def reasoning_order(self, properties: dict[str, Any], names: list[str], path: str) -> None:
         for position, name in enumerate(names):
             sub = self.resolve(properties[name])
-            free_text = isinstance(sub, dict) and ("string" in _types(sub) or not _types(sub)) and "enum" not in sub
+            free_text = isinstance(sub, dict) and ("string" in schema_types(sub) or not schema_types(sub)) \
+                and "enum" not in sub
             if not (REASONING_NAME.search(name) and free_text):
                 continue
             answers = [n for n in names[:position] if not REASONING_NAME.search(n)]

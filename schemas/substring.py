@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, sentences_of
-from schemas.limits import iter_subschemas
+from schemas.walk import iter_subschemas
 
 SUBSTRING_KEY = "x-substring"
 FORMAT_VERSION = 1

@@ -26,6 +26,7 @@ from jsonschema import FormatChecker
 from jsonschema.exceptions import ValidationError, best_match
 
 from schemas.patterns import PatternBudgetExceeded, bounded_search
+from schemas.pointer import pointer
 
 __all__ = ["PatternBudgetExceeded"]
 
@@ -297,10 +298,6 @@ def full_validator(json_schema: dict[str, Any]) -> jsonschema.protocols.Validato
     return cls(json_schema, format_checker=format_checker(cls), registry=NO_REMOTE_REGISTRY)
 
 
-def _pointer(parts: Any) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
 def _sort_key(error: dict[str, Any]) -> tuple[Any, ...]:
     loc = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in error["loc"])
     return loc, error["schema_path"]
@@ -312,7 +309,7 @@ def _describe(error: ValidationError) -> str:
         # A branch of another type is the least likely intent: prefer one that failed on something else.
         relevant = [e for e in error.context if e.validator != "type"] or list(error.context)
         closest = best_match(relevant)
-        where = _pointer(closest.absolute_path) or "/"
+        where = pointer(closest.absolute_path) or "/"
         return f"{error.message} (closest branch fails at {where}: {closest.message} [{closest.validator}])"
     return error.message
 
@@ -344,7 +341,7 @@ def schema_errors(validator: jsonschema.protocols.Validator, instance: Any) -> l
         _BOUNDED.reset(token)
     if not errors:
         return []
-    from schemas.limits import RefIndex
+    from schemas.refs import RefIndex
 
     index = RefIndex(validator.schema) if isinstance(validator.schema, dict) else None
     found = [
@@ -364,7 +361,7 @@ def _keyword_location(root: Any, parts: list[Any], index: Any) -> str:
     """The failing keyword's location from the root, with a `$ref` segment wherever validation went
     through a reference (the spec's keywordLocation): jsonschema's own path leaves those hops out."""
     if index is None:
-        return _pointer(parts)
+        return pointer(parts)
     node, out = root, []
     for part in parts:
         hops = 0
@@ -380,4 +377,4 @@ def _keyword_location(root: Any, parts: list[Any], index: Any) -> str:
             node = node[part]
         else:
             node = None
-    return _pointer(out)
+    return pointer(out)

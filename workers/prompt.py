@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from schemas.refs import resolve_ref
+
 PLACEHOLDER = re.compile(r"\{(document|schema)\}")
 PROMPT_SCHEMA_MODES = ("auto", "json", "fields", "none")
 # What `auto` resolves to, with and without few-shot examples: measured on the sample gold set with the bundled
@@ -151,9 +153,7 @@ class _FieldLister:
             if ref in seen:
                 return {"description": "(recursive)"}, seen
             seen = seen | {ref}
-            target: Any = self.root
-            for part in [p for p in ref[1:].split("/") if p]:
-                target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
+            target = resolve_ref(self.root, ref)
             node = {**target, **{k: v for k, v in node.items() if k != "$ref"}} if isinstance(target, dict) else {}
         return node, seen
 

@@ -67,6 +67,7 @@ from pipeline.storage import Storage, join, storage_for
 from pipeline.tools.calibration import Calibration, Calibrator, calibration, cross_fitted
 from pipeline.tools.calibration import markdown as calibration_markdown
 from schemas.contract import RECORD_COLUMN
+from schemas.refs import resolve_ref
 from schemas.spans import join_path
 
 TEMPORAL_FORMATS = {"date", "date-time", "time"}
@@ -177,18 +178,8 @@ class SchemaView:
         self.root = root if isinstance(root, dict) else {}
 
     def _pointer(self, ref: str) -> Any:
-        node: Any = self.root
-        for part in ref.removeprefix("#").strip("/").split("/"):
-            if not part:
-                continue
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return {}
-        return node
+        node = resolve_ref(self.root, ref)
+        return {} if node is None else node
 
     def branches(self, node: Any, depth: int = 0) -> list[dict[str, Any]]:
         """`node` and every schema it is combined with, each with its `$ref` followed."""
