@@ -68,6 +68,8 @@ HOOKS: tuple[Hook, ...] = (
          "compiling a schema directly into the backend's cache, so a busy engine need not queue a warm-up"),
     Hook("inproc_core", "vllm.v1.engine.core_client:InprocClient",
          "only an in-process engine core has a structured-output manager this process can reach"),
+    Hook("guidance_backend", "vllm.v1.structured_output.backend_guidance:GuidanceBackend",
+         "the compile child asks vLLM's guidance backend which tokenizers it takes, as the engine would"),
     Hook("ll_tokenizer", "vllm.v1.structured_output.backend_guidance:GuidanceBackend._build_ll_tokenizer",
          "the compile child builds llguidance's tokenizer exactly as vLLM's guidance backend does"),
     Hook("xgrammar_compiler_settings", "vllm.v1.structured_output.backend_xgrammar:XgrammarBackend.__post_init__",
@@ -312,6 +314,11 @@ def xgrammar_compiler(tokenizer: Any, vocab_size: int) -> Any:
 
     info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
     return xgr.GrammarCompiler(info, max_threads=XGRAMMAR_MAX_THREADS, cache_enabled=False)
+
+
+def guidance_supports(tokenizer: Any) -> bool:
+    """Whether vLLM's guidance backend takes this tokenizer (fast Hugging Face tokenizers only)."""
+    return bool(hook("guidance_backend").is_tokenizer_supported(tokenizer))
 
 
 def ll_tokenizer(tokenizer: Any, vocab_size: int) -> Any:
