@@ -1,0 +1,149 @@
+"""A run's committed output, as scoring reads it: rows as records, dead letters' reasons, per-row schemas and
+the rows' confidences, from the partitions the run committed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.config import LoadedConfig
+from pipeline.output.layout import OutputLayout
+from pipeline.output.manifest import committed
+from pipeline.output.tables import read_columns
+from pipeline.storage import Storage, storage_for
+from pipeline.tools.evaluate.compare import maybe_json
+from pipeline.tools.evaluate.options import EvalError, EvalOptions
+from pipeline.tools.evaluate.schema_view import SchemaView
+from pipeline.tools.evaluate.scores import Scores, score
+from schemas.contract import RECORD_COLUMN
+from workers.outcome import DeadCol, RowCol
+
+
+@dataclass
+class RunOutput:
+    run_ids: list[str]  # the runs that committed the scored partitions
+    partitions: list[dict[str, Any]]  # their manifests
+    rows: dict[str, dict[str, Any]]
+    dead_letters: dict[str, str]
+    schemas: dict[str, dict[str, Any]]  # per-row-schema jobs: each document's schema
+    confidence: dict[str, dict[str, float]] | None = None  # rows' `_confidence`, where the files have the column
+
+
+def committed_partition_manifests(loaded: LoadedConfig, storage: Storage) -> list[dict[str, Any]]:
+    """The committed partitions' manifests (`pipeline.manifest.committed`), files resolved to full paths."""
+    root = loaded.output_uri
+    return [{**asdict(m), "files": {k: m.uri(k, root) for k in m.files}} for m in committed(storage, root)]
+
+
+def _json_records(loaded: LoadedConfig, table: pa.Table, fields: list[str]) -> bool:
+    """Whether rows hold the record as JSON text (a per-row-schema job) rather than typed columns."""
+    if getattr(loaded.contract, "per_row", False):
+        return True
+    declared = SchemaView(loaded.contract.json_schema).declared(loaded.contract.json_schema) or set()
+    return fields == [RECORD_COLUMN] and pa.types.is_string(table.schema.field(RECORD_COLUMN).type) \
+        and RECORD_COLUMN not in declared
+
+
+def rows_to_records(loaded: LoadedConfig, table: pa.Table) -> dict[str, dict[str, Any]]:
+    id_column = loaded.config.input.id_column
+    fields = [n for n in table.column_names if n != id_column and not n.startswith("_")]
+    as_json = _json_records(loaded, table, fields)
+    records: dict[str, dict[str, Any]] = {}
+    for row in table.to_pylist():
+        records[str(row[id_column])] = json.loads(row[RECORD_COLUMN]) if as_json else {f: row[f] for f in fields}
+    return records
+
+
+def _schema_value(loaded: LoadedConfig, value: Any) -> dict[str, Any] | None:
+    table = getattr(loaded, "schema_table", None) or {}
+    if isinstance(value, str) and value in table:
+        return table[value]
+    parsed = maybe_json(value)
+    return parsed if isinstance(parsed, dict) else None
+
+
+def per_row_schemas(loaded: LoadedConfig, storage: Storage, partitions: list[dict[str, Any]]) -> dict[str, dict]:
+    """Each document's schema, read from the scored partitions' input files (`input.schema_column`)."""
+    column = getattr(loaded.config.input, "schema_column", None)
+    if column is None:
+        return {}
+    id_column = loaded.config.input.id_column
+    in_storage = storage_for(loaded.input_uri, loaded.s3_settings)
+    schemas: dict[str, dict[str, Any]] = {}
+    for manifest in partitions:
+        for uri in manifest.get("input_files", []):
+            table = read_columns(in_storage, uri, [id_column, column])
+            for doc_id, value in zip(table.column(id_column).to_pylist(), table.column(column).to_pylist(),
+                                     strict=True):
+                schema = _schema_value(loaded, value)
+                if schema is not None:
+                    schemas[str(doc_id)] = schema
+    return schemas
+
+
+def read_output(loaded: LoadedConfig, manifests: list[dict[str, Any]]) -> RunOutput:
+    storage = storage_for(loaded.output_uri, loaded.s3_settings)
+    id_column = loaded.config.input.id_column
+    rows: dict[str, dict[str, Any]] = {}
+    dead: dict[str, str] = {}
+    confidence: dict[str, dict[str, float]] | None = None
+    for manifest in manifests:
+        table = read_columns(storage, manifest["files"]["rows"])
+        rows.update(rows_to_records(loaded, table))
+        if RowCol.CONFIDENCE in table.column_names:
+            confidence = confidence if confidence is not None else {}
+            for doc_id, leaves in zip(table.column(id_column).to_pylist(), table.column(RowCol.CONFIDENCE).to_pylist(),
+                                      strict=True):
+                if leaves:
+                    confidence[str(doc_id)] = dict(leaves)
+        letters = read_columns(storage, manifest["files"]["dead_letters"], [id_column, DeadCol.REASON])
+        for doc_id, reason in zip(letters.column(id_column).to_pylist(), letters.column(DeadCol.REASON).to_pylist(),
+                                  strict=True):
+            dead[str(doc_id)] = reason
+    return RunOutput(run_ids=sorted({m["run_id"] for m in manifests}), partitions=manifests, rows=rows,
+                     dead_letters=dead, schemas=per_row_schemas(loaded, storage, manifests), confidence=confidence)
+
+
+def output_of_run(loaded: LoadedConfig, run_ids: str | list[str]) -> RunOutput:
+    """The committed partitions whose manifest names one of `run_ids` (`extract eval --run ID [--run ID2]`).
+
+    Several runs are scored together when each committed some of the partitions, e.g. one day each.
+    """
+    storage = storage_for(loaded.output_uri, loaded.s3_settings)
+    committed = committed_partition_manifests(loaded, storage)
+    manifests = []
+    for run_id in [run_ids] if isinstance(run_ids, str) else run_ids:
+        mine = [m for m in committed if m.get("run_id") == run_id]
+        if not mine:
+            if storage.exists(OutputLayout(loaded.output_uri).run_manifest(run_id)):
+                raise EvalError(f"--run {run_id}: no committed partition under {loaded.output_uri} is from this "
+                                "run (it committed nothing, or a later run replaced its partitions)")
+            raise EvalError(f"--run {run_id}: no such run under {loaded.output_uri} "
+                            f"(see {loaded.output_uri}/_runs/)")
+        manifests += [m for m in mine if m not in manifests]
+    return read_output(loaded, manifests)
+
+
+def output_of_labels(loaded: LoadedConfig, labels: set[str], run_id: str) -> RunOutput:
+    """The committed partitions a fresh run committed or skipped; a skipped one must match this config."""
+    storage = storage_for(loaded.output_uri, loaded.s3_settings)
+    manifests = [m for m in committed_partition_manifests(loaded, storage) if m.get("partition") in labels]
+    for m in manifests:
+        if m.get("run_id") != run_id and m.get("output_hash") != loaded.output_hash:
+            raise EvalError(
+                f"partition {m['partition']} of {loaded.output_uri} was committed by run {m['run_id']} under "
+                "another model, prompt or schema, so this run skipped it: pass --force, or --output to a new folder"
+            )
+    if not manifests:
+        raise EvalError(f"run {run_id} committed no partition under {loaded.output_uri}")
+    return read_output(loaded, manifests)
+
+
+def evaluate(loaded: LoadedConfig, golds: dict[str, dict[str, Any]], output: RunOutput,
+             options: EvalOptions) -> Scores:
+    default = loaded.contract.json_schema if not getattr(loaded.contract, "per_row", False) else None
+    return score(golds, output.rows, output.dead_letters, lambda doc_id: output.schemas.get(doc_id, default),
+                 options, output.confidence)
