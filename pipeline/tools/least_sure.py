@@ -14,6 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from workers.outcome import RowCol
+
 WINDOW = 90  # characters of document shown on each side of the value
 
 
@@ -43,13 +45,13 @@ def _leaf(record: Any, path: str) -> Any:
 
 
 def least_sure(rows: pa.Table | None, top: int = 10, per_document: int = 2) -> list[Unsure]:
-    if rows is None or "_confidence" not in rows.column_names or not rows.num_rows:
+    if rows is None or RowCol.CONFIDENCE not in rows.column_names or not rows.num_rows:
         return []
     id_column = rows.column_names[0]
-    spans = rows.column("_spans").to_pylist() if "_spans" in rows.column_names else [None] * rows.num_rows
+    spans = rows.column(RowCol.SPANS).to_pylist() if RowCol.SPANS in rows.column_names else [None] * rows.num_rows
     candidates = []
     for i, (doc_id, leaves) in enumerate(zip(rows.column(id_column).to_pylist(),
-                                            rows.column("_confidence").to_pylist(), strict=True)):
+                                            rows.column(RowCol.CONFIDENCE).to_pylist(), strict=True)):
         for path, confidence in leaves or ():
             candidates.append((confidence, str(doc_id), path, i))
     candidates.sort()

@@ -10,9 +10,10 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.tools.report.formats import truncate
+from workers.outcome import ROW_LINEAGE_COLUMNS, RowCol
 
-LINEAGE = ("_run_id", "_schema_name", "_schema_version", "_schema_hash", "_model", "_extracted_at",
-           "_prompt_tokens", "_output_tokens")
+# The rows' lineage columns, left out of the profiles and samples (a row's confidences and spans stay in them).
+LINEAGE = tuple(c for c in ROW_LINEAGE_COLUMNS if c not in (RowCol.CONFIDENCE, RowCol.MIN_CONFIDENCE, RowCol.SPANS))
 
 
 @dataclass

@@ -21,6 +21,7 @@ from pipeline.output.manifest import OutputCorruptError, committed
 from pipeline.output.tables import column_names, read_columns
 from pipeline.storage import S3Settings, Storage, storage_for
 from pipeline.tools.report.outcomes import ROW, RecordOutcome
+from workers.outcome import DEAD_LETTERS, ROWS, DeadCol, lineage_names
 
 
 class ReportError(RuntimeError):
@@ -114,11 +115,13 @@ def _read_columns(storage: Storage, uri: str, wanted: dict[str, str]) -> tuple[p
     return table.rename_columns(["doc_id", *(wanted[c] for c in present)]), id_column
 
 
-ROW_COLUMNS = {"_run_id": "run_id", "_extracted_at": "at", "_prompt_tokens": "prompt_tokens",
-               "_output_tokens": "output_tokens"}
-DEAD_COLUMNS = {"reason": "reason", "error": "error", "run_id": "run_id", "failed_at": "at",
-                "prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens", "attempts": "attempts",
-                "raw_output": "raw_output"}
+# The columns the report reads, by the names it gives them: the two tables' lineage in its shared vocabulary
+# (`workers.outcome.LINEAGE`), and the dead letters' own columns.
+_READ_LINEAGE = ("run_id", "at", "prompt_tokens", "output_tokens")
+ROW_COLUMNS = {column: name for column, name in lineage_names(ROWS).items() if name in _READ_LINEAGE}
+DEAD_COLUMNS = {DeadCol.REASON: "reason", DeadCol.ERROR: "error",
+                **{column: name for column, name in lineage_names(DEAD_LETTERS).items() if name in _READ_LINEAGE},
+                DeadCol.ATTEMPTS: "attempts", DeadCol.RAW_OUTPUT: "raw_output"}
 
 
 def _outcomes(table: pa.Table, outcome: str | None) -> list[RecordOutcome]:
