@@ -27,6 +27,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from schemas.patterns import PatternBudgetExceeded, bounded_search
 from schemas.pointer import pointer
+from schemas.refs import RefIndex
 
 __all__ = ["PatternBudgetExceeded"]
 
@@ -341,8 +342,6 @@ def schema_errors(validator: jsonschema.protocols.Validator, instance: Any) -> l
         _BOUNDED.reset(token)
     if not errors:
         return []
-    from schemas.refs import RefIndex
-
     index = RefIndex(validator.schema) if isinstance(validator.schema, dict) else None
     found = [
         {
