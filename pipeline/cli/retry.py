@@ -9,11 +9,9 @@ from typing import Any
 
 from pipeline.cli.options import checked, config_options, from_working_dir, overrides
 from pipeline.config import ConfigError, load_config
-from pipeline.output.layout import OutputLayout
-from pipeline.output.manifest import committed
+from pipeline.output.committed import CommittedOutput
 from pipeline.partition import day_range, is_templated, parse_day
-from pipeline.storage import storage_for
-from workers.classify import DEAD_LETTER_REASONS
+from workers.outcome import DEAD_LETTER_REASONS
 
 
 def retry_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -53,10 +51,10 @@ def cmd_retry(args: argparse.Namespace) -> int:
     changes = retry_overrides(args)
     loaded = load_config(args.config, changes)
     days = retry_days(is_templated(loaded.input_uri), args)
-    storage = storage_for(loaded.output_uri, loaded.s3_settings)
+    output = CommittedOutput.of(loaded)
     # Nothing committed and no writer ever there: a wrong output, or a job never run. (A writer's lease: the
     # retry goes on, to be refused with exit 5 while that writer lives.)
-    if not committed(storage, loaded.output_uri) and not storage.exists(OutputLayout(loaded.output_uri).lease()):
+    if not output.partitions() and not output.has_writer():
         raise ConfigError(f"no committed partition under {loaded.output_uri}, so no dead letter to retry: run the job "
                           "first (`extract run`), or point output.uri at its output")
     report = retry_job(args.config, args.reason, changes, days, again=args.again)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -43,18 +42,10 @@ import pyarrow.parquet as pq
 import structlog
 
 from pipeline.config import ConfigError
-from pipeline.output.layout import KINDS, OutputLayout
-from pipeline.output.manifest import (
-    FORMAT,
-    AccountingError,
-    LeaseLostError,
-    ManifestError,
-    PartitionManifest,
-    file_hash,
-    read_manifest,
-    relative,
-)
+from pipeline.output.layout import OutputLayout
+from pipeline.output.manifest import AccountingError, PartitionManifest, read_manifest
 from pipeline.output.tables import RecordTables
+from pipeline.output.transaction import Commit, Hook, begin_commit, file_facts, new_commit_id, publish, sweep
 from pipeline.partition import Partition
 from pipeline.storage import Storage, StorageError, join, os_error
 from pipeline.units import PartitionInput
@@ -63,50 +54,9 @@ from workers.outcome import Col, DeadCol
 
 log = structlog.get_logger(__name__)
 
-Hook = Callable[[str], None]  # called with a step name as a commit passes it (tests kill the process there)
-
-
-def new_commit_id(run_id: str) -> str:
-    """Names one commit's files: the run id (lineage) and a token (a run may commit a partition again)."""
-    return f"{run_id}-{secrets.token_hex(3)}"
-
-
-def begin_commit(storage: Storage, layout: OutputLayout, p: Partition, run_id: str) -> str:
-    """A new commit id, recorded under the partition's staging before any of its files is written: the sweep
-    deletes a dead commit's files only if its id is recorded there."""
-    commit_id = new_commit_id(run_id)
-    storage.write_text(layout.commit_marker(p, commit_id), "")
-    return commit_id
-
-
-def _commit_of(name: str) -> str | None:
-    """The commit id in a data file's name (`part-<id>.parquet`, or its temporary `.part-<id>.parquet.<pid>.tmp`)."""
-    name = name[1:] if name.startswith(".") else name
-    if not name.startswith("part-") or ".parquet" not in name:
-        return None
-    return name[len("part-"):name.index(".parquet")]
-
-
-def _linked(storage: Storage, root: str, folder: str) -> bool:
-    """Whether `folder` or a folder between it and the output root is a symbolic link."""
-    path = folder
-    while len(path) > len(root.rstrip("/")):
-        if storage.is_link(path):
-            return True
-        path = path.rsplit("/", 1)[0]
-    return False
-
-
-def file_facts(storage: Storage, files: dict[str, str]) -> tuple[dict[str, int], dict[str, str]]:
-    """Each written file's size and content hash, for the manifest."""
-    sizes, hashes = {}, {}
-    for kind, uri in files.items():
-        size = storage.size(uri)
-        if size is None:
-            raise StorageError(f"{uri}: written, but not found when read back")
-        sizes[kind], hashes[kind] = size, file_hash(storage, uri)
-    return sizes, hashes
-
+__all__ = ["ChangedJobError", "Commit", "Hook", "PartitionCommitter", "PartitionResult", "begin_commit", "changes",
+           "check_unchanged", "file_facts", "more_selected", "new_commit_id", "output_parts", "publish", "skip_note",
+           "sweep"]
 
 def output_parts(decisive: dict[str, Any]) -> dict[str, str]:
     """Each setting that decides the output (model keys one by one), hashed: what `changes()` compares."""
@@ -127,70 +77,6 @@ def changes(old: dict[str, str], new: dict[str, str]) -> list[str]:
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
-def sweep(storage: Storage, layout: OutputLayout, p: Partition, manifest: PartitionManifest | None,
-          superseded: set[str] | None = None) -> list[str]:
-    """Delete the partition's data files (and their temporaries) of the `superseded` commit and of every commit
-    recorded by `begin_commit`, except the files `manifest` names; then the records, and a format-1 `_SUCCESS`
-    marker. A file whose name carries no such commit id, and a table folder reached through a symbolic link, are
-    left alone. Only a lease holder may call it: it would delete a running commit's files."""
-    named = manifest.uris(layout.root) if manifest else set()
-    markers = storage.list_files(layout.commits_root(p))
-    own = {m.rsplit("/", 1)[1] for m in markers} | (superseded or set())
-    removed = []
-    for kind in KINDS:
-        folder = layout.folder(kind, p)
-        if _linked(storage, layout.root, folder):
-            log.warning("partition.sweep_skipped", folder=folder, reason="a symbolic link: not this output's folder")
-            continue
-        for path in storage.list_files(folder):
-            parent, name = path.rsplit("/", 1)
-            if parent == folder and path not in named and _commit_of(name) in own and not storage.is_link(path):
-                storage.delete(path)
-                removed.append(path)
-    for marker in markers:
-        storage.delete(marker)
-    if manifest and storage.exists(layout.success(p)):
-        storage.delete(layout.success(p))
-    if removed:
-        log.info("partition.swept", partition=p.label, files=len(removed))
-    return removed
-
-
-def _prior(storage: Storage, layout: OutputLayout, p: Partition) -> PartitionManifest | None:
-    """The manifest a publish replaces; one that does not parse is replaced (with --force), its files left."""
-    try:
-        return read_manifest(storage, layout, p, check=False)
-    except ManifestError as exc:
-        log.warning("partition.unreadable_manifest", partition=p.label, error=str(exc))
-        return None
-
-
-def publish(storage: Storage, layout: OutputLayout, p: Partition, manifest: PartitionManifest,
-            hook: Hook | None = None, generation: int | None = None) -> None:
-    """The commit point: one write of the manifest, stamped with the writer's lease `generation` and the size and
-    hash of each file it names (read back from the store, after they were fsynced); then the
-    superseded commit's files and those of dead commits are deleted. A manifest published under a newer
-    generation than this writer's is not overwritten: `LeaseLostError` (this writer's lease was taken over)."""
-    prior = _prior(storage, layout, p)
-    if generation is not None:
-        newer = prior.lease_generation if prior and prior.lease_generation is not None else None
-        if newer is not None and newer > generation:
-            raise LeaseLostError(f"partition {p.label} of {layout.root} was published by lease generation {newer}; "
-                                 f"this writer's generation {generation} is stale, so it publishes nothing")
-        manifest.lease_generation = generation
-    manifest.sizes, manifest.hashes = file_facts(storage, {kind: manifest.uri(kind, layout.root) for kind in KINDS})
-    manifest.format = FORMAT
-    superseded = {_commit_of(f.rsplit("/", 1)[-1]) for f in prior.files.values()} if prior else set()
-    for commit_id in {c for c in superseded if c} - {manifest.commit_id}:  # a kill after the publish: still swept
-        storage.write_text(layout.commit_marker(p, commit_id), "")
-    storage.write_text(layout.manifest(p), manifest.to_json())
-    if hook:
-        hook("manifest_written")
-    sweep(storage, layout, p, manifest)
-    if hook:
-        hook("swept")
-
-
 @dataclass
 class PartitionResult:
     partition: str
@@ -204,6 +90,31 @@ class PartitionResult:
     seconds: float = 0.0
     error: str | None = None
     tokens: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Tally:
+    """What a commit wrote so far: rows, dead letters by reason, tokens."""
+
+    rows: int = 0
+    dead: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    tokens: Counter[str] = field(default_factory=Counter)
+
+    def add(self, typed: pa.Table, letters: pa.Table, writers: list[pq.ParquetWriter],
+            staged: pa.Table | None = None) -> None:
+        """Write `typed` rows and dead `letters` (empty tables are not written); count them, and the tokens of the
+        `staged` outcomes they came from (a carried commit's are its manifest's)."""
+        if typed.num_rows:
+            writers[0].write_table(typed)
+        if letters.num_rows:
+            writers[1].write_table(letters)
+        self.rows += typed.num_rows
+        self.dead += letters.num_rows
+        if staged is not None:
+            self.reasons.update(letters.column(DeadCol.REASON).to_pylist())
+            self.tokens["prompt"] += pc.sum(staged.column(Col.PROMPT_TOKENS)).as_py() or 0
+            self.tokens["output"] += pc.sum(staged.column(Col.OUTPUT_TOKENS)).as_py() or 0
 
 
 class PartitionCommitter:
@@ -225,15 +136,9 @@ class PartitionCommitter:
     def committed(self, p: Partition) -> PartitionManifest | None:
         return read_manifest(self.storage, self.layout, p)
 
-    def is_committed(self, p: Partition) -> bool:
-        return self.storage.exists(self.layout.manifest(p))
-
     def _step(self, name: str) -> None:
         if self.hook:
             self.hook(name)
-
-    def _scratch(self, p: Partition) -> str:
-        return join(self.layout.staging_root(p), "_scratch")
 
     def _unit_file(self, p: Partition, unit_id: str) -> str:
         return join(self.layout.staging(p, self.output_hash), f"unit-{unit_id}.parquet")
@@ -260,7 +165,7 @@ class PartitionCommitter:
     def stage(self, p: Partition, unit_id: str, outcomes: pa.Table) -> None:
         outcomes = outcomes.append_column(Col.RUN_ID, pa.array([self.run_id] * outcomes.num_rows, pa.string()))
         path = self._unit_file(p, unit_id)
-        with self.storage.atomic_output(path, self._scratch(p)) as target:
+        with self.storage.atomic_output(path, self.layout.scratch(p)) as target:
             pq.write_table(outcomes, self.storage.arrow_path(target), filesystem=self.storage.arrow_fs())
 
     def carried(self, pinput: PartitionInput) -> PartitionManifest | None:
@@ -289,94 +194,69 @@ class PartitionCommitter:
     def _commit(self, pinput: PartitionInput, started: float, resumed_units: int) -> PartitionResult:
         p = pinput.partition
         carried = self.carried(pinput)
-        commit_id = begin_commit(self.storage, self.layout, p, self.run_id)
-        rows_path = self.layout.data_file("rows", p, commit_id)
-        dead_path = self.layout.data_file("dead_letters", p, commit_id)
-        rows, dead, reasons, tokens = self._compact(pinput, rows_path, dead_path, carried)
-        self._step("files_written")
-        input_rows = pinput.selected_rows
+        commit = Commit(self.storage, self.layout, p, self.run_id, self.guard, self.hook)
+        tally = self._compact(pinput, commit, carried)
         result = PartitionResult(
-            partition=p.label, status="committed", input_rows=input_rows, rows=rows, dead_letters=dead,
-            dead_letters_by_reason=dict(sorted(reasons.items())), units=len(pinput.units),
-            units_resumed=resumed_units, seconds=round(time.perf_counter() - started, 3), tokens=dict(tokens),
+            partition=p.label, status="committed", input_rows=pinput.selected_rows, rows=tally.rows,
+            dead_letters=tally.dead, dead_letters_by_reason=dict(sorted(tally.reasons.items())),
+            units=len(pinput.units), units_resumed=resumed_units, seconds=round(time.perf_counter() - started, 3),
+            tokens=dict(tally.tokens),
         )
         manifest = PartitionManifest(
-            partition=p.label, run_id=self.run_id, commit_id=commit_id,
-            files={kind: relative(self.layout.root, path) for kind, path in (("rows", rows_path),
-                                                                             ("dead_letters", dead_path))},
-            input_rows=input_rows, rows=rows, dead_letters=dead, output_hash=self.output_hash,
-            committed_at=datetime.now(timezone.utc).isoformat(), input_uri=p.input_uri, input_files=pinput.files,
-            input_fingerprint=getattr(pinput, "fingerprint", None),
+            partition=p.label, run_id=self.run_id, commit_id=commit.id, files=commit.named,
+            input_rows=result.input_rows, rows=result.rows, dead_letters=result.dead_letters,
+            output_hash=self.output_hash, committed_at=datetime.now(timezone.utc).isoformat(), input_uri=p.input_uri,
+            input_files=pinput.files, input_fingerprint=getattr(pinput, "fingerprint", None),
             schema={"name": self.contract.name, "version": self.contract.version, "hash": self.contract.hash},
             model=self.model_name, output_parts=self.parts, dead_letters_by_reason=result.dead_letters_by_reason,
             units=result.units, units_resumed=resumed_units, seconds=result.seconds, tokens=result.tokens,
             input_total_rows=pinput.total_rows, limit=pinput.limit,
             complete=pinput.complete, retries=list(carried.retries) if carried else [],
         )
-        generation = self.guard() if self.guard else None
-        publish(self.storage, self.layout, p, manifest, self.hook, generation if isinstance(generation, int) else None)
+        commit.publish(manifest)
         self.discard_staging(p)
         self._step("staging_discarded")
-        log.info("partition.committed", partition=p.label, rows=rows, dead_letters=dead, commit_id=commit_id,
-                 complete=manifest.complete, carried=carried.input_rows if carried else 0)
+        log.info("partition.committed", partition=p.label, rows=result.rows, dead_letters=result.dead_letters,
+                 commit_id=commit.id, complete=manifest.complete, carried=carried.input_rows if carried else 0)
         return result
 
-    def _compact(self, pinput: PartitionInput, rows_path: str, dead_path: str,
-                 carried: PartitionManifest | None = None) -> tuple[int, int, Counter[str], Counter[str]]:
-        """Write the carried commit's rows and dead letters, then the staged units', to the two files; check
-        rows + dead == the documents selected."""
+    def _compact(self, pinput: PartitionInput, commit: Commit, carried: PartitionManifest | None = None) -> _Tally:
+        """Write the carried commit's rows and dead letters, then the staged units', to the commit's two files;
+        check rows + dead == the documents selected."""
         p = pinput.partition
         fs = self.storage.arrow_fs()
         tables = RecordTables(self.contract, pinput.schema.field(pinput.id_column), self.run_id, self.model_name)
-        rows = dead = 0
-        reasons: Counter[str] = Counter()
-        tokens: Counter[str] = Counter()
-        scratch = self._scratch(p)
-        with self.storage.atomic_output(rows_path, scratch) as rows_tmp, \
-                self.storage.atomic_output(dead_path, scratch) as dead_tmp:
+        tally = _Tally()
+        named = " or ".join(commit.paths.values())
+        with commit.files() as targets:
             writers: list[pq.ParquetWriter] = []
             try:
-                rows_writer = pq.ParquetWriter(self.storage.arrow_path(rows_tmp), tables.rows_schema,
-                                               filesystem=fs, compression="zstd")
-                writers.append(rows_writer)
-                dead_writer = pq.ParquetWriter(self.storage.arrow_path(dead_tmp), tables.dead_schema,
-                                               filesystem=fs, compression="zstd")
-                writers.append(dead_writer)
+                for kind, schema in (("rows", tables.rows_schema), ("dead_letters", tables.dead_schema)):
+                    writers.append(pq.ParquetWriter(self.storage.arrow_path(targets[kind]), schema,
+                                                    filesystem=fs, compression="zstd"))
                 if carried is not None:
-                    old_rows, old_dead = self._carry(carried, tables)
-                    rows_writer.write_table(old_rows)
-                    dead_writer.write_table(old_dead)
-                    rows, dead = old_rows.num_rows, old_dead.num_rows
-                    reasons.update(carried.dead_letters_by_reason)
-                    tokens.update(carried.tokens)
+                    tally.add(*self._carry(carried, tables), writers)
+                    tally.reasons.update(carried.dead_letters_by_reason)
+                    tally.tokens.update(carried.tokens)
                 for unit in pinput.units:
                     staged = pq.read_table(self.storage.arrow_path(self._unit_file(p, unit.id)), filesystem=fs)
                     if staged.num_rows != unit.rows:
                         raise AccountingError(f"partition {p.label}: unit {unit.id} has {staged.num_rows} "
                                               f"outcomes for {unit.rows} documents")
-                    typed, letters = tables.split(staged)
-                    if typed.num_rows:
-                        rows_writer.write_table(typed)
-                    if letters.num_rows:
-                        dead_writer.write_table(letters)
+                    tally.add(*tables.split(staged), writers, staged)
                     self._step("compacting")
-                    rows += typed.num_rows
-                    dead += letters.num_rows
-                    reasons.update(letters.column(DeadCol.REASON).to_pylist())
-                    tokens["prompt"] += pc.sum(staged.column(Col.PROMPT_TOKENS)).as_py() or 0
-                    tokens["output"] += pc.sum(staged.column(Col.OUTPUT_TOKENS)).as_py() or 0
             except OSError as exc:  # two files written at once: say which, as pyarrow's message may not
-                raise os_error("write", f"{rows_path} or {dead_path}", exc) from None
+                raise os_error("write", named, exc) from None
             finally:
                 try:
                     for writer in writers:
                         writer.close()
                 except OSError as exc:
-                    raise os_error("write", f"{rows_path} or {dead_path}", exc) from None
-            if rows + dead != pinput.selected_rows:
-                raise AccountingError(f"partition {p.label}: input_rows {pinput.selected_rows} != rows {rows} + "
-                                      f"dead_letters {dead}")
-        return rows, dead, reasons, tokens
+                    raise os_error("write", named, exc) from None
+            if tally.rows + tally.dead != pinput.selected_rows:
+                raise AccountingError(f"partition {p.label}: input_rows {pinput.selected_rows} != rows {tally.rows} + "
+                                      f"dead_letters {tally.dead}")
+        return tally
 
     def _carry(self, carried: PartitionManifest, tables: RecordTables) -> tuple[pa.Table, pa.Table]:
         """The carried commit's two tables, in this commit's layout; their counts must be the manifest's."""

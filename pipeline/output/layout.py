@@ -35,12 +35,6 @@ class OutputLayout:
     def data_file(self, kind: str, p: Partition, commit_id: str) -> str:
         return join(self.folder(kind, p), f"part-{commit_id}.parquet")
 
-    def rows_file(self, p: Partition, commit_id: str = "0") -> str:
-        return self.data_file("rows", p, commit_id)
-
-    def dead_letters_file(self, p: Partition, commit_id: str = "0") -> str:
-        return self.data_file("dead_letters", p, commit_id)
-
     def _meta(self, p: Partition) -> str:
         return join(self.root, "_partitions", p.key or WHOLE)
 
@@ -56,6 +50,10 @@ class OutputLayout:
 
     def staging(self, p: Partition, output_hash: str) -> str:
         return join(self.staging_root(p), output_hash)
+
+    def scratch(self, p: Partition) -> str:
+        """Where a write to the partition's folders keeps its temporary files on a store without renames (S3)."""
+        return join(self.staging_root(p), "_scratch")
 
     def commits_root(self, p: Partition) -> str:
         return join(self.staging_root(p), "_commits")

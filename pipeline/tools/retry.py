@@ -41,19 +41,21 @@ import structlog
 
 from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.lease import Lease
-from pipeline.output.commit import begin_commit, publish, sweep
+from pipeline.output.commit import Commit, sweep
+from pipeline.output.committed import CommittedOutput
 from pipeline.output.layout import OutputLayout
-from pipeline.output.manifest import AccountingError, PartitionManifest, RunManifest, committed, read_manifest, relative
+from pipeline.output.manifest import AccountingError, PartitionManifest, RunManifest
 from pipeline.output.tables import read_columns
 from pipeline.partition import WHOLE, Partition, is_templated, partition_for
-from pipeline.reader import INVALID_INPUT_COLUMN, UNIT_COLUMN, read_tasks, read_units
+from pipeline.reader import read_tasks, read_units
 from pipeline.secrets import redact
 from pipeline.storage import Storage, StorageError, join, storage_for
 from pipeline.units import plan_partition
+from workers.outcome import DeadCol, Internal
 
 log = structlog.get_logger(__name__)
 
-ATTEMPTS = "attempts"
+ATTEMPTS = DeadCol.ATTEMPTS
 # Keys that the retry sets on the derived config itself; never taken from the user's overrides.
 SCRATCH_KEYS = ("input.uri", "output.uri", "input.limit")
 
@@ -152,23 +154,23 @@ def _tried_runs(manifest: PartitionManifest, output_hash: str) -> set[str]:
 def load_state(storage: Storage, layout: OutputLayout, p: Partition, id_column: str, reasons: set[str],
                output_hash: str, again: bool) -> _State:
     """Read a committed partition's manifest, check its accounting, and pick the candidates."""
-    manifest = read_manifest(storage, layout, p)
+    manifest = CommittedOutput(layout.root, storage).manifest(p)
     if manifest is None:
         raise ConfigError(f"partition {p.label} of {layout.root} is not committed")
     rows_file, dead_file = manifest.uri("rows", layout.root), manifest.uri("dead_letters", layout.root)
     row_ids = read_columns(storage, rows_file, [id_column]).column(id_column)
-    dead = read_columns(storage, dead_file, [id_column, "reason", "run_id", ATTEMPTS])
+    dead = read_columns(storage, dead_file, [id_column, DeadCol.REASON, DeadCol.RUN_ID, ATTEMPTS])
     check_partition(p.label, manifest.input_rows, row_ids, dead.column(id_column))
     tried = set() if again else _tried_runs(manifest, output_hash)
     candidates: list[Any] = []
     attempts: dict[Any, int] = {}
     counts = dead.column(ATTEMPTS).to_pylist() if ATTEMPTS in dead.column_names else [None] * dead.num_rows
-    for doc_id, reason, run_id, previous in zip(dead.column(id_column).to_pylist(), dead.column("reason").to_pylist(),
-                                                dead.column("run_id").to_pylist(), counts, strict=True):
+    columns = (dead.column(c).to_pylist() for c in (id_column, DeadCol.REASON, DeadCol.RUN_ID))
+    for doc_id, reason, run_id, previous in zip(*columns, counts, strict=True):
         if reason in reasons and run_id not in tried:
             candidates.append(doc_id)
             attempts[doc_id] = previous or 1  # dead letters written before the column existed: one attempt
-    present = dict(sorted(Counter(dead.column("reason").to_pylist()).items()))
+    present = dict(sorted(Counter(dead.column(DeadCol.REASON).to_pylist()).items()))
     return _State(p, manifest, rows_file, dead_file, candidates, attempts, present)
 
 
@@ -191,7 +193,7 @@ def fetch_documents(loaded: LoadedConfig, p: Partition, ids: list[Any]) -> pa.Ta
         docs = read_units(pa.Table.from_pylist(read_tasks([unit])), storage, id_field, cfg.input.text_column,
                           schema_column=schema_column)
         found = docs.filter(pc.is_in(docs.column(cfg.input.id_column), value_set=wanted)).drop_columns(
-            [UNIT_COLUMN, INVALID_INPUT_COLUMN])
+            [Internal.UNIT, Internal.INVALID_INPUT])
         keep = []
         for i, doc_id in enumerate(found.column(cfg.input.id_column).to_pylist()):
             if doc_id in missing:  # first occurrence only
@@ -259,7 +261,7 @@ def merge_partition(
     run_id: str,
     entry: dict[str, Any],
     hook: Hook | None = None,
-    guard: Callable[[], None] | None = None,
+    guard: Callable[[], int | None] | None = None,
 ) -> RetryPartition:
     """Commit `state`'s partition with `recovered` moved to rows and `still_dead` replacing their dead
     letters: new files, then the manifest (the commit point), then the old files deleted."""
@@ -269,21 +271,15 @@ def merge_partition(
     attempts = pa.array([state.attempts[i] + 1 for i in still_dead.column(id_column).to_pylist()], pa.int64())
     still_dead = still_dead.drop_columns([c for c in (ATTEMPTS,) if c in still_dead.column_names])
     still_dead = still_dead.append_column(ATTEMPTS, attempts)
-    commit_id = begin_commit(storage, layout, p, run_id)  # recorded first: a sweep knows its files
-    rows_path, dead_path = layout.data_file("rows", p, commit_id), layout.data_file("dead_letters", p, commit_id)
-    written = _write_merged(storage, join(layout.staging_root(p), "_scratch"), state, recovered, still_dead,
-                            id_column, rows_path, dead_path)
-    if hook:
-        hook("files_written", p)
+    commit = Commit(storage, layout, p, run_id, guard, (lambda step: hook(step, p)) if hook else None)
+    with commit.files() as targets:  # both files in place only once their accounting is checked
+        written = _write_merged(storage, state, recovered, still_dead, id_column, targets)
     manifest = dataclasses.replace(
-        state.manifest, commit_id=commit_id, rows=written.rows, dead_letters=written.dead,
-        files={"rows": relative(layout.root, rows_path), "dead_letters": relative(layout.root, dead_path)},
+        state.manifest, commit_id=commit.id, rows=written.rows, dead_letters=written.dead, files=commit.named,
         dead_letters_by_reason=dict(sorted(written.reasons.items())),
         updated_at=datetime.now(timezone.utc).isoformat(), retries=[*state.manifest.retries, entry])
-    generation = guard() if guard else None  # confirmed with the store: a stale writer publishes nothing
-    publish(storage, layout, p, manifest, (lambda step: hook(step, p)) if hook else None,
-            generation if isinstance(generation, int) else None)
-    still = Counter(still_dead.column("reason").to_pylist())
+    commit.publish(manifest)  # the lease confirmed with the store first: a stale writer publishes nothing
+    still = Counter(still_dead.column(DeadCol.REASON).to_pylist())
     log.info("retry.partition.committed", partition=p.label, recovered=recovered.num_rows,
              still_dead=still_dead.num_rows, rows=written.rows, dead_letters=written.dead)
     return RetryPartition(p.label, "committed", candidates=len(state.candidates), recovered=recovered.num_rows,
@@ -292,10 +288,10 @@ def merge_partition(
                           seconds=round(time.perf_counter() - started, 3))
 
 
-def _write_merged(storage: Storage, scratch: str, state: _State, recovered: pa.Table, still_dead: pa.Table,
-                  id_column: str, rows_path: str, dead_path: str) -> _Written:
+def _write_merged(storage: Storage, state: _State, recovered: pa.Table, still_dead: pa.Table, id_column: str,
+                  targets: dict[str, str]) -> _Written:
     """The partition's new rows file (its rows, then `recovered`) and dead-letters file (its dead letters but the
-    candidates, then `still_dead`), each written whole under a temporary name, checked, then put in place."""
+    candidates, then `still_dead`), written to the commit's temporary `targets` and checked."""
     fs = storage.arrow_fs()
     old_rows = pq.ParquetFile(storage.arrow_path(state.rows_file), filesystem=fs)
     old_dead = pq.ParquetFile(storage.arrow_path(state.dead_file), filesystem=fs)
@@ -303,20 +299,20 @@ def _write_merged(storage: Storage, scratch: str, state: _State, recovered: pa.T
     dead_schema = merged_dead_letter_schema(old_dead.schema_arrow, still_dead.schema)
     candidates = pa.array(state.candidates, dead_schema.field(id_column).type)
     written = _Written()
-    with storage.atomic_output(rows_path, scratch) as rows_tmp, storage.atomic_output(dead_path, scratch) as dead_tmp:
-        with pq.ParquetWriter(storage.arrow_path(rows_tmp), rows_schema, filesystem=fs, compression="zstd") as out:
-            for batch in old_rows.iter_batches():
-                _write(out, conform(pa.Table.from_batches([batch]), rows_schema), id_column, written, "rows")
-            _write(out, conform(recovered, rows_schema), id_column, written, "rows")
-        with pq.ParquetWriter(storage.arrow_path(dead_tmp), dead_schema, filesystem=fs, compression="zstd") as out:
-            for batch in old_dead.iter_batches():
-                kept = pa.Table.from_batches([batch]).filter(
-                    pc.invert(pc.is_in(batch.column(id_column), value_set=candidates)))
-                _write(out, conform(kept, dead_schema, {ATTEMPTS: 1}), id_column, written, "dead")
-            _write(out, conform(still_dead, dead_schema), id_column, written, "dead")
-        check_partition(state.partition.label, state.manifest.input_rows,
-                        pa.chunked_array(written.row_ids, rows_schema.field(id_column).type),
-                        pa.chunked_array(written.dead_ids, dead_schema.field(id_column).type))
+    with pq.ParquetWriter(storage.arrow_path(targets["rows"]), rows_schema, filesystem=fs, compression="zstd") as out:
+        for batch in old_rows.iter_batches():
+            _write(out, conform(pa.Table.from_batches([batch]), rows_schema), id_column, written, "rows")
+        _write(out, conform(recovered, rows_schema), id_column, written, "rows")
+    with pq.ParquetWriter(storage.arrow_path(targets["dead_letters"]), dead_schema, filesystem=fs,
+                          compression="zstd") as out:
+        for batch in old_dead.iter_batches():
+            kept = pa.Table.from_batches([batch]).filter(
+                pc.invert(pc.is_in(batch.column(id_column), value_set=candidates)))
+            _write(out, conform(kept, dead_schema, {ATTEMPTS: 1}), id_column, written, "dead")
+        _write(out, conform(still_dead, dead_schema), id_column, written, "dead")
+    check_partition(state.partition.label, state.manifest.input_rows,
+                    pa.chunked_array(written.row_ids, rows_schema.field(id_column).type),
+                    pa.chunked_array(written.dead_ids, dead_schema.field(id_column).type))
     return written
 
 
@@ -330,7 +326,7 @@ def _write(out: pq.ParquetWriter, table: pa.Table, id_column: str, written: _Wri
     else:
         written.dead += table.num_rows
         written.dead_ids.extend(table.column(id_column).chunks)
-        written.reasons.update(table.column("reason").to_pylist())
+        written.reasons.update(table.column(DeadCol.REASON).to_pylist())
 
 
 def _check_outcomes(label: str, candidates: list[Any], recovered: pa.ChunkedArray, dead: pa.ChunkedArray) -> None:
@@ -346,11 +342,11 @@ def _check_outcomes(label: str, candidates: list[Any], recovered: pa.ChunkedArra
 # ---------------------------------------------------------------------------------------------- the job
 
 
-def committed_days(storage: Storage, layout: OutputLayout, templated: bool) -> list[date | None]:
+def committed_days(output: CommittedOutput, templated: bool) -> list[date | None]:
     """Every committed partition of the output, oldest first."""
     if not templated:
         return [None]
-    return sorted(date.fromisoformat(m.partition) for m in committed(storage, layout.root) if m.is_dated)
+    return sorted(date.fromisoformat(m.partition) for m in output.partitions() if m.is_dated)
 
 
 def _fingerprint(loaded: LoadedConfig, reasons: list[str], again: bool, states: list[_State]) -> str:
@@ -412,7 +408,7 @@ def _retry(loaded: LoadedConfig, storage: Storage, layout: OutputLayout, templat
            report: RetryReport, record: _Record, hook: Hook | None, lease: Lease) -> None:
     """Select the partitions with dead letters to retry, stage their documents as a scratch input, extract them
     in one inner run, and merge each partition's outcomes back in its own commit."""
-    selected = days if days is not None else committed_days(storage, layout, templated)
+    selected = days if days is not None else committed_days(CommittedOutput(layout.root, storage), templated)
     states = _retryable(loaded, storage, layout, selected, reasons, again, report)
     if not states:
         return
@@ -446,7 +442,7 @@ def _retryable(loaded: LoadedConfig, storage: Storage, layout: OutputLayout, sel
     states: list[_State] = []
     for day in selected:
         p = partition_for(loaded.input_uri, day)
-        if read_manifest(storage, layout, p) is None:
+        if CommittedOutput(layout.root, storage).manifest(p) is None:
             report.partitions.append(RetryPartition(p.label, "skipped", error="not committed"))
             continue
         state = load_state(storage, layout, p, loaded.config.input.id_column, reasons, loaded.output_hash, again)
@@ -500,7 +496,7 @@ def _merge_one(storage: Storage, layout: OutputLayout, inner_layout: OutputLayou
                inner_error: str | None, lease: Lease) -> RetryPartition:
     p = state.partition
     inner_p = partition_for(inner.input_uri, p.day)
-    inner_manifest = read_manifest(storage, inner_layout, inner_p)
+    inner_manifest = CommittedOutput(inner_layout.root, storage).manifest(inner_p)
     if inner_manifest is None:
         return RetryPartition(p.label, "failed", len(state.candidates),
                               error=f"the retry's extraction did not commit: {inner_error or 'no outcome'}")

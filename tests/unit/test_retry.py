@@ -16,6 +16,7 @@ import pytest
 
 from pipeline.config import load_config
 from pipeline.output.commit import PartitionCommitter
+from pipeline.output.committed import CommittedOutput
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError
 from pipeline.output.query import connect
@@ -137,7 +138,7 @@ def test_a_forced_rerun_after_a_retry_replaces_its_files(committed):
 
 def test_every_committed_day_is_found(committed):
     _, loaded, storage, layout, p = committed
-    assert committed_days(storage, layout, is_templated(loaded.input_uri)) == [p.day]
+    assert committed_days(CommittedOutput(layout.root, storage), is_templated(loaded.input_uri)) == [p.day]
 
 
 def test_retry_refuses_a_reason_that_is_no_dead_letter_reason(capsys):

@@ -32,10 +32,10 @@ def test_partition_layout():
     p = partition_for("s3://corpus/docs/dt={date}/", date(2026, 11, 1))
     assert p.input_uri == "s3://corpus/docs/dt=2026-11-01/" and p.key == "dt=2026-11-01"
     layout = OutputLayout("s3://out/x")
-    assert layout.rows_file(p) == "s3://out/x/rows/dt=2026-11-01/part-0.parquet"
+    assert layout.data_file("rows", p, "c1") == "s3://out/x/rows/dt=2026-11-01/part-c1.parquet"
     assert layout.success(p) == "s3://out/x/_partitions/dt=2026-11-01/_SUCCESS"
     whole = partition_for("/data/docs.parquet", None)
-    assert layout.rows_file(whole) == "s3://out/x/rows/part-0.parquet"
+    assert layout.data_file("dead_letters", whole, "c1") == "s3://out/x/dead_letters/part-c1.parquet"
     assert layout.success(whole) == "s3://out/x/_partitions/all/_SUCCESS"
 
 
