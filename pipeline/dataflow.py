@@ -1,0 +1,170 @@
+"""The Ray Data graph a run streams through: read tasks → documents (tagged by unit) → extraction actor pool →
+outcome batches. (What each partition contributes is decided before, in `pipeline.planning`.)"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import ray
+import ray.data
+
+from pipeline import logs
+from pipeline.config import InputConfig, LoadedConfig, WorkersConfig
+from pipeline.reader import read_tasks, read_units
+from pipeline.routing import SchemaRoutes
+from pipeline.storage import Storage
+from pipeline.units import Unit
+from workers.actor import ExtractionActor
+from workers.crashes import new_journal
+from workers.extractor import BACKEND_COLUMN
+from workers.spec import ExtractionSpec
+
+# Read tasks are light I/O; they ask for no CPU so that they never wait behind actors holding every core.
+READ_TASK_CPUS = 0.0
+FORWARDED_ENV = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE",
+                 "VLLM_ENABLE_V1_MULTIPROCESSING", "HF_HUB_OFFLINE", "EXTRACT_CACHE_DIR", "EXTRACT_LOG_FORMAT",
+                 "EXTRACT_LOG_LEVEL", "EXTRACT_MASK_KERNEL", "EXTRACT_VERBOSE")
+
+
+def actor_env(gpus_per_actor: float) -> dict[str, str]:
+    """Environment for extraction actors. On CPU the engine runs in the actor's own process."""
+    env = {"TOKENIZERS_PARALLELISM": "false"}
+    for key in FORWARDED_ENV:
+        if key in os.environ:
+            env[key] = os.environ[key]
+    for key, value in logs.actor_quiet_env().items():  # vLLM at ERROR, no torch/Python warnings, unless verbose
+        env.setdefault(key, value)
+    env.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout is for the run's summary
+    if gpus_per_actor == 0:
+        env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    return env
+
+
+def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = None) -> ExtractionSpec:
+    cfg = loaded.config
+    routes = routes or SchemaRoutes(default=cfg.schema_policy.backends[0])
+    return ExtractionSpec(
+        run_id=run_id,
+        id_column=cfg.input.id_column,
+        text_column=cfg.input.text_column,
+        prompt_template=cfg.prompt,
+        contract=loaded.contract,
+        model_path=loaded.model_path,
+        model_name=cfg.model.path,
+        max_tokens=cfg.model.max_tokens,
+        temperature=cfg.model.temperature,
+        max_model_len=cfg.model.max_model_len,
+        tensor_parallel_size=cfg.workers.tensor_parallel_size,
+        sequences_in_flight=cfg.workers.batch_size * cfg.workers.batches_in_flight,
+        engine_kwargs=dict(cfg.model.engine_kwargs),
+        constrained=cfg.model.constrained,
+        backend=routes.default,
+        schema_column=cfg.input.schema_column,
+        schema_table=dict(loaded.schema_table),
+        schema_limits=loaded.schema_limits,
+        unsupported=dict(routes.unsupported),
+        routes=dict(routes.by_value),
+        default_backend=routes.default,
+        prompt_schema=cfg.prompt_schema,
+        system=cfg.system,
+        examples=tuple((example.document, output) for example, output in loaded.examples),
+        chat_template=loaded.chat_template,
+        # output.confidence: the sampled token's log-probability with every token (workers.confidence)
+        sampling={**cfg.model.sampling.options(), **({"logprobs": 0} if cfg.output.confidence else {})},
+        retry=cfg.model.retry.policy(cfg.model.temperature, cfg.model.sampling.seed),
+        grammar_bounds=(cfg.schema_policy.max_string_length, cfg.schema_policy.max_array_items),
+        grounding=cfg.schema_policy.grounding,
+        ground_numbers=cfg.schema_policy.ground_numbers,
+        repeated_items=cfg.schema_policy.repeated_items,
+        min_confidence=cfg.output.min_confidence,
+        calibration=loaded.calibration,
+    )
+
+
+def build_dataset(
+    loaded: LoadedConfig,
+    units: list[Unit],
+    storage: Storage,
+    id_field: pa.Field,
+    spec: ExtractionSpec,
+    stats: Any,
+    routes: SchemaRoutes | None = None,
+) -> ray.data.Dataset:
+    """Documents → one extraction actor pool per backend in use → outcomes.
+
+    With one backend (the usual case) there is one pool. With two, rows carry `_backend` and each pool
+    takes its own; the driver's per-unit accounting does not mind a unit's outcomes coming in parts."""
+    cfg = loaded.config
+    routes = routes or SchemaRoutes(default=spec.backend)
+    split = len(routes.backends) > 1
+    ctx = ray.data.DataContext.get_current()
+    # Outcomes flow to the driver as each batch finishes, not held back behind a slower earlier batch.
+    # Batches are still dispatched in input order, so partitions complete about in order and the driver
+    # holds outcomes only for units with a batch still out; it accounts for every unit whatever the order.
+    ctx.execution_options.preserve_order = False
+    ctx.enable_progress_bars = False
+    documents = _documents(units, storage, id_field, cfg.input, cfg.workers.batch_size, routes, split)
+    # A document that kills its actor is isolated and dead-lettered (workers.crashes); that takes restarts.
+    journal = new_journal() if cfg.workers.max_restarts else None
+    if not split:
+        return _actor_pool(documents, cfg.workers, dataclasses.replace(spec, backend=routes.default), stats, journal)
+    branches = [_actor_pool(documents.map_batches(_only_backend, fn_kwargs={"backend": b}, batch_size=None,
+                                                  batch_format="pyarrow", num_cpus=READ_TASK_CPUS),
+                            cfg.workers, dataclasses.replace(spec, backend=b), stats, journal)
+                for b in routes.backends]
+    return branches[0].union(*branches[1:])
+
+
+def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, source: InputConfig, batch_size: int,
+               routes: SchemaRoutes, split: bool) -> ray.data.Dataset:
+    """The units' documents, one read task (so one block) per batch: Ray Data hands an actor whole blocks and
+    runs the batches of one block one after another, so only separate blocks can be in flight in an actor at
+    once. With `split`, each row carries the backend its schema routes to."""
+    tasks = read_tasks(units, batch_size)
+    return ray.data.from_items(tasks, override_num_blocks=len(tasks)).map_batches(
+        read_units,
+        batch_size=1,
+        batch_format="pyarrow",
+        fn_kwargs={"storage": storage, "id_field": id_field, "text_column": source.text_column,
+                   "schema_column": source.schema_column, "routes": routes.by_value if split else None,
+                   "default_backend": routes.default},
+        num_cpus=READ_TASK_CPUS,
+    )
+
+
+def _actor_pool(rows: ray.data.Dataset, workers: WorkersConfig, spec: ExtractionSpec, stats: Any,
+                journal: Any = None) -> ray.data.Dataset:
+    """`rows` through a pool of extraction actors for `spec` (its backend)."""
+    resources = workers.ray_resources()
+    return rows.map_batches(
+        ExtractionActor,
+        fn_constructor_kwargs={"spec": spec, "stats": stats, "journal": journal},
+        # Each block is one batch already (one read task per batch, above). A batch size here would make
+        # Ray Data bundle blocks up to it, e.g. a short last block with a full one, run as one task.
+        batch_size=None,
+        batch_format="pyarrow",
+        compute=ray.data.ActorPoolStrategy(
+            size=workers.actors,
+            # Up to this many batches run their (thread-safe) UDF at once in each actor; their requests
+            # meet in the actor's one engine thread (workers.engine.EngineThread).
+            max_tasks_in_flight_per_actor=workers.batches_in_flight,
+            max_concurrent_calls_per_actor=workers.batches_in_flight,
+            enable_true_multi_threading=True),
+        num_cpus=resources["num_cpus"],
+        num_gpus=resources["num_gpus"],
+        # An actor whose engine died exits (workers/actor.py); Ray restarts it this many times and retries
+        # the batches it held. Ray Data's default is to restart forever. A batch in flight at a crash is then
+        # retried one document at a time, and a document alone in flight at a second crash is dead-lettered
+        # `actor_crash` (workers.crashes): isolating one costs two restarts.
+        max_restarts=workers.max_restarts,
+        max_task_retries=-1 if workers.max_restarts else 0,
+        runtime_env={"env_vars": actor_env(workers.gpus_per_actor)},
+    )
+
+
+def _only_backend(batch: pa.Table, backend: str) -> pa.Table:
+    return batch.filter(pc.equal(batch.column(BACKEND_COLUMN), backend))
