@@ -1,17 +1,15 @@
-"""`run_job`: plan the partitions, skip committed ones, resume staged ones, stream the rest through
-one Ray Data pipeline (one warm actor pool for every partition), and commit each partition as soon as
-its last unit is staged."""
+"""`run_job`: plan the partitions once (`pipeline.planning`), skip the committed ones, resume staged ones, stream
+the rest through one Ray Data pipeline (`pipeline.dataflow`: one warm actor pool for every partition), and commit
+each partition as soon as its last unit is staged."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import secrets
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from datetime import date, datetime, timezone
-from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -21,28 +19,20 @@ import structlog
 
 from pipeline import lifecycle, logs
 from pipeline.config import ConfigError, LoadedConfig
-from pipeline.ids import check_ids
+from pipeline.dataflow import build_dataset, build_spec
 from pipeline.job_checks import check_job
 from pipeline.lease import Lease
-from pipeline.output.commit import (
-    PartitionCommitter,
-    PartitionResult,
-    check_unchanged,
-    more_selected,
-    output_parts,
-    skip_note,
-    sweep,
-)
+from pipeline.output.commit import PartitionCommitter, PartitionResult, output_parts, sweep
 from pipeline.output.layout import OutputLayout
-from pipeline.output.manifest import AccountingError, PartitionManifest, RunManifest
+from pipeline.output.manifest import AccountingError, RunManifest
 from pipeline.partition import Partition, partition_for
-from pipeline.plan import build_dataset, build_spec
+from pipeline.planning import FAILED, SKIPPED, PartitionPlan, plan_input, plan_run
 from pipeline.progress import Progress
 from pipeline.reader import UNIT_COLUMN
 from pipeline.routing import SchemaRoutes, route_schemas
 from pipeline.stats import ProgressBoard, RunStats, board_name
 from pipeline.storage import S3Settings, StorageError, storage_for
-from pipeline.units import PartitionInput, Unit, plan_partition
+from pipeline.units import PartitionInput, Unit
 from workers.outcome import RESERVED_ID_COLUMNS, Col, Kind
 
 log = structlog.get_logger(__name__)
@@ -62,20 +52,14 @@ def check_names(loaded: LoadedConfig) -> None:
 
 
 def plan_one(loaded: LoadedConfig, partition: Partition, offsets: dict[str, int] | None = None) -> PartitionInput:
-    """One partition's plan; `offsets[label]` documents (a limited run's commit) are already committed."""
-    cfg = loaded.config
-    storage = storage_for(partition.input_uri, loaded.s3_settings)
-    pinput = plan_partition(storage, partition, cfg.input.id_column, cfg.input.text_column, cfg.input.limit,
-                            cfg.output.checkpoint_rows, cfg.input.schema_column,
-                            offset=(offsets or {}).get(partition.label, 0))
-    check_ids(storage, dataclasses.replace(pinput, units=pinput.covered + pinput.units))
-    return pinput
+    """One partition to process (`pipeline.planning.plan_input`); `offsets[label]` documents are committed already."""
+    return plan_input(loaded, partition, (offsets or {}).get(partition.label, 0))
 
 
 def preflight(loaded: LoadedConfig, day: date | None = None) -> PartitionInput:
     """Everything that can be checked without Ray, for one partition: names, input files, columns."""
     check_names(loaded)
-    return plan_one(loaded, partition_for(loaded.input_uri, day))
+    return plan_input(loaded, partition_for(loaded.input_uri, day))
 
 
 def connect_ray() -> None:
@@ -137,38 +121,6 @@ def _log_levers(loaded: LoadedConfig) -> None:
         log.warning("run.lever", warning=warning)
 
 
-def _resumable(committer: PartitionCommitter, loaded: LoadedConfig, days: list[date | None],
-               force: bool, offsets: dict[str, int] | None = None) -> dict[str, PartitionManifest]:
-    """The committed partitions among `days` to skip: a changed job stops here (`ChangedJobError`, before Ray);
-    one whose input changed since its commit (another input fingerprint) is logged and rerun. A partition a
-    limited run committed is skipped only if this run selects no more of it; else `offsets[label]` is set to the
-    documents committed, and this run reads the rest (`pipeline.units`)."""
-    if force:
-        return {}
-    prior = [(p, m) for p in (partition_for(loaded.input_uri, d) for d in days) if (m := committer.committed(p))]
-    check_unchanged(prior, loaded.output_hash, committer.parts, loaded.output_uri)
-    keep = {}
-    for p, m in prior:
-        plan = _plan_or_none(loaded, p)
-        fingerprint = m.input_fingerprint and getattr(plan, "fingerprint", None)
-        if fingerprint and fingerprint != m.input_fingerprint:
-            log.warning("partition.input_changed", partition=p.label, committed_by=m.run_id)
-            continue
-        if offsets is not None and (more := more_selected(m, plan, loaded.config.input.limit)):
-            log.info("partition.continue", partition=p.label, committed=m.input_rows, to_read=more)
-            offsets[p.label] = m.input_rows
-            continue
-        keep[p.label] = m
-    return keep
-
-
-def _plan_or_none(loaded: LoadedConfig, p: Partition) -> PartitionInput | None:
-    try:
-        return plan_one(loaded, p)
-    except (ConfigError, StorageError):
-        return None  # the input of a committed day is gone: keep what was committed
-
-
 def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fast: bool, run_id: str,
              lease: Lease, fail_fast_after: int | None = None) -> RunManifest:
     """Plan the partitions, resume what an earlier run staged, stream the rest, commit each partition as its
@@ -178,14 +130,13 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
     structlog.contextvars.bind_contextvars(run_id=run_id)
     committer = PartitionCommitter(out_storage, layout, loaded.contract, loaded.config.model.path, loaded.output_hash,
                                    run_id, parts=output_parts(loaded.decisive), guard=lease.ensure)
-    offsets: dict[str, int] = {}  # partitions a limited run committed in part: the documents committed
-    skip = _resumable(committer, loaded, days, force, offsets)
+    committed = {} if force else {p.label: m for p in (partition_for(loaded.input_uri, d) for d in days)
+                                  if (m := committer.committed(p))}
+    plans = plan_run(loaded, days, committed, fail_fast)  # each partition planned once, here
     manifest = _new_manifest(loaded, run_id)
     started = time.perf_counter()
     results: dict[str, PartitionResult] = {}
-    work = _plan_partitions([partition_for(loaded.input_uri, d) for d in days], partial(plan_one, loaded,
-                            offsets=offsets), skip,
-                            committer, results, fail_fast=fail_fast, force=force)
+    work = _work(plans, committer, results, force)
     manifest.input_files = sum(len(w.input.files) for w in work)
     commit = _Commits(committer, results, fail_fast)
     streaming = _resume(work, commit)
@@ -226,28 +177,23 @@ def _new_manifest(loaded: LoadedConfig, run_id: str) -> RunManifest:
     )
 
 
-def _plan_partitions(partitions: list[Partition], plan: Callable[[Partition], PartitionInput],
-                     skip: dict[str, PartitionManifest], committer: PartitionCommitter,
-                     results: dict[str, PartitionResult], fail_fast: bool, force: bool) -> list[_Work]:
-    """The work of each partition to run: its plan and the units no earlier run staged. A committed partition in
-    `skip` is skipped (after sweeping what a crashed commit left); one that cannot be planned raises with
-    `fail_fast`, else is recorded as failed in `results`."""
+def _work(plans: list[PartitionPlan], committer: PartitionCommitter, results: dict[str, PartitionResult],
+          force: bool) -> list[_Work]:
+    """The work of each partition the plan runs: its units, less those an earlier run staged. A skipped partition is
+    swept of what a crashed commit left, and its result recorded, as is a failed one's."""
     work: list[_Work] = []
-    for partition in partitions:
-        if partition.label in skip:
-            sweep(committer.storage, committer.layout, partition, skip[partition.label])  # a crashed commit's files
-            committer.discard_staging(partition)
-            note = skip_note(skip[partition.label])
-            results[partition.label] = PartitionResult(partition.label, "skipped", error=note)
-            continue
-        try:
-            pinput = plan(partition)
-        except (ConfigError, StorageError) as exc:
-            if fail_fast:
-                raise
-            results[partition.label] = PartitionResult(partition.label, "failed", error=str(exc))
-            continue
-        work.append(_pending_work(committer, pinput, force))
+    for plan in plans:
+        label = plan.partition.label
+        if plan.action == SKIPPED:
+            assert plan.committed is not None
+            sweep(committer.storage, committer.layout, plan.partition, plan.committed)  # a crashed commit's files
+            committer.discard_staging(plan.partition)
+            results[label] = PartitionResult(label, "skipped", error=plan.note)
+        elif plan.action == FAILED:
+            results[label] = PartitionResult(label, "failed", error=plan.note)
+        else:
+            assert plan.input is not None
+            work.append(_pending_work(committer, plan.input, force))
     return work
 
 

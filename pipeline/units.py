@@ -9,9 +9,9 @@ Every unit id carries its file's version (size and mtime locally, ETag on S3), s
 another version of a file never matches a unit of this one: a rerun after the input was re-delivered
 redoes those units instead of committing outcomes of documents that are no longer there.
 
-The input selection is a prefix of the partition's documents in plan order (files sorted, row groups,
+The input selection is a prefix of the partition's documents in input order (files sorted, row groups,
 rows): `limit` N selects the first N. A partition committed by a limited run records how many it read and
-is marked incomplete; a later run plans with `offset` = that count, so its units start where the committed
+is marked incomplete; a later run cuts its units with `offset` = that count, so its units start where the committed
 ones stop, and its commit carries the committed rows over (`pipeline.output.commit`): every document is
 committed once, none is read twice.
 """
@@ -58,7 +58,7 @@ class PartitionInput:
     total_rows: int
     units: list[Unit] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)  # file → `file_version`
-    offset: int = 0  # the first `offset` documents (in plan order) are committed already, by a limited run
+    offset: int = 0  # the first `offset` documents (in input order) are committed already, by a limited run
     limit: int | None = None  # the selection: the first `limit` documents, or all
     covered: list[Unit] = field(default_factory=list)  # the units of the first `offset` documents (not read)
 
@@ -79,8 +79,21 @@ class PartitionInput:
     def fingerprint(self) -> str:
         """sha256 hex of every input file's path and version, in file order: equal iff the partition reads
         the same files at the same versions (an empty file list or empty files included)."""
-        raw = "\n".join(f"{f}|{self.versions.get(f, '')}" for f in self.files)
-        return hashlib.sha256(raw.encode()).hexdigest()
+        return fingerprint(self.files, self.versions)
+
+
+def fingerprint(files: list[str], versions: dict[str, str]) -> str:
+    """`PartitionInput.fingerprint` of `files` at `versions`."""
+    raw = "\n".join(f"{f}|{versions.get(f, '')}" for f in files)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def input_fingerprint(storage: Storage, partition: Partition) -> str:
+    """The partition's input fingerprint from a listing and each file's version alone: no Parquet footer read, no
+    id read (what a committed partition is compared by, to be skipped). `ConfigError`/`StorageError` if its
+    input is gone."""
+    files = resolve_files(storage, partition.input_uri)
+    return fingerprint(files, {f: file_version(storage, f) for f in files})
 
 
 def file_version(storage: Storage, uri: str) -> str:
@@ -125,7 +138,7 @@ def _check_columns(uri: str, file_schema: pa.Schema, id_column: str, text_column
             raise ConfigError(f"{key}: column {column!r} in {uri} is {kind}, not a string")
 
 
-def plan_partition(
+def cut_units(
     storage: Storage,
     partition: Partition,
     id_column: str,
@@ -136,7 +149,7 @@ def plan_partition(
     offset: int = 0,
 ) -> PartitionInput:
     """Files, columns and units of one partition, from metadata; a wrong column fails naming it. The units cover
-    documents [offset, limit) in plan order; those before `offset` are in `covered` (split at `offset`)."""
+    documents [offset, limit) in input order; those before `offset` are in `covered` (split at `offset`)."""
     files = resolve_files(storage, partition.input_uri)
     fs = storage.arrow_fs()
     schema: pa.Schema | None = None
@@ -144,7 +157,7 @@ def plan_partition(
     units: list[Unit] = []
     covered: list[Unit] = []
     remaining = limit if limit else None
-    position = 0  # documents planned so far, in plan order
+    position = 0  # documents cut so far, in input order
     versions: dict[str, str] = {}
     for uri in files:
         versions[uri] = version = file_version(storage, uri)
@@ -179,3 +192,6 @@ def plan_partition(
         raise ConfigError(f"partition {partition.label}: {offset} documents are committed but the input holds "
                           f"{position}; rerun with --force")
     return PartitionInput(partition, id_column, files, schema, total, units, versions, offset, limit, covered)
+
+
+plan_partition = cut_units  # its name before `pipeline.planning` became the one place that plans a partition

@@ -50,7 +50,7 @@ from pipeline.partition import WHOLE, Partition, is_templated, partition_for
 from pipeline.reader import read_tasks, read_units
 from pipeline.secrets import redact
 from pipeline.storage import Storage, StorageError, join, storage_for
-from pipeline.units import plan_partition
+from pipeline.units import cut_units
 from workers.outcome import DeadCol, Internal
 
 log = structlog.get_logger(__name__)
@@ -181,8 +181,8 @@ def fetch_documents(loaded: LoadedConfig, p: Partition, ids: list[Any]) -> pa.Ta
     cfg = loaded.config
     schema_column = cfg.input.schema_column  # per-row schemas travel with their documents
     storage = storage_for(p.input_uri, loaded.s3_settings)
-    pinput = plan_partition(storage, p, cfg.input.id_column, cfg.input.text_column, None, cfg.output.checkpoint_rows,
-                            schema_column=schema_column)
+    pinput = cut_units(storage, p, cfg.input.id_column, cfg.input.text_column, None, cfg.output.checkpoint_rows,
+                       schema_column=schema_column)
     id_field = pinput.schema.field(cfg.input.id_column)
     wanted = pa.array(ids, id_field.type)
     missing = set(ids)
