@@ -138,6 +138,16 @@ def _check_columns(uri: str, file_schema: pa.Schema, id_column: str, text_column
             raise ConfigError(f"{key}: column {column!r} in {uri} is {kind}, not a string")
 
 
+def _footer(storage: Storage, uri: str, id_column: str, text_column: str, schema_column: str | None) -> pq.ParquetFile:
+    """One input file's footer, its columns checked."""
+    try:
+        meta = pq.ParquetFile(storage.arrow_path(uri), filesystem=storage.arrow_fs())
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ConfigError(f"input.uri: {uri} is not a readable Parquet file: {exc}") from None
+    _check_columns(uri, meta.schema_arrow, id_column, text_column, schema_column)
+    return meta
+
+
 def cut_units(
     storage: Storage,
     partition: Partition,
@@ -151,7 +161,6 @@ def cut_units(
     """Files, columns and units of one partition, from metadata; a wrong column fails naming it. The units cover
     documents [offset, limit) in input order; those before `offset` are in `covered` (split at `offset`)."""
     files = resolve_files(storage, partition.input_uri)
-    fs = storage.arrow_fs()
     schema: pa.Schema | None = None
     total = 0
     units: list[Unit] = []
@@ -161,16 +170,11 @@ def cut_units(
     versions: dict[str, str] = {}
     for uri in files:
         versions[uri] = version = file_version(storage, uri)
-        try:
-            meta = pq.ParquetFile(storage.arrow_path(uri), filesystem=fs)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise ConfigError(f"input.uri: {uri} is not a readable Parquet file: {exc}") from None
-        file_schema = meta.schema_arrow
-        _check_columns(uri, file_schema, id_column, text_column, schema_column)
-        schema = schema or file_schema
-        if file_schema.field(id_column).type != schema.field(id_column).type:
-            raise ConfigError(f"input.id_column: column {id_column!r} is {file_schema.field(id_column).type} in "
-                              f"{uri} but {schema.field(id_column).type} in {files[0]}")
+        meta = _footer(storage, uri, id_column, text_column, schema_column)
+        schema = schema or meta.schema_arrow
+        if meta.schema_arrow.field(id_column).type != schema.field(id_column).type:
+            raise ConfigError(f"input.id_column: column {id_column!r} is {meta.schema_arrow.field(id_column).type} "
+                              f"in {uri} but {schema.field(id_column).type} in {files[0]}")
         total += meta.metadata.num_rows
         for rg in range(meta.metadata.num_row_groups):
             n = meta.metadata.row_group(rg).num_rows

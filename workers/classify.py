@@ -131,17 +131,7 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         output_tokens=generation.output_tokens,
     )
     if generation.finish_reason in (REFUSED, "error"):
-        # The engine would not take the request, or ended it with an error. Under a grammar, before any token,
-        # that is the grammar (a schema feature the backend refuses, or a failed compile): this schema, not this
-        # document. After tokens the grammar had compiled, so it is the engine's fault on this request.
-        grammar = constrained and (generation.finish_reason == REFUSED or generation.output_tokens == 0)
-        outcome.reason = DeadLetterReason.SCHEMA_UNSUPPORTED if grammar else DeadLetterReason.ENGINE_ERROR
-        message = generation.error or f"the engine ended the request: {generation.finish_reason}"
-        if not grammar and generation.output_tokens:
-            message = (f"the engine ended this request with an error after {generation.output_tokens} tokens "
-                       "(vLLM finish_reason 'error'; the grammar had compiled)")
-        outcome.error = {"message": message}
-        return outcome
+        return _refused(outcome, generation, constrained)
     if generation.finish_reason == "length":
         outcome.reason = DeadLetterReason.TRUNCATED
         outcome.error = {"message": f"output hit the token limit after {generation.output_tokens} tokens"}
@@ -172,6 +162,20 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
             "message": f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exception_only(type(exc), exc)[-1].strip(),
         }
+    return outcome
+
+
+def _refused(outcome: Outcome, generation: Generation, constrained: bool) -> Outcome:
+    """The engine would not take the request, or ended it with an error. Under a grammar, before any token, that is
+    the grammar (a schema feature the backend refuses, or a failed compile): this schema, not this document. After
+    tokens the grammar had compiled, so it is the engine's fault on this request."""
+    grammar = constrained and (generation.finish_reason == REFUSED or generation.output_tokens == 0)
+    outcome.reason = DeadLetterReason.SCHEMA_UNSUPPORTED if grammar else DeadLetterReason.ENGINE_ERROR
+    message = generation.error or f"the engine ended the request: {generation.finish_reason}"
+    if not grammar and generation.output_tokens:
+        message = (f"the engine ended this request with an error after {generation.output_tokens} tokens "
+                   "(vLLM finish_reason 'error'; the grammar had compiled)")
+    outcome.error = {"message": message}
     return outcome
 
 

@@ -293,23 +293,7 @@ class BatchExtractor:
         last_prompt = list(prompts)
         open_ = set(range(len(prompts)))  # documents that may get another attempt
         for attempt in range(2, policy.attempts + 1):
-            again, again_prompts = [], []
-            for j in sorted(open_):
-                last = history[j][-1]
-                if last.is_row or last.reason not in policy.on:
-                    open_.discard(j)
-                    continue
-                if policy.feedback:
-                    token_ids = self.engine.prompt_token_ids(
-                        with_feedback(chats[j], last.raw_output or "", feedback_text(last.reason, last.error)))
-                else:
-                    token_ids = prompts[j]
-                repeats = policy.temperature == 0 and token_ids == last_prompt[j]
-                if repeats or len(token_ids) + self.spec.max_tokens > self.max_model_len:
-                    open_.discard(j)
-                    continue
-                again.append(j)
-                again_prompts.append(token_ids)
+            again, again_prompts = self._again(open_, history, chats, prompts, last_prompt)
             if not again:
                 break
             seeds = [retry_seed(policy.seed, ids[j], attempt) for j in again] if policy.temperature > 0 else None
@@ -323,6 +307,29 @@ class BatchExtractor:
             log.debug("extract.retry", attempt=attempt, documents=len(again),
                       rows=sum(o.is_row for o in outcomes))
         return [settle(h) for h in history]
+
+    def _again(self, open_: set[int], history: list[list[Outcome]], chats: list[str | Chat],
+               prompts: list[list[int]], last_prompt: list[list[int]]) -> tuple[list[int], list[list[int]]]:
+        """The documents of `open_` to try again, and each one's prompt; those that stop leave `open_`."""
+        policy = self.spec.retry
+        again, again_prompts = [], []
+        for j in sorted(open_):
+            last = history[j][-1]
+            if last.is_row or last.reason not in policy.on:
+                open_.discard(j)
+                continue
+            if policy.feedback:
+                token_ids = self.engine.prompt_token_ids(
+                    with_feedback(chats[j], last.raw_output or "", feedback_text(last.reason, last.error)))
+            else:
+                token_ids = prompts[j]
+            repeats = policy.temperature == 0 and token_ids == last_prompt[j]
+            if repeats or len(token_ids) + self.spec.max_tokens > self.max_model_len:
+                open_.discard(j)
+                continue
+            again.append(j)
+            again_prompts.append(token_ids)
+        return again, again_prompts
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Outcomes for a batch; every input column but the text and schema (the id, the unit) passes through."""
