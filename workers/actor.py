@@ -101,15 +101,15 @@ class ExtractionActor:
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.reporter = reporter_for(spec.run_id, self.name)  # live counts for the driver's display
         self._stage("loading model")
-        contract = spec.contract
+        schemas, backend = spec.schema, spec.engine.backend
         engine = _start_engine(spec, accelerator)
         self._stage("compiling schemas")
-        self.extractor = BatchExtractor(engine, spec, min(spec.max_model_len, engine.max_model_len))
+        self.extractor = BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
         # Pre-warm every schema known up front: the job's, or each one listed in input.schema_table.
         # Schemas carried inline by rows are compiled as they first appear (BatchExtractor.warm).
         self.extractor.prepare()
-        for key in spec.schema_table:
-            if spec.routes.get(key, spec.default_backend) != spec.backend:
+        for key in schemas.schema_table:
+            if schemas.routes.get(key, schemas.default_backend) != backend:
                 continue  # that schema's rows go to the other backend's pool
             try:
                 self.extractor.contract_for(key)
@@ -117,15 +117,15 @@ class ExtractionActor:
                 pass
         self.reported: set[str] = set()
         self._lock = threading.Lock()
-        log.info("actor.warm", actor=self.name, schema=f"{contract.name}@{contract.version}",
-                 backend=spec.backend, schemas=len(self.extractor.compile_seconds),
+        log.info("actor.warm", actor=self.name, schema=f"{schemas.contract.name}@{schemas.contract.version}",
+                 backend=backend, schemas=len(self.extractor.compile_seconds),
                  engine_init_s=round(engine.init_seconds, 2),
                  compile_s=round(sum(self.extractor.compile_seconds.values()), 3))
         log.debug("actor.cpu", actor=self.name, **_cpu_settings())  # threads, cores, niceness: EXTRACT_LOG_LEVEL=debug
         if stats is not None:
             self.reported = set(self.extractor.compile_seconds)
             stats.record_actor.remote({"actor": self.name, "engine_init_s": engine.init_seconds,
-                                       "backend": spec.backend,
+                                       "backend": backend,
                                        "schema_compile_s": dict(self.extractor.compile_seconds),
                                        "ready_unix": time.time(), "node": _node_id()})
         if self.reporter is not None:

@@ -70,14 +70,19 @@ class SchemaUnusable(Exception):
 class BatchExtractor:
     def __init__(self, engine: Engine, spec: ExtractionSpec, max_model_len: int) -> None:
         self.engine = engine
-        self.spec = spec
+        self.spec = spec  # the batch's columns (id, text); each stage below reads its own part of the rest
+        self.decode = spec.decode
+        self.schemas = spec.schema
+        self.prompt = spec.prompt
         self.max_model_len = max_model_len
         # A text past this many characters cannot fit the context whatever its tokens: refused untokenized.
         per_token = getattr(engine, "max_chars_per_token", None)
         self.max_chars = max_model_len * per_token if isinstance(per_token, int) and per_token > 0 else None
-        if spec.sampling or spec.grammar_bounds != (None, None):  # model.sampling, schema_policy bounds
-            engine.use_sampling(spec.sampling, spec.grammar_bounds)  # type: ignore[attr-defined]
-        self._calibrator = Calibrator.from_json(spec.calibration) if spec.calibration else None
+        sampling = spec.engine
+        if sampling.sampling or sampling.grammar_bounds != (None, None):  # model.sampling, schema_policy bounds
+            engine.use_sampling(sampling.sampling, sampling.grammar_bounds)  # type: ignore[attr-defined]
+        self.backend = sampling.backend
+        self._calibrator = Calibrator.from_json(self.decode.calibration) if self.decode.calibration else None
         self._local = threading.local()  # per calling thread: batches may run concurrently (batches_in_flight)
         self._lock = threading.Lock()  # guards the schema caches
         self._serving = False  # set by the first batch: from then on the engine is busy
@@ -85,20 +90,20 @@ class BatchExtractor:
         self.compile_seconds: dict[str, float] = {}  # schema hash → warm-up seconds, for each schema compiled here
         self._contracts: dict[str, SchemaContract | SchemaUnusable] = {}
         self._schema_text: dict[str, str] = {}
-        if not spec.contract.per_row:
-            self._contracts[""] = spec.contract
+        if not self.schemas.contract.per_row:
+            self._contracts[""] = self.schemas.contract
 
     # -- schemas -------------------------------------------------------------------------------------
 
     def prepare(self) -> None:
         """Before the first batch: warm the job's schema, or for per-row schemas the engine's grammar backend
         (vLLM creates it with the first grammar it sees), so that later schemas can compile directly."""
-        if not self.spec.constrained:
+        if not self.decode.constrained:
             return
-        if self.spec.contract.per_row:
+        if self.schemas.contract.per_row:
             self.engine.warm({"type": "object"})
         else:
-            self.warm(self.spec.contract)
+            self.warm(self.schemas.contract)
 
     def warm(self, contract: SchemaContract) -> None:
         """Compile `contract`'s grammar now (once per actor); a schema the engine rejects is unusable.
@@ -107,9 +112,9 @@ class BatchExtractor:
         batches run, that request would queue behind every document the engine is decoding (minutes, on a
         full KV cache), so the grammar is compiled directly where the engine can (`Engine.compile`). Where it
         cannot, the rows' own requests compile it: vLLM decodes the other requests meanwhile."""
-        if contract.hash in self.compile_seconds or not self.spec.constrained:
+        if contract.hash in self.compile_seconds or not self.decode.constrained:
             return
-        if contract.hash in self.spec.unsupported:
+        if contract.hash in self.schemas.unsupported:
             return
         compile_directly = getattr(self.engine, "compile", None) if self._serving else None
         seconds = compile_directly(contract.json_schema) if compile_directly else self.engine.warm(contract.json_schema)
@@ -134,7 +139,7 @@ class BatchExtractor:
 
     def contract_for(self, value: Any) -> SchemaContract:
         """The contract of a row: the job's, or its own schema (JSON text, or a key into the schema table)."""
-        key = "" if not self.spec.contract.per_row else ("" if value is None else str(value))
+        key = "" if not self.schemas.contract.per_row else ("" if value is None else str(value))
         cached = self._contracts.get(key)
         if cached is None:
             with self._lock:
@@ -147,8 +152,9 @@ class BatchExtractor:
                         self._contracts[key] = cached
         if isinstance(cached, SchemaUnusable):
             raise cached
-        if cached.hash in self.spec.unsupported:  # no backend compiles it (dead-letter policy)
-            raise SchemaUnusable(DeadLetterReason.SCHEMA_UNSUPPORTED, self.spec.unsupported[cached.hash], cached.hash)
+        if cached.hash in self.schemas.unsupported:  # no backend compiles it (dead-letter policy)
+            raise SchemaUnusable(DeadLetterReason.SCHEMA_UNSUPPORTED, self.schemas.unsupported[cached.hash],
+                                 cached.hash)
         return cached
 
     def _load(self, key: str) -> SchemaContract | SchemaUnusable:
@@ -158,28 +164,29 @@ class BatchExtractor:
         except SchemaUnusable as exc:
             return exc
         except Exception as exc:  # noqa: BLE001 - the engine refused the grammar: this schema only
-            return SchemaUnusable(DeadLetterReason.SCHEMA_UNSUPPORTED, f"the {self.spec.backend} backend cannot "
+            return SchemaUnusable(DeadLetterReason.SCHEMA_UNSUPPORTED, f"the {self.backend} backend cannot "
                                   f"compile this schema: {type(exc).__name__}: {exc}")
         return contract
 
     def _resolve(self, key: str) -> SchemaContract:
+        column = self.schemas.schema_column
         if not key.strip():
-            raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, f"{self.spec.schema_column}: the row has no schema")
-        if key in self.spec.schema_table:
-            source, schema = f"schema_table[{key}]", self.spec.schema_table[key]
+            raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, f"{column}: the row has no schema")
+        if key in self.schemas.schema_table:
+            source, schema = f"schema_table[{key}]", self.schemas.schema_table[key]
         elif key.lstrip().startswith("{"):
-            source = self.spec.schema_column or "schema"
+            source = self.schemas.schema_column or "schema"
             try:
                 schema = json.loads(key)
             except json.JSONDecodeError as exc:
                 raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID,
                                      f"{source}: not valid JSON: {exc.msg} at char {exc.pos}") from None
         else:
-            raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, f"{self.spec.schema_column}: {key[:80]!r} is neither "
-                                 "a JSON Schema nor a key of input.schema_table")
+            raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, f"{column}: {key[:80]!r} is neither a JSON Schema "
+                                 "nor a key of input.schema_table")
         try:
             contract = SchemaContract.from_dict(schema, default_name=key if len(key) < 80 else "row-schema",
-                                                source=source, limits=self.spec.schema_limits)
+                                                source=source, limits=self.schemas.schema_limits)
         except ValueError as exc:
             raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, f"{source}: {exc}") from None
         return contract
@@ -206,13 +213,13 @@ class BatchExtractor:
                 results[i] = dead_letter(exc.reason, str(exc))
                 results[i].extra["schema_hash"] = exc.schema_hash
                 continue
-            early = check_input(text, None, self.spec.max_tokens, self.max_model_len, self.max_chars)
+            early = check_input(text, None, self.decode.max_tokens, self.max_model_len, self.max_chars)
             if early is None:
                 assert text is not None
-                chat = prompt_for(self.spec, text, contract.json_schema, self._schema_json(contract))
+                chat = prompt_for(self.prompt, text, contract.json_schema, self._schema_json(contract))
                 self._stage("tokenizing")
                 token_ids = self.engine.prompt_token_ids(chat)
-                early = check_input(text, len(token_ids), self.spec.max_tokens, self.max_model_len)
+                early = check_input(text, len(token_ids), self.decode.max_tokens, self.max_model_len)
                 if early is None:
                     pending.append(i)
                     chats.append(chat)
@@ -244,7 +251,7 @@ class BatchExtractor:
         seeded = {"seeds": seeds} if seeds is not None else {}  # only a resampling attempt seeds each request
         try:
             self._stage("generating")
-            generations = self.engine.generate(prompts, grammars, self.spec.max_tokens, temperature, **seeded)
+            generations = self.engine.generate(prompts, grammars, self.decode.max_tokens, temperature, **seeded)
             if len(generations) != len(prompts):
                 raise RuntimeError(f"engine returned {len(generations)} outputs for {len(prompts)} prompts")
         except Exception as exc:
@@ -255,9 +262,9 @@ class BatchExtractor:
         outcomes = []
         self._stage("checking the output (schema, validators)")
         for doc_id, text, generation, contract in zip(ids, texts, generations, contracts, strict=True):
-            outcome = classify(generation, contract, {"document": text, "document_id": doc_id}, self.spec.constrained,
-                               self.spec.repeated_items, self.spec.min_confidence, self._calibrator)
-            if not self.spec.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
+            outcome = classify(generation, contract, {"document": text, "document_id": doc_id}, self.decode.constrained,
+                               self.decode.repeated_items, self.decode.min_confidence, self._calibrator)
+            if not self.schemas.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
                 outcome = check_types(outcome, contract)
             outcome.extra["schema_hash"] = contract.hash
             outcomes.append(outcome)
@@ -266,9 +273,9 @@ class BatchExtractor:
     def _grammar(self, contract: SchemaContract, text: str | None) -> dict[str, Any] | None:
         """The schema this document's output is decoded under: none for free generation; with grounding, the
         contract's grounded fields narrowed to the values this document writes."""
-        if not self.spec.constrained:
+        if not self.decode.constrained:
             return None
-        return ground(contract.json_schema, text, self.spec.ground_numbers, self.spec.grounding)
+        return ground(contract.json_schema, text, self.decode.ground_numbers, self.decode.grounding)
 
     def _attempts(self, ids: list[Any], texts: list[str | None], chats: list[str | Chat],
                   prompts: list[list[int]], contracts: list[SchemaContract]) -> list[Outcome]:
@@ -280,7 +287,7 @@ class BatchExtractor:
         last attempt, when the longer prompt no longer fits the context, or when the next attempt could only
         repeat the last (temperature 0 and the same prompt as before). A generation that fails on a later
         attempt keeps each document's outcome so far."""
-        first = self._generate(prompts, contracts, ids, texts, self.spec.temperature)
+        first = self._generate(prompts, contracts, ids, texts, self.decode.temperature)
         if isinstance(first, Exception):
             failed = []
             for contract in contracts:
@@ -288,7 +295,7 @@ class BatchExtractor:
                 outcome.extra["schema_hash"] = contract.hash
                 failed.append(outcome)
             return failed
-        policy = self.spec.retry
+        policy = self.decode.retry
         history: list[list[Outcome]] = [[o] for o in first]
         last_prompt = list(prompts)
         open_ = set(range(len(prompts)))  # documents that may get another attempt
@@ -311,7 +318,7 @@ class BatchExtractor:
     def _again(self, open_: set[int], history: list[list[Outcome]], chats: list[str | Chat],
                prompts: list[list[int]], last_prompt: list[list[int]]) -> tuple[list[int], list[list[int]]]:
         """The documents of `open_` to try again, and each one's prompt; those that stop leave `open_`."""
-        policy = self.spec.retry
+        policy = self.decode.retry
         again, again_prompts = [], []
         for j in sorted(open_):
             last = history[j][-1]
@@ -324,7 +331,7 @@ class BatchExtractor:
             else:
                 token_ids = prompts[j]
             repeats = policy.temperature == 0 and token_ids == last_prompt[j]
-            if repeats or len(token_ids) + self.spec.max_tokens > self.max_model_len:
+            if repeats or len(token_ids) + self.decode.max_tokens > self.max_model_len:
                 open_.discard(j)
                 continue
             again.append(j)
@@ -333,7 +340,7 @@ class BatchExtractor:
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Outcomes for a batch; every input column but the text and schema (the id, the unit) passes through."""
-        column = self.spec.schema_column
+        column = self.schemas.schema_column
         outcomes = self.outcomes(batch.column(self.spec.id_column).to_pylist(),
                                  batch.column(self.spec.text_column).to_pylist(),
                                  batch.column(column).to_pylist() if column else None)
@@ -345,7 +352,7 @@ class BatchExtractor:
 
     def table(self, batch: pa.Table, outcomes: list[Outcome]) -> pa.Table:
         """The outcome table of `batch`: its passthrough columns (all but the text and schema), `outcomes` beside."""
-        column = self.spec.schema_column
+        column = self.schemas.schema_column
         drop = [self.spec.text_column] + ([column] if column else [])
         drop += [c for c in (BACKEND_COLUMN, INVALID_INPUT_COLUMN) if c in batch.column_names]
         return outcome_table(batch.drop_columns(drop), outcomes)

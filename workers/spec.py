@@ -1,8 +1,9 @@
-"""`ExtractionSpec`: everything an actor needs, as plain picklable data, built by the driver."""
+"""`ExtractionSpec`: everything an actor needs, as plain picklable data, built by the driver; and the parts each
+stage reads of it (`EngineSpec`, `PromptSpec`, `DecodeSpec`, `SchemaSpec`: `spec.engine`, `spec.prompt`, …)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from schemas.contract import SchemaContract
@@ -62,3 +63,99 @@ class ExtractionSpec:
     repeated_items: str = "keep"  # schema_policy.repeated_items (cut, keep): lists end before a repeated item
     min_confidence: float | None = None  # output.min_confidence: a row below it is a `low_confidence` dead letter
     calibration: dict[str, Any] | None = None  # output.calibration's content (workers.confidence.Calibrator)
+
+    @property
+    def engine(self) -> EngineSpec:
+        return engine_part(self)
+
+    @property
+    def prompt(self) -> PromptSpec:
+        return prompt_part(self)
+
+    @property
+    def decode(self) -> DecodeSpec:
+        return decode_part(self)
+
+    @property
+    def schema(self) -> SchemaSpec:
+        return schema_part(self)
+
+
+# ---------------------------------------------------------------- the parts each stage reads
+#
+# `ExtractionSpec` travels to the actors as one flat, picklable record (the driver builds it in
+# `pipeline.dataflow.build_spec`); each stage reads only its own part of it, below.
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """What the engine is started and sampled with (`workers.engine`)."""
+
+    model_path: str
+    model_name: str
+    max_model_len: int
+    tensor_parallel_size: int
+    sequences_in_flight: int
+    engine_kwargs: dict[str, Any]
+    backend: str
+    sampling: dict[str, Any]
+    grammar_bounds: tuple[int | str | None, int | str | None]
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """What a document's prompt is built from (`workers.prompt.prompt_for`)."""
+
+    prompt_template: str
+    prompt_schema: str
+    system: str | None
+    examples: tuple[tuple[str, str], ...]
+    chat_template: str | None
+
+
+@dataclass(frozen=True)
+class DecodeSpec:
+    """How outputs are decoded and judged (`workers.extractor`, `workers.classify`)."""
+
+    max_tokens: int
+    temperature: float
+    constrained: bool
+    retry: RetryPolicy
+    grounding: str
+    ground_numbers: bool
+    repeated_items: str
+    min_confidence: float | None
+    calibration: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class SchemaSpec:
+    """Which schema each row is held to, and which pool serves it (`workers.extractor`, `workers.actor`)."""
+
+    contract: SchemaContract
+    schema_column: str | None
+    schema_table: dict[str, dict[str, Any]]
+    schema_limits: Any
+    routes: dict[str, str]
+    default_backend: str
+    unsupported: dict[str, str]
+
+
+def _part(cls: type, spec: ExtractionSpec) -> Any:
+    return cls(**{f.name: getattr(spec, f.name) for f in fields(cls)})
+
+
+def engine_part(spec: ExtractionSpec) -> EngineSpec:
+    return _part(EngineSpec, spec)
+
+
+def prompt_part(spec: ExtractionSpec) -> PromptSpec:
+    return _part(PromptSpec, spec)
+
+
+def decode_part(spec: ExtractionSpec) -> DecodeSpec:
+    return _part(DecodeSpec, spec)
+
+
+def schema_part(spec: ExtractionSpec) -> SchemaSpec:
+    return _part(SchemaSpec, spec)
