@@ -149,14 +149,10 @@ def _outcome_column_names() -> set[str]:
     return names
 
 
-# Files that still read outcome columns by literal; each is another helper's to move onto workers.outcome (issue 26).
+# Files whose literals coincide with a contract name without naming a column (the list stays short and each says why).
 LITERAL_ALLOWED = {
-    "pipeline/tools/evaluate.py",  # `_confidence` of the rows
-    "pipeline/tools/least_sure.py",  # `_confidence`, `_spans` of the rows
-    "pipeline/tools/report.py",  # the lineage rename maps, before the report became a package
-    "pipeline/tools/report/runs.py",  # ROW_COLUMNS/DEAD_COLUMNS: workers.outcome.lineage_names is that vocabulary
-    "pipeline/tools/report/profiles.py",  # LINEAGE: workers.outcome.ROW_LINEAGE_COLUMNS
-    "schemas/contract.py",  # `_model`: a pickled attribute, not a column
+    "pipeline/tools/report/runs.py",  # 'raw_output': the report's own field name after its rename maps
+    "schemas/contract.py",  # '_model': a pickled attribute of the contract, not a column
 }
 
 
