@@ -114,7 +114,7 @@ def abort_stale_uploads(storage: Storage, root: str, older_than_s: float = STALE
 def fail_dead_records(storage: Storage, layout: OutputLayout, run_id: str) -> int:
     """Mark `failed` every run record but ours still saying `running`: under the lease, its writer is dead."""
     marked = 0
-    records = sorted(p for p in storage.list_files(layout.run_manifest("x").rsplit("/", 1)[0]) if p.endswith(".json"))
+    records = sorted(p for p in storage.list_files(layout.runs_root()) if p.endswith(".json"))
     for path in records[-RECENT_RECORDS:]:  # run ids sort by start time: a dead run is among the latest
         if path.endswith(f"/{run_id}.json"):
             continue
