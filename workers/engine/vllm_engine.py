@@ -155,7 +155,8 @@ class VllmEngine:
         """One `Generation` per prompt; under a JSON Schema's grammar, or free text where it is None.
 
         `json_schema` is one schema for every prompt, or a list of one per prompt (per-row schemas); `seeds`,
-        if given, one sampling seed per prompt."""
+        if given, one sampling seed per prompt. A request the engine refuses comes back as a `Generation` with
+        finish_reason "refused" and the others go on, as with `EngineThread` (`workers.engine.requests`)."""
         if not prompts:
             return []
         params = self.sampling_for(len(prompts), json_schema, max_tokens, temperature, seeds)
