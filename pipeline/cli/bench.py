@@ -13,6 +13,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    if args.simulate:
+        return _simulated(args)
     from pipeline.tools.bench import run_bench
 
     if args.config_flag is not None:
@@ -36,6 +38,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if report else 1
 
 
+def _simulated(args: argparse.Namespace) -> int:
+    """`extract bench --simulate`: the pipeline at corpus scale on the simulated engine (pipeline.tools.simbench)."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from pipeline.tools.simbench import GRIDS, run_simulated_bench
+
+    if args.config is not None or args.config_flag is not None:
+        print("error: bench --simulate makes its own corpus and config; give no config", file=sys.stderr)
+        return exit_codes.USAGE
+    grid = dict(GRIDS[args.grid])
+    for key in ("docs", "actors", "partitions"):
+        given = getattr(args, f"sim_{key}")
+        if given:
+            grid[key] = [int(v) for v in given.split(",")]
+    simulated = json.loads(args.sim_engine) if args.sim_engine else {}
+    out = Path(args.out if args.out != "out/bench" else "out/bench-sim")
+    report = run_simulated_bench(out, grid, batch_size=args.sim_batch_size, checkpoint_rows=args.sim_checkpoint_rows,
+                                 simulated=simulated, nodes=args.sim_nodes, ceilings=not args.no_ceilings)
+    print((out / "bench-sim.md").read_text())
+    print(f"wrote {out}/bench-sim.json, bench-sim.md, bench-sim.png")
+    return 0 if report["cells"] and all(c["exit"] == 0 for c in report["cells"]) else 1
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     bench = sub.add_parser("bench", help="benchmark the pipeline against the bare engine and a retry loop")
     bench.add_argument("config", nargs="?", help=f"the extract.yaml whose model, prompt and schema to use (default "
@@ -53,4 +80,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "(default 3; 1 with --quick)")
     bench.add_argument("--memory-scale", type=int, default=0, metavar="K",
                        help="also run the pipeline on K times the documents and report the driver's RSS ratio")
+    sim = bench.add_argument_group("--simulate: the pipeline at corpus scale, the engine simulated (no model)")
+    sim.add_argument("--simulate", action="store_true", help="run the simulated grid instead of the model arms; "
+                     "writes OUT (default out/bench-sim)/bench-sim.json, .md, .png")
+    sim.add_argument("--grid", choices=("quick", "medium", "full"), default="quick",
+                     help="quick: 10^4 docs, 1 and 4 actors, 1 and 10 partitions (default); full: 10^4..10^6 docs, "
+                     "1/4/16 actors, 1 and 1000 partitions")
+    sim.add_argument("--sim-docs", help="documents per cell, comma-separated (over the grid's)")
+    sim.add_argument("--sim-actors", help="actors per cell, comma-separated")
+    sim.add_argument("--sim-partitions", help="partitions (days) per cell, comma-separated")
+    sim.add_argument("--sim-batch-size", type=int, default=500, help="workers.batch_size (default 500)")
+    sim.add_argument("--sim-checkpoint-rows", type=int, default=500, help="output.checkpoint_rows (default 500)")
+    sim.add_argument("--sim-nodes", type=int, default=1, help="raylets on loopback (a head and N-1 workers)")
+    sim.add_argument("--sim-engine", metavar="JSON", help='model.simulated settings, e.g. \'{"tokens_per_s": 50, '
+                     '"ttft_s": 0.2}\' (default: answers at once)')
+    sim.add_argument("--no-ceilings", action="store_true", help="skip the commit and Ray Data ceilings")
     bench.set_defaults(func=cmd_bench)

@@ -1,0 +1,548 @@
+"""`extract bench --simulate`: the pipeline at corpus scale with the simulated engine (`model.path: simulated`).
+
+Every cell of a grid (documents × actors × partitions) is a real `extract run` (or `extract backfill`, for more
+than one partition) in a child process, against a Ray cluster this bench starts on loopback (a head and
+`nodes - 1` worker raylets, its own temp dir): the real Ray Data plan, actors, classify, staging and commit;
+only the model is simulated (workers.simulated, by default answering at once, so the pipeline is measured).
+
+Per cell: outcomes/s at the driver end to end (documents over the run's wall time, and over the time from the
+first outcome to the end), the driver's peak RSS and CPU seconds (its own rusage, `wait4`), CPU µs per outcome,
+the peak staging files and bytes (sampled), the time to the first committed partition, plan time (every
+partition planned in this process, the `plan_one` the driver calls) and outcomes per node.
+
+In the same bench run, two ceilings:
+- `commit_ceiling`: the driver's stage + commit of synthetic outcome tables (one per unit) on local disk, in
+  this process, without Ray: outcomes/s, and seconds per partition commit;
+- `ray_ceiling`: Ray Data moving outcome-shaped rows (id, status, a 120-byte record) from one dummy actor to a
+  driver iterating them, on the same cluster.
+Writes DIR/bench-sim.json, DIR/bench-sim.md and DIR/bench-sim.png.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+GRIDS: dict[str, dict[str, list[int]]] = {
+    "quick": {"docs": [10_000], "actors": [1, 4], "partitions": [1, 10]},
+    "medium": {"docs": [10_000, 100_000], "actors": [1, 4, 16], "partitions": [1, 1000]},
+    "full": {"docs": [10_000, 100_000, 1_000_000], "actors": [1, 4, 16], "partitions": [1, 1000]},
+}
+FIRST_DAY = date(2020, 1, 1)
+SCHEMA = {"type": "object", "properties": {
+    "vendor": {"type": "string", "maxLength": 40}, "invoice": {"type": "string", "maxLength": 20},
+    "total": {"type": "number", "minimum": 0}, "items": {"type": "integer", "minimum": 0, "maximum": 1000},
+    "due": {"type": "string", "format": "date"}, "currency": {"enum": ["EUR", "USD", "GBP"]}},
+    "required": ["vendor", "invoice", "total", "items", "due", "currency"]}
+VENDORS = ("Acme Ltd", "Globex GmbH", "Initech SA", "Umbrella plc", "Hooli Inc", "Vandelay Industries")
+
+
+# -- corpus and config ---------------------------------------------------------------------------------
+
+def document(i: int) -> str:
+    return (f"INVOICE INV-{i:08d}\nFrom: {VENDORS[i % len(VENDORS)]}, {10 + i % 90} Market Street\n"
+            f"Items: {i % 97} widgets at {1 + i % 13}.50 each\nTotal due: {(i % 97) * (1 + i % 13) + 0.5:.2f} EUR\n"
+            f"Due date: 2026-{1 + i % 12:02d}-{1 + i % 28:02d}\nThank you for your business.")
+
+
+def make_corpus(folder: Path, docs: int, partitions: int) -> dict[str, Any]:
+    """`docs` documents (ids d0000000…), in one file, or one file per day for `partitions` days from FIRST_DAY.
+    Kept across runs (a marker file holds what it is)."""
+    marker = folder / "corpus.json"
+    want = {"docs": docs, "partitions": partitions, "format": 1}
+    if marker.exists():
+        known = json.loads(marker.read_text())
+        if all(known.get(k) == v for k, v in want.items()):
+            return known
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    per, extra = divmod(docs, partitions)
+    start = 0
+    for p in range(partitions):
+        n = per + (1 if p < extra else 0)
+        ids = [f"d{i:07d}" for i in range(start, start + n)]
+        table = pa.table({"doc_id": ids, "text": [document(i) for i in range(start, start + n)]})
+        target = folder / (f"dt={(FIRST_DAY + timedelta(days=p)).isoformat()}" if partitions > 1 else "")
+        target.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, target / "docs.parquet", row_group_size=100_000)
+        start += n
+    (folder / "schema.json").write_text(json.dumps(SCHEMA))
+    info = {**want, "uri": "dt={date}/docs.parquet" if partitions > 1 else "docs.parquet",
+            "start": FIRST_DAY.isoformat(), "end": (FIRST_DAY + timedelta(days=partitions - 1)).isoformat()}
+    marker.write_text(json.dumps(info))
+    return info
+
+
+def write_config(path: Path, corpus: Path, info: dict[str, Any], output: Path, actors: int, batch_size: int,
+                 checkpoint_rows: int, simulated: dict[str, Any], cpus_per_actor: float = 1.0,
+                 batches_in_flight: int = 2) -> Path:
+    config = {
+        "name": "simbench",
+        "input": {"uri": str(corpus / info["uri"])},
+        "schema_file": str(corpus / "schema.json"),
+        "prompt": "Extract the invoice from this document.\n{document}",
+        "model": {"path": "simulated", "max_tokens": 256, "max_model_len": 4096,
+                  "simulated": {"allow": True, **simulated}},
+        "workers": {"actors": actors, "cpus_per_actor": cpus_per_actor, "batch_size": batch_size,
+                    "batches_in_flight": batches_in_flight},
+        "output": {"uri": str(output), "checkpoint_rows": checkpoint_rows, "confidence": False},
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def driver_command(config: Path, info: dict[str, Any]) -> list[str]:
+    if info["partitions"] > 1:
+        return [sys.executable, "-m", "pipeline", "backfill", str(config), "--start", info["start"],
+                "--end", info["end"]]
+    return [sys.executable, "-m", "pipeline", "run", str(config)]
+
+
+# -- a local cluster -----------------------------------------------------------------------------------
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _node_ports() -> list[str]:
+    return [f"--dashboard-agent-listen-port={_port()}", f"--dashboard-agent-grpc-port={_port()}",
+            f"--runtime-env-agent-port={_port()}", f"--metrics-export-port={_port()}",
+            f"--object-manager-port={_port()}"]
+
+
+class LocalCluster:
+    """A Ray head and worker raylets on loopback, with their own temp dir; `stop` ends only their processes.
+
+    Each node gets its `--num-cpus` and a custom resource `node<i>` (head: node0), so a test can place work."""
+
+    def __init__(self, cpus: list[int]) -> None:
+        self.temp_dir = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray puts sockets under it
+        self.port = _port()
+        self.node_ports: list[int] = []
+        env = self.env()
+        ray = str(Path(sys.executable).parent / "ray")
+        for i, n in enumerate(cpus):
+            manager = _port()
+            self.node_ports.append(manager)
+            common = [f"--num-cpus={n}", f"--resources={json.dumps({f'node{i}': 1000})}", "--disable-usage-stats",
+                      f"--node-manager-port={manager}", *_node_ports()]
+            if i == 0:
+                args = [ray, "start", "--head", f"--port={self.port}", f"--temp-dir={self.temp_dir}",
+                        "--include-dashboard=false", f"--ray-client-server-port={_port()}", *common]
+            else:
+                args = [ray, "start", f"--address=127.0.0.1:{self.port}", *common]
+                env["RAY_AUTH_MODE"] = "token"  # the head made a token (as tests/conftest.py's clusters do)
+            done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=180)
+            if done.returncode != 0:
+                self.stop()
+                raise RuntimeError(f"ray start failed: {(done.stderr or done.stdout).strip()[-800:]}")
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+        env.pop("RAY_ADDRESS", None)
+        return env
+
+    def driver_env(self) -> dict[str, str]:
+        return {**self.env(), "RAY_ADDRESS": self.address, "RAY_AUTH_MODE": "token"}
+
+    def raylet(self, node: int) -> Any:
+        """The raylet process of node `node` (0 is the head), found by its node-manager port."""
+        import psutil
+
+        flag = f"--node_manager_port={self.node_ports[node]}"
+        for proc in psutil.process_iter(["cmdline"]):
+            cmd = proc.info["cmdline"] or []
+            if cmd and cmd[0].endswith("raylet") and flag in cmd:
+                return proc
+        return None
+
+    def stop(self) -> None:
+        import psutil
+
+        mine = []
+        for proc in psutil.process_iter(["cmdline"]):
+            try:
+                cmd = " ".join(proc.info["cmdline"] or [])
+                if self.temp_dir in cmd or f"127.0.0.1:{self.port}" in cmd:
+                    mine.append(proc)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        for proc in mine:
+            try:
+                proc.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(mine, timeout=10)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+# -- one cell ------------------------------------------------------------------------------------------
+
+class _Sampler(threading.Thread):
+    """The staging folder's file count and bytes, and the driver's RSS, every 0.5 s."""
+
+    def __init__(self, pid: int, output: Path) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.output = pid, output
+        self.staging_files = self.staging_bytes = 0
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        staging = self.output / "_staging"
+        while not self.halt.wait(0.5):
+            files = size = 0
+            for root, _, names in os.walk(staging):
+                for name in names:
+                    try:
+                        size += os.stat(os.path.join(root, name)).st_size
+                        files += 1
+                    except OSError:
+                        pass
+            self.staging_files, self.staging_bytes = max(self.staging_files, files), max(self.staging_bytes, size)
+
+
+def run_driver(command: list[str], env: dict[str, str], output: Path, log: Path,
+               kill_at: int | None = None) -> dict[str, Any]:
+    """Run the driver; its wall time, exit code and own rusage (CPU seconds, peak RSS). With `kill_at`, SIGKILL it
+    once that many documents are staged (counted from the staged files' names is not possible: from their rows,
+    read back), for the resume measurement."""
+    started = time.perf_counter()
+    with log.open("w") as handle:
+        proc = subprocess.Popen(command, env=env, stdout=handle, stderr=subprocess.STDOUT, cwd=_root())
+    sampler = _Sampler(proc.pid, output)
+    sampler.start()
+    killed_at = None
+    if kill_at is not None:
+        while proc.poll() is None:
+            staged = staged_rows(output)
+            if staged >= kill_at:
+                os.kill(proc.pid, signal.SIGKILL)
+                killed_at = staged
+                break
+            time.sleep(0.2)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    sampler.halt.set()
+    sampler.join()
+    return {"exit": os.waitstatus_to_exitcode(status), "wall_s": round(wall, 3),
+            "driver_cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+            "driver_peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            "staging_files_peak": sampler.staging_files, "staging_mb_peak": round(sampler.staging_bytes / 2**20, 2),
+            "killed_at_staged": killed_at}
+
+
+def staged_rows(output: Path) -> int:
+    """Documents staged and not yet committed, plus those committed (from the partition manifests)."""
+    total = 0
+    for path in (output / "_staging").rglob("*.parquet") if (output / "_staging").exists() else []:
+        try:
+            total += pq.ParquetFile(path).metadata.num_rows
+        except Exception:  # noqa: BLE001 - a file being written
+            pass
+    return total + committed_rows(output)
+
+
+def committed_rows(output: Path) -> int:
+    total = 0
+    folder = output / "_partitions"
+    for path in folder.rglob("manifest.json") if folder.exists() else []:
+        try:
+            manifest = json.loads(path.read_text())
+            total += int(manifest.get("input_rows") or 0)
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def _root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def _run_manifest(output: Path) -> dict[str, Any]:
+    runs = sorted((output / "_runs").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    return json.loads(runs[-1].read_text()) if runs else {}
+
+
+def plan_seconds(config: Path, info: dict[str, Any]) -> float:
+    """Every partition planned as the driver plans it (`pipeline.run.plan_one`: the units and `check_ids`)."""
+    from pipeline.config import load_config
+    from pipeline.partition import partition_for
+    from pipeline.run import plan_one
+
+    loaded = load_config(config)
+    days = [FIRST_DAY + timedelta(days=p) for p in range(info["partitions"])] if info["partitions"] > 1 else [None]
+    started = time.perf_counter()
+    for day in days:
+        plan_one(loaded, partition_for(loaded.input_uri, day))
+    return time.perf_counter() - started
+
+
+def run_cell(out: Path, cluster: LocalCluster, docs: int, actors: int, partitions: int, batch_size: int,
+             checkpoint_rows: int, simulated: dict[str, Any]) -> dict[str, Any]:
+    corpus = out / "corpus" / f"{docs}-{partitions}"
+    info = make_corpus(corpus, docs, partitions)
+    cell = out / f"cell-{docs}-{actors}a-{partitions}p"
+    shutil.rmtree(cell, ignore_errors=True)
+    cell.mkdir(parents=True)
+    output = cell / "output"
+    config = write_config(cell / "extract.yaml", corpus, info, output, actors, batch_size, checkpoint_rows, simulated)
+    planned = plan_seconds(config, info)
+    result = run_driver(driver_command(config, info), cluster.driver_env(), output, cell / "driver.log")
+    manifest = _run_manifest(output)
+    timings = manifest.get("timings") or {}
+    nodes: dict[str, int] = {}
+    for actor in manifest.get("actors") or []:
+        nodes[str(actor.get("node"))[:8]] = nodes.get(str(actor.get("node"))[:8], 0) + 1
+    first_output = timings.get("first_output_s")
+    total = timings.get("total_s") or result["wall_s"]
+    out_rows = (manifest.get("rows") or 0) + (manifest.get("dead_letters") or 0)
+    return {
+        "docs": docs, "actors": actors, "partitions": partitions, "exit": result["exit"], "outcomes": out_rows,
+        "wall_s": result["wall_s"], "outcomes_per_s": round(out_rows / result["wall_s"], 1) if out_rows else None,
+        "steady_outcomes_per_s": round(out_rows / (total - first_output), 1)
+        if out_rows and first_output is not None and total > first_output else None,
+        "driver_cpu_s": result["driver_cpu_s"],
+        "driver_cpu_us_per_outcome": round(result["driver_cpu_s"] / out_rows * 1e6, 2) if out_rows else None,
+        "driver_peak_rss_mb": result["driver_peak_rss_mb"], "plan_s": round(planned, 3),
+        "staging_files_peak": result["staging_files_peak"], "staging_mb_peak": result["staging_mb_peak"],
+        "first_commit_s": timings.get("first_commit_s"), "first_output_s": first_output,
+        "commit_s_per_partition": None, "actors_per_node": nodes,
+        "status": manifest.get("status"), "rows": manifest.get("rows"), "dead_letters": manifest.get("dead_letters"),
+    }
+
+
+# -- the two ceilings ----------------------------------------------------------------------------------
+
+def commit_ceiling(out: Path, docs: int, partitions: int, checkpoint_rows: int) -> dict[str, Any]:
+    """The driver's stage + commit of synthetic outcomes on local disk, without Ray: one outcome table per unit
+    (built once per unit size, its ids replaced), staged, and each partition committed as the driver does."""
+    import pyarrow.compute as pc
+
+    from pipeline.config import load_config
+    from pipeline.output.commit import PartitionCommitter, output_parts
+    from pipeline.output.layout import OutputLayout
+    from pipeline.partition import partition_for
+    from pipeline.run import plan_one
+    from pipeline.storage import storage_for
+    from workers.classify import Outcome
+    from workers.extractor import outcome_table
+
+    corpus = out / "corpus" / f"{docs}-{partitions}"
+    info = make_corpus(corpus, docs, partitions)
+    cell = out / f"ceiling-commit-{docs}-{partitions}p"
+    shutil.rmtree(cell, ignore_errors=True)
+    cell.mkdir(parents=True)
+    config = write_config(cell / "extract.yaml", corpus, info, cell / "output", 1, checkpoint_rows, checkpoint_rows, {})
+    loaded = load_config(config)
+    days = [FIRST_DAY + timedelta(days=p) for p in range(partitions)] if partitions > 1 else [None]
+    plans = [plan_one(loaded, partition_for(loaded.input_uri, d)) for d in days]
+    storage = storage_for(loaded.output_uri, loaded.s3_settings)
+    committer = PartitionCommitter(storage, OutputLayout(loaded.output_uri), loaded.contract, "simulated",
+                                   loaded.output_hash, "ceiling-run", parts=output_parts(loaded.decisive))
+    record = {"vendor": "Acme Ltd", "invoice": "INV-00000001", "total": 123.5, "items": 12, "due": "2026-01-02",
+              "currency": "EUR"}
+    templates: dict[int, pa.Table] = {}
+    ids_by_file = {f: pq.read_table(f, columns=["doc_id"]).column("doc_id") for p in plans for f in p.files}
+    tables = []
+    for pinput in plans:
+        for unit in pinput.units:
+            n = unit.rows
+            if n not in templates:
+                outcomes = [Outcome(record=dict(record), finish_reason="stop", prompt_tokens=60, output_tokens=30,
+                                    raw_output=json.dumps(record)) for _ in range(n)]
+                for o in outcomes:
+                    o.extra["schema_hash"] = loaded.contract.hash
+                templates[n] = outcome_table(pa.table({"doc_id": pa.array([""] * n)}), outcomes)
+            ids = pc.cast(ids_by_file[unit.path].slice(unit.start, n), pa.string())
+            tables.append((pinput, unit, templates[n].set_column(0, "doc_id", ids)))
+    commits = []
+    started = time.perf_counter()
+    for pinput in plans:
+        committer.prepare(pinput.partition, fresh=True)
+    for pinput, unit, table in tables:
+        committer.stage(pinput.partition, unit.id, table)
+        if unit is pinput.units[-1]:
+            begun = time.perf_counter()
+            committer.commit(pinput, started, 0)
+            commits.append(time.perf_counter() - begun)
+    seconds = time.perf_counter() - started
+    return {"docs": docs, "partitions": partitions, "seconds": round(seconds, 3),
+            "outcomes_per_s": round(docs / seconds, 1), "commit_s_per_partition": round(sum(commits) / len(commits), 4),
+            "commit_s_total": round(sum(commits), 3)}
+
+
+RAY_CEILING_SCRIPT = r"""
+import sys, time, ray, ray.data, pyarrow as pa
+n = int(sys.argv[1]); ray.init(logging_level="ERROR")
+ctx = ray.data.DataContext.get_current(); ctx.enable_progress_bars = False
+ctx.execution_options.preserve_order = False
+class Dummy:
+    def __call__(self, batch):
+        k = batch.num_rows
+        return pa.table({"id": pa.array([str(i) for i in batch.column("id").to_pylist()]),
+                         "status": pa.array(["row"] * k), "record": pa.array(["x" * 120] * k)})
+ds = ray.data.range(n, override_num_blocks=max(1, n // 1000)).map_batches(
+    Dummy, batch_size=None, batch_format="pyarrow", concurrency=1, num_cpus=0.5)
+start = time.perf_counter(); rows = 0; first = None
+for b in ds.iter_batches(batch_format="pyarrow", batch_size=None, prefetch_batches=0):
+    first = first or time.perf_counter()
+    rows += b.num_rows
+end = time.perf_counter()
+print(rows, end - start, end - first)
+"""
+
+
+def ray_ceiling(cluster: LocalCluster, rows: int) -> dict[str, Any]:
+    """Ray Data moving `rows` outcome-shaped rows from one dummy actor to a driver iterating them."""
+    done = subprocess.run([sys.executable, "-c", RAY_CEILING_SCRIPT, str(rows)], env=cluster.driver_env(),
+                          capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        return {"rows": rows, "error": done.stderr.strip().splitlines()[-1:]}
+    count, seconds, streaming = (float(v) for v in done.stdout.strip().splitlines()[-1].split())
+    return {"rows": int(count), "seconds": round(seconds, 3), "rows_per_s": round(count / seconds, 1),
+            "rows_per_s_after_first": round(count / streaming, 1) if streaming > 0 else None}
+
+
+# -- the whole bench -----------------------------------------------------------------------------------
+
+def run_simulated_bench(out: Path, grid: dict[str, list[int]], batch_size: int = 500, checkpoint_rows: int = 500,
+                        simulated: dict[str, Any] | None = None, nodes: int = 1, ceilings: bool = True,
+                        ceiling_rows: int | None = None) -> dict[str, Any]:
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    simulated = simulated or {}
+    most = max(grid["actors"])
+    # Logical CPUs: every actor asks for one, the read tasks none; the cores are the machine's whatever Ray counts.
+    per_node = -(-(most + 1) // nodes)
+    cluster = LocalCluster([per_node] * nodes)
+    cells: list[dict[str, Any]] = []
+    report: dict[str, Any] = {"grid": grid, "batch_size": batch_size, "checkpoint_rows": checkpoint_rows,
+                              "simulated": simulated, "nodes": nodes, "cores": os.cpu_count(), "cells": cells}
+    try:
+        for docs in grid["docs"]:
+            for partitions in grid["partitions"]:
+                if partitions > docs // 10:
+                    continue
+                for actors in grid["actors"]:
+                    cell = run_cell(out, cluster, docs, actors, partitions, batch_size, checkpoint_rows, simulated)
+                    cells.append(cell)
+                    print(json.dumps(cell), flush=True)
+                    _write(out, report)
+        if ceilings:
+            top = ceiling_rows or max(grid["docs"])
+            report["ray_ceiling"] = ray_ceiling(cluster, top)
+            report["commit_ceiling"] = commit_ceiling(out, top, 1, checkpoint_rows)
+            if max(grid["partitions"]) > 1:
+                report["commit_ceiling_partitions"] = commit_ceiling(out, top, max(grid["partitions"]),
+                                                                     checkpoint_rows)
+    finally:
+        cluster.stop()
+    report["memory"] = _memory(cells)
+    _write(out, report)
+    return report
+
+
+def _memory(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Driver peak RSS of the largest corpus over the next largest, same actors and partitions."""
+    sizes = sorted({c["docs"] for c in cells})
+    if len(sizes) < 2:
+        return {}
+    small, big = sizes[-2], sizes[-1]
+    ratios = {}
+    for c in cells:
+        if c["docs"] != big:
+            continue
+        base = next((b for b in cells if b["docs"] == small and b["actors"] == c["actors"]
+                     and b["partitions"] == c["partitions"]), None)
+        if base and base["driver_peak_rss_mb"]:
+            key = f"{c['actors']}a-{c['partitions']}p"
+            ratios[key] = round(c["driver_peak_rss_mb"] / base["driver_peak_rss_mb"], 3)
+    return {"small": small, "big": big, "rss_ratio": ratios}
+
+
+COLUMNS = [("docs", "docs"), ("actors", "actors"), ("partitions", "partitions"), ("exit", "exit"),
+           ("outcomes/s (wall)", "outcomes_per_s"), ("outcomes/s (first outcome → end)", "steady_outcomes_per_s"),
+           ("driver CPU µs/outcome", "driver_cpu_us_per_outcome"), ("driver peak RSS MB", "driver_peak_rss_mb"),
+           ("plan s", "plan_s"), ("peak staging files", "staging_files_peak"), ("peak staging MB", "staging_mb_peak"),
+           ("first commit s", "first_commit_s"), ("wall s", "wall_s")]
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    lines = [f"# extract bench --simulate: {report['cores']} cores, {report['nodes']} node(s), batch_size "
+             f"{report['batch_size']}, checkpoint_rows {report['checkpoint_rows']}, simulated {report['simulated']}",
+             "", "| " + " | ".join(c for c, _ in COLUMNS) + " |", "|---" * len(COLUMNS) + "|"]
+    for cell in report["cells"]:
+        lines.append("| " + " | ".join("" if cell.get(k) is None else str(cell.get(k)) for _, k in COLUMNS) + " |")
+    ray_c, commit_c = report.get("ray_ceiling") or {}, report.get("commit_ceiling") or {}
+    if ray_c or commit_c:
+        best = max((c.get("outcomes_per_s") or 0 for c in report["cells"]), default=0)
+        lines += ["", "| ceiling | outcomes/s | detail |", "|---|---|---|",
+                  f"| driver stage + commit, local disk, no Ray | {commit_c.get('outcomes_per_s')} | "
+                  f"{commit_c.get('docs')} outcomes, commit {commit_c.get('commit_s_per_partition')} s per partition |"]
+        part = report.get("commit_ceiling_partitions")
+        if part:
+            lines.append(f"| the same over {part['partitions']} partitions | {part.get('outcomes_per_s')} | commit "
+                         f"{part.get('commit_s_per_partition')} s per partition |")
+        lines += [f"| Ray Data, one dummy actor → driver | {ray_c.get('rows_per_s')} | {ray_c.get('rows')} rows; "
+                  f"{ray_c.get('rows_per_s_after_first')}/s from the first batch on |",
+                  f"| end to end (best cell, wall) | {best} | |"]
+    mem = report.get("memory") or {}
+    if mem:
+        lines += ["", f"Driver peak RSS at {mem['big']} documents over {mem['small']}: {mem['rss_ratio']} "
+                  "(goal <= 1.2)."]
+    return "\n".join(lines) + "\n"
+
+
+def render_chart(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    for (actors, partitions) in sorted({(c["actors"], c["partitions"]) for c in report["cells"]}):
+        mine = sorted((c for c in report["cells"] if c["actors"] == actors and c["partitions"] == partitions),
+                      key=lambda c: c["docs"])
+        label = f"{actors} actor(s), {partitions} partition(s)"
+        axes[0].plot([c["docs"] for c in mine], [c.get("outcomes_per_s") or 0 for c in mine], "o-", label=label)
+        axes[1].plot([c["docs"] for c in mine], [c.get("driver_peak_rss_mb") or 0 for c in mine], "o-", label=label)
+    for key, style in (("commit_ceiling", "--"), ("ray_ceiling", ":")):
+        value = (report.get(key) or {}).get("outcomes_per_s") or (report.get(key) or {}).get("rows_per_s")
+        if value:
+            axes[0].axhline(value, linestyle=style, color="grey", label=key.replace("_", " "))
+    axes[0].set(xscale="log", yscale="log", xlabel="documents", ylabel="outcomes / s (wall)")
+    axes[1].set(xscale="log", xlabel="documents", ylabel="driver peak RSS (MB)")
+    axes[0].legend(fontsize=7)
+    fig.suptitle("extract bench --simulate")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _write(out: Path, report: dict[str, Any]) -> None:
+    (out / "bench-sim.json").write_text(json.dumps(report, indent=2))
+    (out / "bench-sim.md").write_text(render_markdown(report))
+    if report["cells"]:
+        render_chart(report, out / "bench-sim.png")
