@@ -142,13 +142,14 @@ def core_client(llm: Any) -> Any:
 def check_engine(llm: Any) -> None:
     """The instance attributes the hooks use exist on this engine (they cannot be checked on classes)."""
     client = core_client(llm)
-    wanted = (("engine_core", "structured_output_manager"),) if in_process(client) else \
-        (("resources", "engine_dead"), ("outputs_queue",)) if hasattr(client, "resources") else ()
-    for path in wanted:
+    if in_process(client):
+        wanted = {"compile_grammar": ("engine_core", "structured_output_manager")}
+    else:
+        wanted = {"engine_dead": ("resources", "engine_dead"), "engine_dead_wake": ("outputs_queue",)}
+    for name, path in wanted.items():
         value = client
         for part in path:
             if not hasattr(value, part):
-                name = "compile_grammar" if path[0] == "engine_core" else "engine_dead"
                 raise VllmCompatError(f"vLLM hook {name!r}: the engine core client has no {'.'.join(path)}; the hooks "
                                       f"in workers/vllm_compat.py were written for vLLM {WRITTEN_FOR}")
             value = getattr(value, part)
