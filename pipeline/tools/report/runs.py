@@ -11,13 +11,14 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
+from pipeline.output.committed import CommittedOutput
 from pipeline.output.layout import OutputLayout
-from pipeline.output.manifest import OutputCorruptError, committed
+from pipeline.output.manifest import OutputCorruptError, PartitionManifest
 from pipeline.output.tables import column_names, read_columns
 from pipeline.storage import S3Settings, Storage, storage_for
 from pipeline.tools.report.outcomes import ROW, RecordOutcome
@@ -99,10 +100,9 @@ def partition_states(record: dict[str, Any]) -> str:
     return ", ".join(f"{n} {s}" for s, n in states.items()) or "no partitions"
 
 
-def committed_by_partition(storage: Storage, output_uri: str) -> dict[str, dict[str, Any]]:
-    """Partition label → manifest (`pipeline.manifest.committed`), its files resolved under `output_uri`."""
-    return {m.partition: {**asdict(m), "files": {k: m.uri(k, output_uri) for k in m.files}}
-            for m in committed(storage, output_uri)}
+def committed_by_partition(storage: Storage, output_uri: str) -> dict[str, PartitionManifest]:
+    """Partition label → its committed manifest (`CommittedOutput.partitions`)."""
+    return {m.partition: m for m in CommittedOutput(output_uri, storage).partitions()}
 
 
 def _read_columns(storage: Storage, uri: str, wanted: dict[str, str]) -> tuple[pa.Table, str]:
@@ -167,27 +167,27 @@ def load_run(output_uri: str, run_id: str | None = None, settings: S3Settings | 
     return data
 
 
-def _add_partition(storage: Storage, data: RunData, label: str, manifest: dict[str, Any]) -> None:
+def _add_partition(storage: Storage, data: RunData, label: str, manifest: PartitionManifest) -> None:
     """The outcomes of one committed partition of the run, with a note where it shows less than the whole."""
-    record, rows_uri = data.record, manifest["files"]["rows"]
+    record, rows_uri = data.record, manifest.uri(ROWS, data.output_uri)
     rows, _ = _read_columns(storage, rows_uri, ROW_COLUMNS)
-    dead, _ = _read_columns(storage, manifest["files"]["dead_letters"], DEAD_COLUMNS)
+    dead, _ = _read_columns(storage, manifest.uri(DEAD_LETTERS, data.output_uri), DEAD_COLUMNS)
     data.rows_have_tokens = data.rows_have_tokens or "output_tokens" in rows.column_names
     if record.get("kind") == "retry":
         rows, dead = _own(rows, data.run_id), _own(dead, data.run_id)
         data.notes.append(f"partition {label}: a retry; showing the {rows.num_rows} recovered rows and "
                           f"{dead.num_rows} documents still dead after it")
-    elif manifest.get("run_id") != data.run_id:
+    elif manifest.run_id != data.run_id:
         rows, dead = _own(rows, data.run_id), _own(dead, data.run_id)
-        data.notes.append(f"partition {label}: since rewritten by {manifest.get('run_id')}; showing the "
+        data.notes.append(f"partition {label}: since rewritten by {manifest.run_id}; showing the "
                           f"{rows.num_rows + dead.num_rows} records that still carry this run's id")
-    elif manifest.get("retries"):
-        ids = ", ".join(str(r.get("run_id")) for r in manifest["retries"])
+    elif manifest.retries:
+        ids = ", ".join(str(r.get("run_id")) for r in manifest.retries)
         data.notes.append(f"partition {label}: shown as it is now, after retries ({ids}); the run record "
                           "counts what this run wrote")
     data.outcomes += _outcomes(rows, ROW) + _outcomes(dead, None)
     data.row_tables.append(_full_rows(storage, rows_uri, rows.column("doc_id")))
-    data.input_files += [str(f) for f in manifest.get("input_files") or ()]
+    data.input_files += [str(f) for f in manifest.input_files or ()]
 
 
 def _note_counts(data: RunData) -> None:
