@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -181,20 +182,30 @@ class LocalCluster:
     def stop(self) -> None:
         import psutil
 
-        mine = []
+        gcs = re.compile(rf":{self.port}(\D|$)")
+        mine: dict[int, Any] = {}
+        for node in range(len(self.node_ports)):  # each raylet's children: workers, and agents whose titles hide it
+            raylet = self.raylet(node)
+            if raylet is not None:
+                try:
+                    mine.update({p.pid: p for p in [raylet, *raylet.children(recursive=True)]})
+                except psutil.NoSuchProcess:
+                    pass
         for proc in psutil.process_iter(["cmdline"]):
             try:
                 cmd = " ".join(proc.info["cmdline"] or [])
-                if self.temp_dir in cmd or f"127.0.0.1:{self.port}" in cmd:
-                    mine.append(proc)
+                if self.temp_dir in cmd or gcs.search(cmd):
+                    mine[proc.pid] = proc
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 pass
-        for proc in mine:
+        mine.pop(os.getpid(), None)
+        procs = list(mine.values())
+        for proc in procs:
             try:
                 proc.kill()
             except psutil.NoSuchProcess:
                 pass
-        psutil.wait_procs(mine, timeout=10)
+        psutil.wait_procs(procs, timeout=10)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 

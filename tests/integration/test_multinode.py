@@ -50,3 +50,87 @@ def test_one_actor_per_node_and_every_id_once(two_nodes, tmp_path):
         f"SELECT doc_id FROM read_parquet('{output}/rows/*.parquet') UNION ALL "
         f"SELECT doc_id FROM read_parquet('{output}/dead_letters/*.parquet')").fetchall()]
     assert sorted(ids) == sorted(docs)
+
+
+def _ids(output):
+    return sorted(r[0] for r in duckdb.connect().execute(
+        f"SELECT doc_id FROM read_parquet('{output}/rows/**/*.parquet') UNION ALL "
+        f"SELECT doc_id FROM read_parquet('{output}/dead_letters/**/*.parquet')").fetchall())
+
+
+def _actor_node(cluster, nodes):
+    """The first of `nodes` whose raylet runs an extraction actor (a child process of that raylet), or None."""
+    import psutil
+
+    for node in nodes:
+        raylet = cluster.raylet(node)
+        if raylet is None:
+            continue
+        try:
+            for child in raylet.children(recursive=True):
+                if "ExtractionActor" in " ".join(child.cmdline()):
+                    return node, raylet
+        except psutil.NoSuchProcess:
+            continue
+    return None
+
+
+def test_a_worker_raylet_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
+    """A head and two worker raylets on loopback (one CPU each; an actor takes 0.75, so the two actors sit on two
+    nodes and one node is free). The simulated engine runs the job; once outcomes are staged, the raylet of a
+    worker node holding an actor is SIGKILLed (its workers with it). The run goes on or fails; a failed run is
+    rerun as a user would. Every document is then committed exactly once."""
+    import time
+
+    import psutil
+
+    from pipeline.tools.simbench import LocalCluster, staged_rows
+
+    n = 600
+    ids = [f"k-{i:05d}" for i in range(n)]
+    write_docs(tmp_path / "docs.parquet", ids, [f"Invoice {i} from Acme, total {i}.50 EUR." for i in range(n)])
+    (tmp_path / "schema.json").write_text(json.dumps({"type": "object", "properties": {
+        "vendor": {"type": "string"}, "total": {"type": "number"}}, "required": ["vendor", "total"]}))
+    output = tmp_path / "out"
+    config = tmp_path / "extract.yaml"
+    config.write_text(json.dumps({
+        "name": "multinode-sim", "input": {"uri": "docs.parquet"}, "schema_file": "schema.json",
+        "prompt": "Extract.\n{document}", "output": {"uri": str(output), "checkpoint_rows": 40},
+        "model": {"path": "simulated", "max_tokens": 64, "simulated": {
+            "allow": True, "tokens_per_s": 100, "ttft_s": 0.05, "output_tokens": 10, "max_seqs": 4}},
+        "workers": {"actors": 2, "cpus_per_actor": 0.75, "batch_size": 20, "batches_in_flight": 2,
+                    "max_restarts": 3}}))
+    cluster = LocalCluster([1, 1, 1])
+    try:
+        command = [sys.executable, "-m", "pipeline", "run", str(config)]
+        driver = subprocess.Popen(command, env=cluster.driver_env(), cwd=ROOT, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        killed = None
+        deadline = time.monotonic() + 240
+        while driver.poll() is None and time.monotonic() < deadline:
+            if staged_rows(output) >= 120:
+                killed = _actor_node(cluster, [1, 2])
+                if killed is not None:
+                    node, raylet = killed
+                    doomed = [raylet, *raylet.children(recursive=True)]
+                    for proc in doomed:  # the node's raylet and its workers: the node is gone
+                        try:
+                            proc.kill()
+                        except psutil.NoSuchProcess:
+                            pass
+                    break
+            time.sleep(0.2)
+        first_log, _ = driver.communicate(timeout=300)
+        assert killed is not None, "no worker node held an actor while the run was going: nothing was killed"
+        assert staged_rows(output) < n or driver.returncode == 0, first_log[-3000:]
+        outcomes = [driver.returncode]
+        for _ in range(2):  # as a user would: rerun the failed run; committed and staged work is kept
+            if outcomes[-1] == 0:
+                break
+            again = subprocess.run(command, env=cluster.driver_env(), cwd=ROOT, capture_output=True, text=True,
+                                   timeout=300)
+            outcomes.append(again.returncode)
+        assert outcomes[-1] == 0, (outcomes, first_log[-3000:])
+    finally:
+        cluster.stop()
+    assert _ids(output) == ids  # every document once: none lost, none twice
