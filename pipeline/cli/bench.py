@@ -54,6 +54,8 @@ def _simulated(args: argparse.Namespace) -> int:
         given = getattr(args, f"sim_{key}")
         if given:
             grid[key] = [int(v) for v in given.split(",")]
+    if args.sim_cells:  # docs:actors:partitions,...: exactly these cells
+        grid["cells"] = [[int(v) for v in cell.split(":")] for cell in args.sim_cells.split(",")]
     simulated = json.loads(args.sim_engine) if args.sim_engine else {}
     out = Path(args.out if args.out != "out/bench" else "out/bench-sim")
     report = run_simulated_bench(out, grid, batch_size=args.sim_batch_size, checkpoint_rows=args.sim_checkpoint_rows,
@@ -89,6 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--sim-docs", help="documents per cell, comma-separated (over the grid's)")
     sim.add_argument("--sim-actors", help="actors per cell, comma-separated")
     sim.add_argument("--sim-partitions", help="partitions (days) per cell, comma-separated")
+    sim.add_argument("--sim-cells", metavar="D:A:P,...", help="exactly these cells (documents:actors:partitions), "
+                     "instead of the grid's product")
     sim.add_argument("--sim-batch-size", type=int, default=500, help="workers.batch_size (default 500)")
     sim.add_argument("--sim-checkpoint-rows", type=int, default=500, help="output.checkpoint_rows (default 500)")
     sim.add_argument("--sim-nodes", type=int, default=1, help="raylets on loopback (a head and N-1 workers)")

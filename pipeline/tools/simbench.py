@@ -444,7 +444,7 @@ def run_simulated_bench(out: Path, grid: dict[str, list[int]], batch_size: int =
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     simulated = simulated or {}
-    most = max(grid["actors"])
+    most = max(a for _, a, _ in grid_cells(grid))
     # Logical CPUs: every actor asks for one, the read tasks none; the cores are the machine's whatever Ray counts.
     per_node = -(-(most + 1) // nodes)
     cluster = LocalCluster([per_node] * nodes)
@@ -452,27 +452,31 @@ def run_simulated_bench(out: Path, grid: dict[str, list[int]], batch_size: int =
     report: dict[str, Any] = {"grid": grid, "batch_size": batch_size, "checkpoint_rows": checkpoint_rows,
                               "simulated": simulated, "nodes": nodes, "cores": os.cpu_count(), "cells": cells}
     try:
-        for docs in grid["docs"]:
-            for partitions in grid["partitions"]:
-                if partitions > docs // 10:
-                    continue
-                for actors in grid["actors"]:
-                    cell = run_cell(out, cluster, docs, actors, partitions, batch_size, checkpoint_rows, simulated)
-                    cells.append(cell)
-                    print(json.dumps(cell), flush=True)
-                    _write(out, report)
+        for docs, actors, partitions in grid_cells(grid):
+            cell = run_cell(out, cluster, docs, actors, partitions, batch_size, checkpoint_rows, simulated)
+            cells.append(cell)
+            print(json.dumps(cell), flush=True)
+            _write(out, report)
         if ceilings:
-            top = ceiling_rows or max(grid["docs"])
+            top = ceiling_rows or max(d for d, _, _ in grid_cells(grid))
             report["ray_ceiling"] = ray_ceiling(cluster, top)
             report["commit_ceiling"] = commit_ceiling(out, top, 1, checkpoint_rows)
-            if max(grid["partitions"]) > 1:
-                report["commit_ceiling_partitions"] = commit_ceiling(out, top, max(grid["partitions"]),
-                                                                     checkpoint_rows)
+            most_partitions = max(p for _, _, p in grid_cells(grid))
+            if most_partitions > 1:
+                report["commit_ceiling_partitions"] = commit_ceiling(out, top, most_partitions, checkpoint_rows)
     finally:
         cluster.stop()
     report["memory"] = _memory(cells)
     _write(out, report)
     return report
+
+
+def grid_cells(grid: dict[str, Any]) -> list[tuple[int, int, int]]:
+    """(docs, actors, partitions) of every cell: `grid["cells"]` as given, else the product of its lists (a
+    partition holds at least 10 documents)."""
+    if grid.get("cells"):
+        return [tuple(c) for c in grid["cells"]]  # type: ignore[misc]
+    return [(d, a, p) for d in grid["docs"] for p in grid["partitions"] if p <= d // 10 for a in grid["actors"]]
 
 
 def _memory(cells: list[dict[str, Any]]) -> dict[str, Any]:
