@@ -32,6 +32,7 @@ from pipeline.tools.simbench import (  # noqa: E402 - after the path
     driver_command,
     make_corpus,
     run_driver,
+    staging_dir,
     write_config,
 )
 
@@ -39,8 +40,8 @@ BATCH = re.compile(r"driver\.batch\s.*?rows=(\d+)")
 
 
 def staged_now(output: Path) -> int:
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in (output / "_staging").rglob("*.parquet")) \
-        if (output / "_staging").exists() else 0
+    staging = staging_dir(output)
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in staging.rglob("*.parquet")) if staging.exists() else 0
 
 
 def main() -> int:

@@ -39,6 +39,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from pipeline.output.layout import OutputLayout
+from pipeline.partition import Partition
+
 GRIDS: dict[str, dict[str, list[int]]] = {
     "quick": {"docs": [10_000], "actors": [1, 4], "partitions": [1, 10]},
     "medium": {"docs": [10_000, 100_000], "actors": [1, 4, 16], "partitions": [1, 1000]},
@@ -221,7 +224,7 @@ class _Sampler(threading.Thread):
         self.halt = threading.Event()
 
     def run(self) -> None:
-        staging = self.output / "_staging"
+        staging = staging_dir(self.output)
         while not self.halt.wait(0.5):
             files = size = 0
             for root, _, names in os.walk(staging):
@@ -267,7 +270,8 @@ def run_driver(command: list[str], env: dict[str, str], output: Path, log: Path,
 def staged_rows(output: Path) -> int:
     """Documents staged and not yet committed, plus those committed (from the partition manifests)."""
     total = 0
-    for path in (output / "_staging").rglob("*.parquet") if (output / "_staging").exists() else []:
+    staging = staging_dir(output)
+    for path in staging.rglob("*.parquet") if staging.exists() else []:
         try:
             total += pq.ParquetFile(path).metadata.num_rows
         except Exception:  # noqa: BLE001 - a file being written
@@ -275,10 +279,16 @@ def staged_rows(output: Path) -> int:
     return total + committed_rows(output)
 
 
+def staging_dir(output: Path) -> Path:
+    """The folder holding every partition's staging (OutputLayout names it)."""
+    return Path(OutputLayout(str(output)).staging_root(Partition(None, ""))).parent
+
+
 def committed_rows(output: Path) -> int:
     total = 0
-    folder = output / "_partitions"
-    for path in folder.rglob("manifest.json") if folder.exists() else []:
+    sample = Path(OutputLayout(str(output)).manifest(Partition(None, "")))
+    folder = sample.parent.parent  # the partition manifests' folder
+    for path in folder.rglob(sample.name) if folder.exists() else []:
         try:
             manifest = json.loads(path.read_text())
             total += int(manifest.get("input_rows") or 0)
@@ -292,7 +302,7 @@ def _root() -> Path:
 
 
 def _run_manifest(output: Path) -> dict[str, Any]:
-    runs = sorted((output / "_runs").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    runs = sorted(Path(OutputLayout(str(output)).runs_root()).glob("*.json"), key=lambda p: p.stat().st_mtime)
     return json.loads(runs[-1].read_text()) if runs else {}
 
 

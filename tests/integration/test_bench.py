@@ -40,3 +40,22 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     assert all(f"| {name} |" in markdown for name in report["arms"])
     assert all(title in markdown for title, _ in COLUMNS)
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_simulated_bench_runs_its_cells_and_ceilings(tmp_path, cli_env):
+    """`extract bench --simulate` with two small cells (one and two partitions): real runs on the simulated engine,
+    every document an outcome, and the two ceilings measured in the same bench run."""
+    out = tmp_path / "sim"
+    result = run_cli(["bench", "--simulate", "--sim-cells", "2000:1:1,2000:2:2", "--out", str(out)], cli_env,
+                     timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = json.loads((out / "bench-sim.json").read_text())
+    cells = {(c["docs"], c["actors"], c["partitions"]): c for c in report["cells"]}
+    assert set(cells) == {(2000, 1, 1), (2000, 2, 2)}
+    for cell in cells.values():
+        assert cell["exit"] == 0 and cell["outcomes"] == 2000 and cell["status"] == "committed"
+        assert cell["driver_cpu_s"] > 0 and cell["driver_peak_rss_mb"] > 0 and cell["staging_files_peak"] >= 0
+    assert report["commit_ceiling"]["outcomes_per_s"] > 0 and report["commit_ceiling_partitions"]["partitions"] == 2
+    assert report["ray_ceiling"]["rows"] == 2000
+    assert "| 2000 | 2 | 2 | 0 |" in (out / "bench-sim.md").read_text()
+    assert (out / "bench-sim.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
