@@ -325,9 +325,30 @@ def test_auto_bounds_fit_free_strings_into_a_small_budget_on_the_real_engine(eng
     engine.use_sampling({}, (None, None))  # the module's later tests decode without bounds
 
 
+def test_both_engines_refuse_a_request_the_same_way(engine):
+    """`VllmEngine` (the tools' engine) and `EngineThread` (the actors') drive vLLM through one add/step path: a
+    request the backend refuses comes back "refused", alone, from either; the one beside it runs."""
+    from workers.engine import VllmEngine
+
+    prompts = [engine.prompt_token_ids("x")] * 2
+    threaded = engine.generate(prompts, [REFUSED, schema_for("delta")], 32, 0.0)
+    direct_engine = VllmEngine(**engine_arguments(resolve_model_path("bundled"), 1024, 1, {"enforce_eager": True},
+                                                  False, sequences=2))
+    try:
+        direct = direct_engine.generate(prompts, [REFUSED, schema_for("delta")], 32, 0.0)
+        assert direct_engine.warm(REFUSED) > 0  # warming a refused schema does not raise on either engine
+    finally:
+        direct_engine.close()
+    assert [g.finish_reason for g in direct] == [g.finish_reason for g in threaded] == ["refused", "stop"]
+    assert direct[0].error == threaded[0].error and direct[0].output_tokens == 0
+    assert direct[1].text == threaded[1].text  # greedy, same model and grammar: the same output
+    assert engine.warm(REFUSED) > 0
+
+
 def test_after_close_a_caller_is_told_rather_than_left_waiting(engine):
     # runs last in this module: it closes the shared engine
     engine.close()
     with pytest.raises(RuntimeError, match="engine thread has stopped"):
         engine.generate([engine.prompt_token_ids("late")], schema_for("eta"), 8, 0.0)
+
 
