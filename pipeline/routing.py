@@ -28,6 +28,7 @@ from pipeline.reader import read_schema_values
 from pipeline.storage import Storage
 from pipeline.units import Unit
 from schemas.contract import SchemaContract
+from schemas.row_schema import RowSchemaError, row_contract
 
 log = structlog.get_logger(__name__)
 
@@ -141,17 +142,11 @@ class SchemaChecker:
 
 
 def _row_contract(value: str, loaded: LoadedConfig) -> SchemaContract | None:
-    """The contract a per-row value names, or None when it is unusable (the actor dead-letters it)."""
-    if value in loaded.schema_table:
-        schema: Any = loaded.schema_table[value]
-    else:
-        try:
-            schema = json.loads(value)
-        except (json.JSONDecodeError, RecursionError):  # nested thousands deep: the decoder's own stack
-            return None
+    """The contract a per-row value names (`schemas.row_schema`), or None when it is unusable (the actor
+    dead-letters its rows)."""
     try:
-        return SchemaContract.from_dict(schema, source="row", limits=loaded.schema_limits)
-    except (ValueError, RecursionError):
+        return row_contract(value, loaded.schema_table, loaded.schema_limits, loaded.config.input.schema_column)
+    except (RowSchemaError, RecursionError):  # nested thousands deep: the decoder's own stack
         return None
 
 

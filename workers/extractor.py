@@ -4,9 +4,10 @@ It is the actor's whole job apart from owning the engine, so it takes the engine
 anything with `prompt_token_ids(text)`, `warm(json_schema)` and
 `generate(prompts, json_schemas, max_tokens, temperature)` (and `seeds=`, for `model.retry.temperature` > 0).
 
-A job has one schema, or one per row (`input.schema_column`). Per-row schemas are resolved, bounded
-(`schemas.limits`) and compiled once per actor: each distinct schema is warmed the first time it
-appears, and its contract is cached by the column's value.
+A job has one schema, or one per row (`input.schema_column`). Per-row schemas are resolved
+(`schemas.row_schema`, as the driver's routing does), bounded (`schemas.limits`) and compiled once per
+actor: each distinct schema is warmed the first time it appears, and its contract is cached by the
+column's value.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import structlog
 
 from schemas.contract import SchemaContract
 from schemas.grounding import ground
+from schemas.row_schema import RowSchemaError, row_contract
 from workers.classify import (
     INVALID_INPUT_COLUMN,
     Outcome,
@@ -169,27 +171,10 @@ class BatchExtractor:
         return contract
 
     def _resolve(self, key: str) -> SchemaContract:
-        column = self.schemas.schema_column
-        if not key.strip():
-            raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, f"{column}: the row has no schema")
-        if key in self.schemas.schema_table:
-            source, schema = f"schema_table[{key}]", self.schemas.schema_table[key]
-        elif key.lstrip().startswith("{"):
-            source = self.schemas.schema_column or "schema"
-            try:
-                schema = json.loads(key)
-            except json.JSONDecodeError as exc:
-                raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID,
-                                     f"{source}: not valid JSON: {exc.msg} at char {exc.pos}") from None
-        else:
-            raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, f"{column}: {key[:80]!r} is neither a JSON Schema "
-                                 "nor a key of input.schema_table")
         try:
-            contract = SchemaContract.from_dict(schema, default_name=key if len(key) < 80 else "row-schema",
-                                                source=source, limits=self.schemas.schema_limits)
-        except ValueError as exc:
-            raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, f"{source}: {exc}") from None
-        return contract
+            return row_contract(key, self.schemas.schema_table, self.schemas.schema_limits, self.schemas.schema_column)
+        except RowSchemaError as exc:
+            raise SchemaUnusable(DeadLetterReason.SCHEMA_INVALID, str(exc)) from None
 
     def _schema_json(self, contract: SchemaContract) -> str:
         if contract.hash not in self._schema_text:

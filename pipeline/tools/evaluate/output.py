@@ -14,11 +14,11 @@ from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import committed
 from pipeline.output.tables import read_columns
 from pipeline.storage import Storage, storage_for
-from pipeline.tools.evaluate.compare import maybe_json
 from pipeline.tools.evaluate.options import EvalError, EvalOptions
 from pipeline.tools.evaluate.schema_view import SchemaView
 from pipeline.tools.evaluate.scores import Scores, score
 from schemas.contract import RECORD_COLUMN
+from schemas.row_schema import RowSchemaError, row_schema
 from workers.outcome import DeadCol, RowCol
 
 
@@ -58,11 +58,15 @@ def rows_to_records(loaded: LoadedConfig, table: pa.Table) -> dict[str, dict[str
 
 
 def _schema_value(loaded: LoadedConfig, value: Any) -> dict[str, Any] | None:
-    table = getattr(loaded, "schema_table", None) or {}
-    if isinstance(value, str) and value in table:
-        return table[value]
-    parsed = maybe_json(value)
-    return parsed if isinstance(parsed, dict) else None
+    """The schema a row's `input.schema_column` value names (`schemas.row_schema`, as the run resolved it), or
+    None where it names none (the run dead-lettered that row)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        _, schema = row_schema(value, getattr(loaded, "schema_table", None) or {})
+    except RowSchemaError:
+        return None
+    return schema if isinstance(schema, dict) else None
 
 
 def per_row_schemas(loaded: LoadedConfig, storage: Storage, partitions: list[dict[str, Any]]) -> dict[str, dict]:
