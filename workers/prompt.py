@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.refs import resolve_ref
+from workers.spec import PromptSpec
 
 PLACEHOLDER = re.compile(r"\{(document|schema)\}")
 PROMPT_SCHEMA_MODES = ("auto", "json", "fields", "none")
@@ -88,8 +89,8 @@ def build_chat(template: str, document: str, json_schema: dict[str, Any], schema
     return Chat(tuple(messages), chat_template)
 
 
-def prompt_for(spec: Any, document: str, json_schema: dict[str, Any], schema_json: str) -> str | Chat:
-    """`build_chat` with an `ExtractionSpec`'s prompting settings."""
+def prompt_for(spec: PromptSpec, document: str, json_schema: dict[str, Any], schema_json: str) -> str | Chat:
+    """`build_chat` with a job's prompting settings (`ExtractionSpec.prompt`)."""
     return build_chat(spec.prompt_template, document, json_schema, schema_json, mode=spec.prompt_schema,
                       system=spec.system, examples=spec.examples, chat_template=spec.chat_template)
 

@@ -81,7 +81,7 @@ def test_sample_job_spec_renders_its_examples_through_the_bundled_chat_template(
     loaded = load_config("jobs/extract.yaml")
     spec = build_spec(loaded, "r")
     assert "{schema}" not in spec.prompt_template
-    chat = prompt_for(spec, "INVOICE ZZZ-1", loaded.contract.json_schema, "{}")
+    chat = prompt_for(spec.prompt, "INVOICE ZZZ-1", loaded.contract.json_schema, "{}")
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(prepare()))
     text = tokenizer.apply_chat_template(list(chat.messages), tokenize=False, add_generation_prompt=True)
     assert len(spec.examples) == 3
