@@ -96,11 +96,11 @@ def _context(loaded: LoadedConfig, args: argparse.Namespace, output: RunOutput) 
         "gold": str(Path(args.gold).resolve()),
         "run_ids": output.run_ids,
         "output_uri": loaded.output_uri,
-        "partitions": [m["partition"] for m in output.partitions],
+        "partitions": [m.partition for m in output.partitions],
         "model": model.path,
         "constrained": getattr(model, "constrained", True),
         "max_tokens": model.max_tokens,
-        "config_matches_run": all(m.get("output_hash") == loaded.output_hash for m in output.partitions),
+        "config_matches_run": all(m.output_hash == loaded.output_hash for m in output.partitions),
         "evaluated_at": datetime.now(timezone.utc).isoformat(),
     }
 

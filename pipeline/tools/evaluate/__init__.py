@@ -55,7 +55,6 @@ from pipeline.tools.evaluate.leaves import TEMPORAL_FORMATS, canonical, iso, lea
 from pipeline.tools.evaluate.options import DEFAULT_OPTIONS, DEFAULT_TOLERANCE, EvalError, EvalOptions, Tolerance
 from pipeline.tools.evaluate.output import (
     RunOutput,
-    committed_partition_manifests,
     evaluate,
     output_of_labels,
     output_of_run,
@@ -70,7 +69,7 @@ from pipeline.tools.evaluate.scores import DocResult, FieldStats, Scores, score
 __all__ = [
     "DEFAULT_OPTIONS", "DEFAULT_TOLERANCE", "KINDS", "RULES", "TEMPORAL_FORMATS", "Comparer", "DocResult",
     "EvalError", "EvalOptions", "Event", "FieldStats", "RunOutput", "SchemaView", "Scores", "Tolerance",
-    "build_report", "canonical", "committed_partition_manifests", "evaluate", "iso", "leaf_equal", "load_gold",
+    "build_report", "canonical", "evaluate", "iso", "leaf_equal", "load_gold",
     "maybe_json", "normalize_text", "output_of_labels", "output_of_run", "per_row_schemas", "read_output",
     "render_markdown", "rows_to_records", "score", "write_report",
 ]

@@ -4,38 +4,32 @@ the rows' confidences, from the partitions the run committed."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from pipeline.config import LoadedConfig
-from pipeline.output.layout import OutputLayout
-from pipeline.output.manifest import committed
+from pipeline.output.committed import CommittedOutput
+from pipeline.output.manifest import PartitionManifest
 from pipeline.output.tables import read_columns
-from pipeline.storage import Storage, storage_for
+from pipeline.storage import storage_for
 from pipeline.tools.evaluate.options import EvalError, EvalOptions
 from pipeline.tools.evaluate.schema_view import SchemaView
 from pipeline.tools.evaluate.scores import Scores, score
 from schemas.contract import RECORD_COLUMN
 from schemas.row_schema import RowSchemaError, row_schema
-from workers.outcome import DeadCol, RowCol
+from workers.outcome import DEAD_LETTERS, ROWS, DeadCol, RowCol
 
 
 @dataclass
 class RunOutput:
     run_ids: list[str]  # the runs that committed the scored partitions
-    partitions: list[dict[str, Any]]  # their manifests
+    partitions: list[PartitionManifest]  # their manifests
     rows: dict[str, dict[str, Any]]
     dead_letters: dict[str, str]
     schemas: dict[str, dict[str, Any]]  # per-row-schema jobs: each document's schema
     confidence: dict[str, dict[str, float]] | None = None  # rows' `_confidence`, where the files have the column
-
-
-def committed_partition_manifests(loaded: LoadedConfig, storage: Storage) -> list[dict[str, Any]]:
-    """The committed partitions' manifests (`pipeline.manifest.committed`), files resolved to full paths."""
-    root = loaded.output_uri
-    return [{**asdict(m), "files": {k: m.uri(k, root) for k in m.files}} for m in committed(storage, root)]
 
 
 def _json_records(loaded: LoadedConfig, table: pa.Table, fields: list[str]) -> bool:
@@ -69,7 +63,7 @@ def _schema_value(loaded: LoadedConfig, value: Any) -> dict[str, Any] | None:
     return schema if isinstance(schema, dict) else None
 
 
-def per_row_schemas(loaded: LoadedConfig, storage: Storage, partitions: list[dict[str, Any]]) -> dict[str, dict]:
+def per_row_schemas(loaded: LoadedConfig, partitions: list[PartitionManifest]) -> dict[str, dict]:
     """Each document's schema, read from the scored partitions' input files (`input.schema_column`)."""
     column = getattr(loaded.config.input, "schema_column", None)
     if column is None:
@@ -78,7 +72,7 @@ def per_row_schemas(loaded: LoadedConfig, storage: Storage, partitions: list[dic
     in_storage = storage_for(loaded.input_uri, loaded.s3_settings)
     schemas: dict[str, dict[str, Any]] = {}
     for manifest in partitions:
-        for uri in manifest.get("input_files", []):
+        for uri in manifest.input_files:
             table = read_columns(in_storage, uri, [id_column, column])
             for doc_id, value in zip(table.column(id_column).to_pylist(), table.column(column).to_pylist(),
                                      strict=True):
@@ -88,14 +82,14 @@ def per_row_schemas(loaded: LoadedConfig, storage: Storage, partitions: list[dic
     return schemas
 
 
-def read_output(loaded: LoadedConfig, manifests: list[dict[str, Any]]) -> RunOutput:
-    storage = storage_for(loaded.output_uri, loaded.s3_settings)
+def read_output(loaded: LoadedConfig, output: CommittedOutput, manifests: list[PartitionManifest]) -> RunOutput:
+    """Rows, dead letters, per-row schemas and confidences of `manifests`' partitions, from the files each names."""
     id_column = loaded.config.input.id_column
     rows: dict[str, dict[str, Any]] = {}
     dead: dict[str, str] = {}
     confidence: dict[str, dict[str, float]] | None = None
     for manifest in manifests:
-        table = read_columns(storage, manifest["files"]["rows"])
+        table = read_columns(output.storage, manifest.uri(ROWS, output.root))
         rows.update(rows_to_records(loaded, table))
         if RowCol.CONFIDENCE in table.column_names:
             confidence = confidence if confidence is not None else {}
@@ -103,12 +97,12 @@ def read_output(loaded: LoadedConfig, manifests: list[dict[str, Any]]) -> RunOut
                                       strict=True):
                 if leaves:
                     confidence[str(doc_id)] = dict(leaves)
-        letters = read_columns(storage, manifest["files"]["dead_letters"], [id_column, DeadCol.REASON])
+        letters = read_columns(output.storage, manifest.uri(DEAD_LETTERS, output.root), [id_column, DeadCol.REASON])
         for doc_id, reason in zip(letters.column(id_column).to_pylist(), letters.column(DeadCol.REASON).to_pylist(),
                                   strict=True):
             dead[str(doc_id)] = reason
-    return RunOutput(run_ids=sorted({m["run_id"] for m in manifests}), partitions=manifests, rows=rows,
-                     dead_letters=dead, schemas=per_row_schemas(loaded, storage, manifests), confidence=confidence)
+    return RunOutput(run_ids=sorted({m.run_id for m in manifests}), partitions=manifests, rows=rows,
+                     dead_letters=dead, schemas=per_row_schemas(loaded, manifests), confidence=confidence)
 
 
 def output_of_run(loaded: LoadedConfig, run_ids: str | list[str]) -> RunOutput:
@@ -116,34 +110,34 @@ def output_of_run(loaded: LoadedConfig, run_ids: str | list[str]) -> RunOutput:
 
     Several runs are scored together when each committed some of the partitions, e.g. one day each.
     """
-    storage = storage_for(loaded.output_uri, loaded.s3_settings)
-    committed = committed_partition_manifests(loaded, storage)
-    manifests = []
+    output = CommittedOutput.of(loaded)
+    committed = output.partitions()
+    manifests: list[PartitionManifest] = []
     for run_id in [run_ids] if isinstance(run_ids, str) else run_ids:
-        mine = [m for m in committed if m.get("run_id") == run_id]
+        mine = [m for m in committed if m.run_id == run_id]
         if not mine:
-            if storage.exists(OutputLayout(loaded.output_uri).run_manifest(run_id)):
+            if output.storage.exists(output.layout.run_manifest(run_id)):
                 raise EvalError(f"--run {run_id}: no committed partition under {loaded.output_uri} is from this "
                                 "run (it committed nothing, or a later run replaced its partitions)")
             raise EvalError(f"--run {run_id}: no such run under {loaded.output_uri} "
                             f"(see {loaded.output_uri}/_runs/)")
         manifests += [m for m in mine if m not in manifests]
-    return read_output(loaded, manifests)
+    return read_output(loaded, output, manifests)
 
 
 def output_of_labels(loaded: LoadedConfig, labels: set[str], run_id: str) -> RunOutput:
     """The committed partitions a fresh run committed or skipped; a skipped one must match this config."""
-    storage = storage_for(loaded.output_uri, loaded.s3_settings)
-    manifests = [m for m in committed_partition_manifests(loaded, storage) if m.get("partition") in labels]
+    output = CommittedOutput.of(loaded)
+    manifests = [m for m in output.partitions() if m.partition in labels]
     for m in manifests:
-        if m.get("run_id") != run_id and m.get("output_hash") != loaded.output_hash:
+        if m.run_id != run_id and m.output_hash != loaded.output_hash:
             raise EvalError(
-                f"partition {m['partition']} of {loaded.output_uri} was committed by run {m['run_id']} under "
+                f"partition {m.partition} of {loaded.output_uri} was committed by run {m.run_id} under "
                 "another model, prompt or schema, so this run skipped it: pass --force, or --output to a new folder"
             )
     if not manifests:
         raise EvalError(f"run {run_id} committed no partition under {loaded.output_uri}")
-    return read_output(loaded, manifests)
+    return read_output(loaded, output, manifests)
 
 
 def evaluate(loaded: LoadedConfig, golds: dict[str, dict[str, Any]], output: RunOutput,
