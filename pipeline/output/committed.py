@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from pipeline.output.layout import KINDS, OutputLayout
-from pipeline.output.manifest import PartitionManifest, RunManifest, committed, read_manifest, run_manifests
+from pipeline.output.manifest import ManifestError, PartitionManifest, RunManifest, committed, read_manifest
 from pipeline.output.tables import read_columns
 from pipeline.partition import Partition
 from pipeline.storage import S3Settings, Storage, is_s3, join, storage_for
@@ -49,9 +49,20 @@ class CommittedOutput:
         """One partition's manifest, or None if it was never committed."""
         return read_manifest(self.storage, self.layout, p, check=check)
 
-    def runs(self) -> list[RunManifest]:
-        """Every run record (runs and retries), oldest first."""
-        return run_manifests(self.storage, self.root)
+    def runs(self, skip_unreadable: bool = False) -> list[RunManifest]:
+        """Every run record (runs and retries), oldest first (by start time, then run id). A file of `_runs/` that is
+        not a run record raises `ManifestError`; with `skip_unreadable` it is left out instead, as the record a live
+        run is still writing is (the report reads an output beside the jobs writing it)."""
+        records = []
+        for path in self.storage.list_files(self.layout.runs_root()):
+            if not path.endswith(".json"):
+                continue
+            try:
+                records.append(RunManifest.from_json(self.storage.read_text(path), path))
+            except ManifestError:
+                if not skip_unreadable:
+                    raise
+        return sorted(records, key=lambda r: (str(r.started_at), str(r.run_id)))
 
     def has_writer(self) -> bool:
         """Whether a writer ever held the output (its lease record is there)."""

@@ -25,6 +25,7 @@ from pipeline.tools.report import (
     field_profiles,
     format_loc,
     group_errors,
+    list_runs,
     load_run,
     normalise_message,
     pick_run,
@@ -243,7 +244,8 @@ def write_output(tmp_path: Path) -> Path:
     runs.mkdir()
     for run_id, day in (("r1", 1), ("r2", 2)):
         (runs / f"{run_id}.json").write_text(json.dumps({
-            "run_id": run_id, "started_at": f"2026-11-0{day}T03:00:00+00:00", "input_rows": 3,
+            "run_id": run_id, "name": "tickets", "config_path": "extract.yaml", "config_hash": "h",
+            "status": "committed", "started_at": f"2026-11-0{day}T03:00:00+00:00", "input_rows": 3,
             "output_uri": "/somewhere/else/out", "rows": 2, "dead_letters_by_reason": {"truncated": 1},
             "partitions": [{"partition": "2026-11-01", "status": "committed"},
                            {"partition": "2026-11-02", "status": "committed"}] if run_id == "r1" else
@@ -264,6 +266,19 @@ def test_load_run_reads_old_rows_relocated_files_and_rewritten_partitions(tmp_pa
     root = write_output(tmp_path)
     check_r1(load_run(str(root), "r1"))
     assert load_run(str(root)).run_id == "r2"  # the newest by default
+
+
+def test_a_record_a_live_run_is_still_writing_is_left_out(tmp_path):
+    from pipeline.storage import LocalStorage
+
+    root = write_output(tmp_path)
+    record = (root / "_runs" / "r2.json").read_text()
+    (root / "_runs" / "r3.json").write_text(record.replace('"r2"', '"r3"')[: len(record) // 2])  # half written
+    runs = list_runs(LocalStorage(), str(root))
+    assert [r["run_id"] for r in runs] == ["r1", "r2"]
+    written = json.loads((root / "_runs" / "r1.json").read_text())
+    assert {k: runs[0][k] for k in written} == written  # each record as written (with RunManifest's defaults)
+    assert load_run(str(root)).run_id == "r2"
 
 
 # ---------------------------------------------------------------- the whole path, real engine and browser

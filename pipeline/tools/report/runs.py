@@ -7,7 +7,6 @@ records that still carry the run's id are shown, and the report says so."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -17,7 +16,6 @@ from typing import Any
 import pyarrow as pa
 
 from pipeline.output.committed import CommittedOutput
-from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import OutputCorruptError, PartitionManifest
 from pipeline.output.tables import column_names, read_columns
 from pipeline.storage import S3Settings, Storage, storage_for
@@ -59,15 +57,9 @@ class RunData:
 
 
 def list_runs(storage: Storage, output_uri: str) -> list[dict[str, Any]]:
-    """Every run record under OUTPUT/_runs, oldest first."""
-    records = []
-    for path in storage.list_files(OutputLayout(output_uri).runs_root()):
-        if path.endswith(".json"):
-            try:
-                records.append(json.loads(storage.read_text(path)))
-            except json.JSONDecodeError:
-                continue  # a record being written by a live run; it is not a finished run yet
-    return sorted(records, key=lambda r: (str(r.get("started_at", "")), str(r.get("run_id", ""))))
+    """Every run record under OUTPUT/_runs, oldest first (`CommittedOutput.runs`), each as the record's JSON object.
+    A record a live run is still writing is not a finished run yet: it is left out."""
+    return [r.to_dict() for r in CommittedOutput(output_uri, storage).runs(skip_unreadable=True)]
 
 
 def pick_run(records: Sequence[dict[str, Any]], run_id: str | None, where: str) -> tuple[dict[str, Any], str | None]:
