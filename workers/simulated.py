@@ -274,7 +274,8 @@ def _document_frame(spec: Any) -> tuple[str | None, str]:
         from workers.prompt import prompt_for
 
         schema = contract.json_schema
-        chat = prompt_for(spec, SENTINEL, schema, json.dumps(schema, ensure_ascii=False))
+        prompting = getattr(spec, "prompt", spec)  # ExtractionSpec.prompt: its PromptSpec (the flat spec before it)
+        chat = prompt_for(prompting, SENTINEL, schema, json.dumps(schema, ensure_ascii=False))
         text = chat if isinstance(chat, str) else chat.messages[-1].get("content") or ""
     except Exception:  # noqa: BLE001 - without the frame, the whole message stands for the document
         return None, ""
