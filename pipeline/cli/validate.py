@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline.cli.options import days, job_options, overrides
-from pipeline.config import ConfigError, LoadedConfig, load_config
+from pipeline.config import SIMULATED, ConfigError, LoadedConfig, load_config
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -18,7 +18,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     loaded = load_config(args.config, overrides(args))
     span = days(loaded, args.date)
     plan = preflight(loaded, span[0])
-    unknown = unknown_engine_kwargs(loaded.config.model.engine_kwargs)
+    # The simulated engine's settings travel in engine_kwargs; they are no vLLM arguments and were checked already.
+    simulated = loaded.config.model.path == SIMULATED
+    unknown = [] if simulated else unknown_engine_kwargs(loaded.config.model.engine_kwargs)
     if unknown:
         raise ConfigError(f"model.engine_kwargs: {', '.join(map(repr, unknown))} is not an argument of the pinned "
                           "vLLM's EngineArgs")

@@ -166,6 +166,29 @@ def test_generate_batch_isolates_requests_vllm_refuses():
     assert engine.calls == [3, 1, 1, 1, 2]
 
 
+class _RefusingPerRequestEngine:
+    """An engine double shaped as ours now are: a refused request comes back alone, finish_reason "refused"."""
+
+    def __init__(self):
+        self.calls = []
+
+    def generate(self, prompts, schemas, max_tokens, temperature):
+        from workers.engine import REFUSED, Generation
+
+        self.calls.append(len(prompts))
+        return [Generation("", REFUSED, len(p), 0, "features not supported by xgrammar") if s.get("bad")
+                else Generation(str(s["n"]), "stop", len(p), max_tokens) for p, s in zip(prompts, schemas, strict=True)]
+
+
+def test_a_request_refused_on_its_own_is_a_refusal_rerouted_to_the_next_backend():
+    engine = _RefusingPerRequestEngine()
+    jobs = [c.Job(f"k{i}", {"n": i, "bad": i == 1}, ["xgrammar", "guidance"], prompt_ids=[i]) for i in range(3)]
+    results = c.generate_batch(engine, jobs, max_tokens=7)
+    assert isinstance(results[1], Exception) and "not supported by xgrammar" in str(results[1])
+    assert [r.text for r in (results[0], results[2])] == ["0", "2"]
+    assert engine.calls == [3]  # one call: no probing needed when the engine refuses per request
+
+
 class _CharTokenizer:
     def encode(self, text, add_special_tokens=False):
         return [ord(ch) for ch in text]

@@ -13,6 +13,7 @@ import structlog
 from pipeline.tools.conformance.corpora import Options
 from pipeline.tools.conformance.judge import compact_json
 from workers.compiler import BACKENDS
+from workers.engine import REFUSED
 
 log = structlog.get_logger(__name__)
 
@@ -74,12 +75,23 @@ def close_engine(engine: Any) -> None:
     engine.close()
 
 
-def generate_batch(engine: Any, jobs: list[Job], max_tokens: int) -> list[Any]:
-    """One Generation or exception per job, all jobs in one `generate` call when vLLM accepts them.
+class RequestRefused(Exception):
+    """The engine would not take this request (its grammar backend refuses the schema); the message is vLLM's."""
 
-    vLLM validates every request before it runs any, so one schema it refuses fails the whole call.
-    Then each request is probed alone with max_tokens=1 (the prompt's prefix stays cached), the refused
-    ones get their error, and the rest run as one batch; per-request calls are the last resort.
+
+def _as_refusal(gen: Any) -> Any:
+    """A request the engine refused on its own (`finish_reason` "refused": the others in the call ran) as the
+    exception a refused call used to raise, so that it is rerouted to the next backend like one."""
+    return RequestRefused(gen.error or "refused") if getattr(gen, "finish_reason", None) == REFUSED else gen
+
+
+def generate_batch(engine: Any, jobs: list[Job], max_tokens: int) -> list[Any]:
+    """One Generation or exception per job, all jobs in one `generate` call.
+
+    The engine refuses a request it cannot take on its own (the others run): that job gets `RequestRefused`.
+    Should the whole call fail, each request is probed alone with max_tokens=1 (the prompt's prefix stays
+    cached), the refused ones get their error, and the rest run as one batch; per-request calls are the last
+    resort.
     """
     def run(batch: list[Job], tokens: int) -> list[Any]:
         grammars = [job.schema if job.grammar is None else job.grammar for job in batch]
@@ -88,7 +100,7 @@ def generate_batch(engine: Any, jobs: list[Job], max_tokens: int) -> list[Any]:
     if not jobs:
         return []
     try:
-        return run(jobs, max_tokens)
+        return [_as_refusal(gen) for gen in run(jobs, max_tokens)]
     except Exception as exc:  # noqa: BLE001 - find the refused requests, keep the rest
         log.warning("conformance.batch_refused", jobs=len(jobs), error=str(exc)[:200])
     results: list[Any] = [None] * len(jobs)
@@ -100,11 +112,11 @@ def generate_batch(engine: Any, jobs: list[Job], max_tokens: int) -> list[Any]:
     accepted = [i for i, r in enumerate(results) if r is None]
     try:
         for i, gen in zip(accepted, run([jobs[i] for i in accepted], max_tokens), strict=True):
-            results[i] = gen
+            results[i] = _as_refusal(gen)
     except Exception:  # noqa: BLE001 - the last resort: one request at a time
         for i in accepted:
             try:
-                results[i] = run([jobs[i]], max_tokens)[0]
+                results[i] = _as_refusal(run([jobs[i]], max_tokens)[0])
             except Exception as exc:  # noqa: BLE001
                 results[i] = exc
     return results
