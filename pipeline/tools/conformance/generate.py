@@ -13,7 +13,7 @@ import structlog
 from pipeline.tools.conformance.corpora import Options
 from pipeline.tools.conformance.judge import compact_json
 from workers.compiler import BACKENDS
-from workers.engine import REFUSED
+from workers.engine import REFUSED, Generation
 
 log = structlog.get_logger(__name__)
 
@@ -82,7 +82,7 @@ class RequestRefused(Exception):
 def _as_refusal(gen: Any) -> Any:
     """A request the engine refused on its own (`finish_reason` "refused": the others in the call ran) as the
     exception a refused call used to raise, so that it is rerouted to the next backend like one."""
-    return RequestRefused(gen.error or "refused") if getattr(gen, "finish_reason", None) == REFUSED else gen
+    return RequestRefused(gen.error or REFUSED) if isinstance(gen, Generation) and gen.finish_reason == REFUSED else gen
 
 
 def generate_batch(engine: Any, jobs: list[Job], max_tokens: int) -> list[Any]:
