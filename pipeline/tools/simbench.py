@@ -356,19 +356,41 @@ def run_cell(out: Path, cluster: LocalCluster, docs: int, actors: int, partition
 
 # -- the two ceilings ----------------------------------------------------------------------------------
 
+def _synthetic_outcomes(plans: list[Any], schema_hash: str) -> list[tuple[Any, Any, pa.Table]]:
+    """Per unit of `plans`: a table of row outcomes for its documents (one template per unit size, its ids set)."""
+    import pyarrow.compute as pc
+
+    from workers.classify import Outcome
+    from workers.extractor import outcome_table
+
+    record = {"vendor": "Acme Ltd", "invoice": "INV-00000001", "total": 123.5, "items": 12, "due": "2026-01-02",
+              "currency": "EUR"}
+    templates: dict[int, pa.Table] = {}
+    ids_by_file = {f: pq.read_table(f, columns=["doc_id"]).column("doc_id") for p in plans for f in p.files}
+    tables = []
+    for pinput in plans:
+        for unit in pinput.units:
+            n = unit.rows
+            if n not in templates:
+                outcomes = [Outcome(record=dict(record), finish_reason="stop", prompt_tokens=60, output_tokens=30,
+                                    raw_output=json.dumps(record)) for _ in range(n)]
+                for o in outcomes:
+                    o.extra["schema_hash"] = schema_hash
+                templates[n] = outcome_table(pa.table({"doc_id": pa.array([""] * n)}), outcomes)
+            ids = pc.cast(ids_by_file[unit.path].slice(unit.start, n), pa.string())
+            tables.append((pinput, unit, templates[n].set_column(0, "doc_id", ids)))
+    return tables
+
+
 def commit_ceiling(out: Path, docs: int, partitions: int, checkpoint_rows: int) -> dict[str, Any]:
     """The driver's stage + commit of synthetic outcomes on local disk, without Ray: one outcome table per unit
     (built once per unit size, its ids replaced), staged, and each partition committed as the driver does."""
-    import pyarrow.compute as pc
-
     from pipeline.config import load_config
     from pipeline.output.commit import PartitionCommitter, output_parts
     from pipeline.output.layout import OutputLayout
     from pipeline.partition import partition_for
     from pipeline.run import plan_one
     from pipeline.storage import storage_for
-    from workers.classify import Outcome
-    from workers.extractor import outcome_table
 
     corpus = out / "corpus" / f"{docs}-{partitions}"
     info = make_corpus(corpus, docs, partitions)
@@ -382,22 +404,7 @@ def commit_ceiling(out: Path, docs: int, partitions: int, checkpoint_rows: int) 
     storage = storage_for(loaded.output_uri, loaded.s3_settings)
     committer = PartitionCommitter(storage, OutputLayout(loaded.output_uri), loaded.contract, "simulated",
                                    loaded.output_hash, "ceiling-run", parts=output_parts(loaded.decisive))
-    record = {"vendor": "Acme Ltd", "invoice": "INV-00000001", "total": 123.5, "items": 12, "due": "2026-01-02",
-              "currency": "EUR"}
-    templates: dict[int, pa.Table] = {}
-    ids_by_file = {f: pq.read_table(f, columns=["doc_id"]).column("doc_id") for p in plans for f in p.files}
-    tables = []
-    for pinput in plans:
-        for unit in pinput.units:
-            n = unit.rows
-            if n not in templates:
-                outcomes = [Outcome(record=dict(record), finish_reason="stop", prompt_tokens=60, output_tokens=30,
-                                    raw_output=json.dumps(record)) for _ in range(n)]
-                for o in outcomes:
-                    o.extra["schema_hash"] = loaded.contract.hash
-                templates[n] = outcome_table(pa.table({"doc_id": pa.array([""] * n)}), outcomes)
-            ids = pc.cast(ids_by_file[unit.path].slice(unit.start, n), pa.string())
-            tables.append((pinput, unit, templates[n].set_column(0, "doc_id", ids)))
+    tables = _synthetic_outcomes(plans, loaded.contract.hash)
     commits = []
     started = time.perf_counter()
     for pinput in plans:

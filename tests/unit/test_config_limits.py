@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from pipeline import config
+from pipeline import config, config_file
 from pipeline.config import ConfigError, load_config
 from tests.conftest import DELETE, ROOT, write_config
 
@@ -54,7 +54,7 @@ def test_a_value_that_contains_itself_is_refused(tmp_path):
 
 
 def test_a_config_over_the_size_limit_is_refused_unread(tmp_path, monkeypatch):
-    monkeypatch.setattr(config, "MAX_CONFIG_BYTES", 1000)
+    monkeypatch.setattr(config_file, "MAX_CONFIG_BYTES", 1000)
     path = tmp_path / "extract.yaml"
     path.write_text("prompt: '" + "x" * 2000 + "'\n")
     assert "over 1,000 bytes" in error_of(path)
