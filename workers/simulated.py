@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from schemas.refs import resolve_ref
 from workers.engine import REFUSED, Generation
 
 CHARS_PER_TOKEN = 4
@@ -298,10 +299,7 @@ def record_for(schema: dict[str, Any], rng: random.Random, root: dict[str, Any] 
     if not isinstance(schema, dict) or depth > 12:
         return None
     if "$ref" in schema:
-        target: Any = root
-        for part in str(schema["$ref"]).lstrip("#/").split("/"):
-            target = target.get(part, {}) if isinstance(target, dict) else {}
-        return record_for(target, rng, root, depth + 1)
+        return record_for(resolve_ref(root, str(schema["$ref"])) or {}, rng, root, depth + 1)
     if "const" in schema:
         return schema["const"]
     if schema.get("enum"):
