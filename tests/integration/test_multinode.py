@@ -122,7 +122,8 @@ def test_a_worker_raylet_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
             time.sleep(0.2)
         first_log, _ = driver.communicate(timeout=300)
         assert killed is not None, "no worker node held an actor while the run was going: nothing was killed"
-        assert staged_rows(output) < n or driver.returncode == 0, first_log[-3000:]
+        # The run may survive the node or stop (its actors' restarts used up, a lost journal): either way what it
+        # staged is kept, and the reruns below finish the job. Only the end state is the test's.
         outcomes = [driver.returncode]
         for _ in range(2):  # as a user would: rerun the failed run; committed and staged work is kept
             if outcomes[-1] == 0:
