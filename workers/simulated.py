@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from schemas.examples import load_examples_file
 from schemas.refs import resolve_ref
 from workers.engine import REFUSED, Generation
 
@@ -252,18 +253,10 @@ def _thresholds(mix: dict[str, Any]) -> list[tuple[str, float]]:
 
 
 def _load_gold(path: str) -> dict[bytes, str]:
-    """A gold JSONL file: {"document": TEXT, "output": RECORD} per line, keyed by the document's digest."""
-    gold: dict[bytes, str] = {}
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            entry = json.loads(line)
-            if not isinstance(entry, dict) or "document" not in entry or "output" not in entry:
-                raise ValueError(f"{path}:{number}: a gold line is {{\"document\": TEXT, \"output\": RECORD}}")
-            key = hashlib.blake2b(str(entry["document"]).encode("utf-8", "surrogatepass"), digest_size=16).digest()
-            gold[key] = json.dumps(entry["output"], ensure_ascii=False, separators=(",", ":"))
-    return gold
+    """A gold JSONL file in the few-shot examples' format (read by `schemas.examples`), keyed by the document's
+    digest."""
+    return {hashlib.blake2b(e.document.encode("utf-8", "surrogatepass"), digest_size=16).digest():
+            json.dumps(e.output, ensure_ascii=False, separators=(",", ":")) for e in load_examples_file(Path(path))}
 
 
 def _document_frame(spec: Any) -> tuple[str | None, str]:
