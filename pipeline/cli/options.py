@@ -69,11 +69,17 @@ def fail_fast_flag(p: argparse.ArgumentParser) -> None:
 
 
 def parse_value(value: str) -> Any:
-    """A command-line value as JSON where it parses (null, 0.5, false, [1]), else the text itself."""
+    """A command-line value as JSON where it parses (null, 0.5, false, [1]), else the text itself. A value nested
+    too deep for the parser's stack is one `ConfigError` (the config's own nesting limit is checked later)."""
     try:
         return json.loads(value)
     except json.JSONDecodeError:
         return value
+    except RecursionError:
+        from pipeline.config_file import MAX_CONFIG_DEPTH
+
+        raise ConfigError(f"the value {value[:24]}... nests too deep to parse (a config nests at most "
+                          f"{MAX_CONFIG_DEPTH} levels)") from None
 
 
 # Config keys that hold a path (a local one may be relative); `model.path` is a path only where one exists.
@@ -132,7 +138,10 @@ def typed_value(key: str, text: str, flag: str = "--set") -> Any:
     """`--set KEY=TEXT`'s value, by the type of the field KEY sets: JSON where the field takes the parsed value
     (256, 0.5, false, null, [1]), else the text itself (`name=2026` is "2026" for a text field). ConfigError
     naming the `--set` when the field takes neither, or when KEY is not a config key."""
-    parsed = parse_value(text)
+    try:
+        parsed = parse_value(text)
+    except ConfigError as exc:
+        raise ConfigError(f"{flag} {key}: {exc}") from None
     return checked(key, (parsed, text) if parsed is not text else (text,), f"{flag} {key}={text}")
 
 

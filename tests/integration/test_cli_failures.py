@@ -200,6 +200,67 @@ def secret_data(data: Path) -> None:
     write_docs(data / "credentials.parquet", ["e"], ["x"])
 
 
+def locked_corrupt_lease(tmp_path: Path, stack: ExitStack) -> list[str]:
+    """A `_lease.json` that is not a lease record, locked by a live process (here: the test's own lock): the
+    run can neither read its holder nor take it over."""
+    import fcntl
+
+    cfg = committed_job(tmp_path)
+    lease = tmp_path / "out" / "_lease.json"
+    lease.write_text("{not a lease")
+    fd = os.open(lease, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    stack.callback(os.close, fd)
+    return ["run", str(cfg)]
+
+
+def _committed_rows_file(tmp_path: Path) -> Path:
+    import json
+
+    manifest = json.loads((tmp_path / "out" / "_partitions" / "all" / "manifest.json").read_text())
+    return tmp_path / "out" / manifest["files"]["rows"]
+
+
+def manifest_outside(tmp_path: Path, stack: ExitStack) -> list[str]:
+    """A manifest edited to name another output's data file through `../` (its size and hash removed too)."""
+    import json
+
+    cfg = committed_job(tmp_path)
+    other = write_docs(tmp_path / "other.parquet", ["z"], ["x"])
+    path = tmp_path / "out" / "_partitions" / "all" / "manifest.json"
+    raw = json.loads(path.read_text())
+    raw["files"]["rows"] = os.path.relpath(other, tmp_path / "out")
+    raw.pop("sizes", None), raw.pop("hashes", None)
+    path.write_text(json.dumps(raw))
+    return ["query", str(cfg), "SELECT count(*) FROM rows"]
+
+
+def swapped_file(tmp_path: Path, stack: ExitStack) -> list[str]:
+    cfg = committed_job(tmp_path)
+    pq.write_table(pa.table({"doc_id": ["x", "y", "z"]}), _committed_rows_file(tmp_path))
+    return ["query", str(cfg), "SELECT count(*) FROM rows"]
+
+
+def changed_in_place(tmp_path: Path, stack: ExitStack) -> list[str]:
+    """One byte of the committed rows file changed, its size kept: only `--verify`'s content hash tells."""
+    cfg = committed_job(tmp_path)
+    rows = _committed_rows_file(tmp_path)
+    data = bytearray(rows.read_bytes())
+    at = data.index(b"A-1")
+    data[at:at + 3] = b"A-2"
+    rows.write_bytes(bytes(data))
+    return ["query", str(cfg), "SELECT count(*) FROM rows", "--verify"]
+
+
+def reserved_field(tmp_path: Path, stack: ExitStack) -> list[str]:
+    """A schema whose field is named like one of the output's own columns."""
+    import json
+
+    (tmp_path / "schema.json").write_text(json.dumps({"type": "object", "properties": {
+        "_run_id": {"type": "string"}, "total": {"type": "number"}}, "required": ["total"]}))
+    return ["validate", str(job(tmp_path, schema=DELETE, schema_file="schema.json"))]
+
+
 @dataclass(frozen=True)
 class Case:
     build: Callable[[Path, ExitStack], list[str]]  # the command line, from a fresh folder
@@ -233,6 +294,17 @@ CASES: dict[str, Case] = {
     "run: a corrupt manifest": Case(corrupt_manifest("run"), exit_codes.OUTPUT_CORRUPT, "manifest.json"),
     "query: a missing data file": Case(missing_data_file("query"), exit_codes.OUTPUT_CORRUPT, "missing"),
     "run: a missing data file": Case(missing_data_file("run"), exit_codes.OUTPUT_CORRUPT, "missing"),
+    "a --set value nested 5,000 deep": Case(lambda t, s: ["validate", str(job(t)), "--set",
+                                                        "model.engine_kwargs.x=" + "[" * 5000 + "]" * 5000],
+                                            exit_codes.USAGE, "--set model.engine_kwargs.x: the value"),
+    "run: a corrupt lease a live process holds": Case(locked_corrupt_lease, exit_codes.OUTPUT_LEASED, "_lease.json",
+                                                      ids=tuple(DOCS)),
+    "query: a manifest naming a file outside its partition": Case(manifest_outside, exit_codes.OUTPUT_CORRUPT,
+                                                                  "is not a data file of partition all"),
+    "query: a data file swapped for another": Case(swapped_file, exit_codes.OUTPUT_CORRUPT, "bytes, but"),
+    "query --verify: a data file changed at its size": Case(changed_in_place, exit_codes.OUTPUT_CORRUPT,
+                                                            "content hash"),
+    "validate: a field named like an output column": Case(reserved_field, exit_codes.USAGE, "_run_id"),
     "submit: a symlink out of the folder": Case(lambda t, s: submit_folder(t, symlink_out), exit_codes.USAGE,
                                                 "is a symlink to"),
     "submit: a secret-looking file the job reads": Case(lambda t, s: submit_folder(t, secret_data),
@@ -276,3 +348,18 @@ def test_a_reader_that_closes_stdout_ends_the_query_quietly(tmp_path, cli_env):
         finally:
             os.close(write_end)
         assert (result.returncode, result.stderr) == (exit_codes.BROKEN_PIPE, ""), (fmt, result.stderr[-2000:])
+
+
+def test_a_copied_partition_folder_does_not_change_what_query_reads(tmp_path, quiet_env):
+    """`cp -r _partitions/all _partitions/all.bak`: only a partition label's manifest counts, so the query still
+    reads each committed document once, and exits 0."""
+    import shutil
+
+    cfg = committed_job(tmp_path)
+    meta = tmp_path / "out" / "_partitions"
+    shutil.copytree(meta / "all", meta / "all.bak")
+    result = run_cli(["query", str(cfg), "SELECT doc_id FROM rows UNION ALL SELECT doc_id FROM dead_letters",
+                      "--format", "csv"], quiet_env, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr[-2000:]
+    assert sorted(v.strip('"') for v in result.stdout.split()[1:]) == sorted(DOCS)
+    assert committed_ids(cfg) == sorted(DOCS)
