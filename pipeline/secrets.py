@@ -40,8 +40,10 @@ _URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@<>]*):
 # value is masked when the name is secret-looking (`aws_secret_access_key=...`, `?token=...`).
 _ASSIGNED = re.compile(r"(?P<head>(?P<name>\b[A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*)"
                        r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s&;,\"']+)")
-_JSON_PAIR = re.compile(r"(?P<head>\"(?P<name>[A-Za-z_][A-Za-z0-9_.\- ]*)\"\s*:\s*)"
-                        r"(?P<value>\"(?:[^\"\\]|\\.)*\")")
+# `name: value` too: a JSON pair, a Python dict's repr (`{'aws_secret_access_key': '...'}`) and a YAML line, the
+# name bare or in either quote, the value quoted or up to a space, a comma, a brace or a quote.
+_JSON_PAIR = re.compile(r"(?P<head>(?P<quote>[\"']?)(?P<name>\b[A-Za-z_][A-Za-z0-9_.\- ]*)(?P=quote)\s*:[ \t]*)"
+                        r"(?P<value>\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^\s,;}&\"']+)")
 
 
 def _mask_url(text: str) -> str:
@@ -68,7 +70,7 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, list):
         return [redact_value(v) for v in value]
     if isinstance(value, str):
-        return _CREDENTIAL.sub(MASK, _mask_assigned(_mask_url(value)))
+        return _mask_assigned(_CREDENTIAL.sub(MASK, _mask_url(value)))
     return value
 
 

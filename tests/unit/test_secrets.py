@@ -20,6 +20,9 @@ PW = "hunter2X"
     (f'--opt aws_secret_access_key="{PW} x"', f'--opt aws_secret_access_key="{MASK}"'),
     (f"https://api.example.com/v1?token={PW}&page=2", f"https://api.example.com/v1?token={MASK}&page=2"),
     (f'{{"password": "{PW}", "user": "bob"}}', f'{{"password": "{MASK}", "user": "bob"}}'),
+    (f"aws_secret_access_key: {PW}", f"aws_secret_access_key: {MASK}"),  # a YAML line
+    (f"{{'aws_secret_access_key': '{PW}', 'region': 'eu'}}", f"{{'aws_secret_access_key': '{MASK}', 'region': 'eu'}}"),
+    (f"Authorization: Bearer {PW}abc", f"Authorization: {MASK}"),
 ])
 def test_secrets_inside_a_value_are_masked(value, shown):
     assert redact({"model.engine_kwargs.extra": value}) == {"model.engine_kwargs.extra": shown}
@@ -27,7 +30,8 @@ def test_secrets_inside_a_value_are_masked(value, shown):
 
 
 @pytest.mark.parametrize("value", ["https://minio.local:9000/bucket", "https://registry:443/@scope/pkg",
-                                   "mode=fast batch=4", "Extract the invoice.\n{document}", 512])
+                                   "mode=fast batch=4", "Extract the invoice.\n{document}", 512,
+                                   "url: https://minio.local:9000/b", "max_tokens: 512, name: inv"])
 def test_harmless_values_are_kept(value):
     assert redact({"storage.endpoint_url": value}) == {"storage.endpoint_url": value}
 
