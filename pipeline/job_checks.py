@@ -46,6 +46,27 @@ def check_token_budget(loaded: LoadedConfig) -> None:
         raise ConfigError(f"model.max_tokens ({model.max_tokens}) must be below model.max_model_len "
                           f"({model.max_model_len}): the prompt and the output share the context, so every "
                           "document would be input_too_long; lower model.max_tokens or raise model.max_model_len")
+    least = prompt_tokens_at_least(loaded.config.prompt)
+    if model.max_tokens + least > model.max_model_len:
+        raise ConfigError(f"model.max_tokens ({model.max_tokens}) leaves {model.max_model_len - model.max_tokens} "
+                          f"of model.max_model_len ({model.max_model_len}) for the prompt, but the prompt template "
+                          f"alone takes at least {least} tokens, so every document would be input_too_long; lower "
+                          "model.max_tokens or raise model.max_model_len")
+
+
+# No tokenizer writes more than this many characters in one token of ordinary text (the bundled model's longest is a
+# run of 81 spaces; its prompt text averages about 4 characters a token), so the template's length divided by it is
+# a floor on its tokens that never refuses a prompt that fits.
+CHARS_PER_TOKEN_CEILING = 16
+
+
+def prompt_tokens_at_least(template: str) -> int:
+    """A floor on the tokens of the prompt `template` without its document: its other text, runs of whitespace
+    (a tokenizer may write a long run as one token) counted as one character."""
+    import re
+
+    text = re.sub(r"\s+", " ", template.replace("{document}", ""))
+    return -(-len(text) // CHARS_PER_TOKEN_CEILING)
 
 
 def check_job(loaded: LoadedConfig) -> None:

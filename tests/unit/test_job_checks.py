@@ -51,3 +51,18 @@ def test_dt_is_reserved_only_for_a_dated_input():
 def test_max_tokens_at_or_above_max_model_len_names_both_keys(tmp_path, max_tokens):
     message = error_of(write_config(tmp_path, **{"model.max_tokens": max_tokens, "model.max_model_len": 4096}))
     assert message.startswith(f"model.max_tokens ({max_tokens}) must be below model.max_model_len (4096)")
+
+
+def test_max_tokens_that_leave_less_than_the_prompt_template_are_refused(tmp_path):
+    """4095 of 4096: below max_model_len, but the template's own text cannot fit in the one token left."""
+    message = error_of(write_config(tmp_path, **{"model.max_tokens": 4095, "model.max_model_len": 4096}))
+    assert message.startswith("model.max_tokens (4095) leaves 1 of model.max_model_len (4096) for the prompt")
+
+
+def test_the_prompt_floor_never_exceeds_a_real_tokenizers_count():
+    """The floor counts at most one token per 16 characters, whitespace runs as one: below any real count."""
+    from pipeline.job_checks import prompt_tokens_at_least
+
+    assert prompt_tokens_at_least("{document}") == 0
+    assert prompt_tokens_at_least("Extract the invoice.\n{document}") == 2
+    assert prompt_tokens_at_least(" " * 400 + "x") == 1  # a long run of spaces may be one token
