@@ -188,7 +188,9 @@ def _work(plans: list[PartitionPlan], committer: PartitionCommitter, results: di
             assert plan.committed is not None
             sweep(committer.storage, committer.layout, plan.partition, plan.committed)  # a crashed commit's files
             committer.discard_staging(plan.partition)
-            results[label] = PartitionResult(label, "skipped", error=plan.note)
+            # A limited commit this run's limit adds nothing to is "partial", never "skipped": documents remain unread.
+            status = "skipped" if plan.committed.complete else "partial"
+            results[label] = PartitionResult(label, status, error=plan.note)
         elif plan.action == FAILED:
             results[label] = PartitionResult(label, "failed", error=plan.note)
         else:

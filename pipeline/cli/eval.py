@@ -84,7 +84,7 @@ def _fresh_run(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[RunOutpu
     manifest = run_job(loaded, days(loaded, args.date), force=args.force)
     # With --format json, stdout holds the scores alone: the run's summary goes to stderr.
     print(render_summary(manifest), file=sys.stderr if args.format == "json" else sys.stdout)
-    labels = {p["partition"] for p in manifest.partitions if p["status"] in ("committed", "skipped")}
+    labels = {p["partition"] for p in manifest.partitions if p["status"] in ("committed", "skipped", "partial")}
     return output_of_labels(loaded, labels, manifest.run_id), manifest.run_id, manifest.status == "committed"
 
 

@@ -30,7 +30,8 @@ def test_a_smoke_run_then_a_full_run_commits_every_document_exactly_once(ray_clu
     assert not partial.complete and partial.input_rows == 3 and partial.input_total_rows == len(TICKETS)
 
     again = run_job(load_config(cfg, {"input.limit": 2}))  # a smaller smoke run: nothing more to read
-    assert again.partitions[0]["status"] == "skipped" and "run without --limit" in again.partitions[0]["error"]
+    # "partial", not "skipped": the run says documents remain unread, and how to read them
+    assert again.partitions[0]["status"] == "partial" and "run without --limit" in again.partitions[0]["error"]
 
     full = run_job(load_config(cfg))
     assert [p["status"] for p in full.partitions] == ["committed"]  # not "skipped (already committed)"
