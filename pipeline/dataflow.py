@@ -21,6 +21,7 @@ from pipeline.units import Unit
 from workers.actor import ExtractionActor
 from workers.crashes import new_journal
 from workers.extractor import BACKEND_COLUMN
+from workers.memory import read_sample
 from workers.spec import ExtractionSpec
 
 # Read tasks are light I/O; they ask for no CPU so that they never wait behind actors holding every core.
@@ -99,6 +100,8 @@ def build_dataset(
     With one backend (the usual case) there is one pool. With two, rows carry `_backend` and each pool
     takes its own; the driver's per-unit accounting does not mind a unit's outcomes coming in parts."""
     cfg = loaded.config
+    # The input's sizing document for the actors' CPU KV cache (workers.memory): read once, here.
+    spec = dataclasses.replace(spec, kv_sample=read_sample(storage, units, spec, cpu=not cfg.workers.gpus_per_actor))
     routes = routes or SchemaRoutes(default=spec.backend)
     split = len(routes.backends) > 1
     ctx = ray.data.DataContext.get_current()

@@ -22,12 +22,14 @@ from workers.crashes import Gate, batch_key, crash_outcome
 from workers.engine import (
     EngineStartError,
     EngineThread,
+    VllmEngine,
     engine_arguments,
     explain_start_failure,
     has_accelerator,
     is_fatal,
 )
 from workers.extractor import BatchExtractor
+from workers.memory import measure_need
 from workers.outcome import Internal
 from workers.reporter import reporter_for
 from workers.spec import ExtractionSpec
@@ -68,9 +70,11 @@ def _start_engine(spec: ExtractionSpec, accelerator: bool) -> EngineThread:
 
         return start_simulated(spec)  # type: ignore[return-value]
     try:
+        path = resolve_model_path(spec.model_path)
         return EngineThread(**engine_arguments(
-            resolve_model_path(spec.model_path), spec.max_model_len, spec.tensor_parallel_size, spec.engine_kwargs,
-            accelerator, spec.backend, sequences=spec.sequences_in_flight))
+            path, spec.max_model_len, spec.tensor_parallel_size, spec.engine_kwargs,
+            accelerator, spec.backend, sequences=spec.sequences_in_flight,
+            kv_need=None if accelerator else measure_need(spec, path, VllmEngine.prompt_token_ids)))
     except EngineStartError:
         raise
     except Exception as exc:  # the budget, the model's files: one line, whatever the cause

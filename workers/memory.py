@@ -3,23 +3,36 @@
 vLLM's CPU worker, left to itself, sizes the KV cache as `gpu_memory_utilization` × the total memory of
 NUMA node 0, minus what the process already holds. Node 0's total is not the machine's: a VM can report
 3.7 GiB there while `free` says 23 GiB, and it grows as memory is hot-plugged. So the same share starts on
-one machine and goes negative on the next. We give vLLM `kv_cache_memory_bytes` instead:
+one machine and goes negative on the next. We give vLLM `kv_cache_memory_bytes` instead, sized from what
+the job's sequences hold, not from `max_model_len` (issue 27: 64 × 4,096 tokens was 5.6 GiB for 600-token
+invoices):
 
-    need   = sequences in flight × max_model_len × bytes per token
-    budget = min(need, half the memory free now), and at least one whole sequence
+    per sequence = a long prompt of the job (`KvNeed.prompt_tokens`: template, examples and a document at a
+                   percentile of the input's lengths) + max_tokens + the speculative lookahead,
+                   at most max_model_len, in whole KV blocks
+    need   = sequences in flight × per sequence + vLLM's null block
+    budget = min(need, half the memory free now), and at least one max_model_len sequence + the null block
 
-where bytes per token = layers × KV heads × head dim × dtype size × 2 (keys and values). "Free" is the
-smaller of what the kernel says is available and what vLLM will check the budget against (node 0's
-free memory). If even one sequence does not fit, the engine is not started: `KvBudgetError` says why and
-which key to change.
+where bytes per token = layers × KV heads × head dim × dtype size × 2 (keys and values). Without a `KvNeed`
+(no sample of the input, a model whose tokenizer is not local) each sequence counts max_model_len tokens, as
+before. "Free" is the smaller of what the kernel says is available and what vLLM will check the budget
+against (node 0's free memory). If even one max_model_len sequence does not fit, the engine is not started:
+`KvBudgetError` says why and which key to change (vLLM itself refuses a cache smaller than one max_model_len
+request).
+
+A document longer than the percentile is still correct: vLLM's scheduler admits a request only when its
+prompt's blocks are free and preempts (then recomputes) the newest running request when a decode step finds
+no free block, so a longer mix runs fewer sequences at once, never fails; one max_model_len request always fits.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 GIB = 1 << 30
@@ -29,6 +42,11 @@ MIB = 1 << 20
 FREE_SHARE = 0.5
 # When the model's shape cannot be read (a hub id not yet downloaded), the budget the job's need is capped at.
 UNKNOWN_MODEL_BUDGET = 2 * GIB
+# vLLM's KV block on CPU (`platforms/cpu.py`: 128 unless `block_size` is set); memory goes by whole blocks.
+CPU_BLOCK_SIZE = 128
+# The input's document lengths (characters) whose percentile sizes a sequence; rows the driver samples for it.
+DOCUMENT_PERCENTILE = 95
+SAMPLE_ROWS = 1000
 _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "fp8": 1, "float8": 1}
 
 
@@ -49,15 +67,44 @@ class KvShape:
 
 
 @dataclass(frozen=True)
+class KvSample:
+    """The driver's sample of the input for sizing: the document at `percentile` of `rows` sampled lengths
+    (its text, cut to `max_chars`), which the actor renders into a prompt and counts with the tokenizer."""
+
+    document: str
+    chars: int  # its length before any cut
+    percentile: int
+    rows: int
+    longest_chars: int  # the longest sampled document, for the log
+
+
+@dataclass(frozen=True)
+class KvNeed:
+    """What one sequence of the job holds, in tokens, and where the figure came from."""
+
+    prompt_tokens: int  # the sizing prompt: template, examples and the sample document, chat-formatted
+    max_tokens: int
+    lookahead: int = 0  # speculative tokens vLLM reserves slots for
+    source: str = ""
+    shared_tokens: int = 0  # the leading tokens every prompt of the job has (system, examples): with prefix
+    # caching, their whole blocks are held once for all sequences
+
+
+@dataclass(frozen=True)
 class KvBudget:
     bytes: int
-    need: int  # what every sequence in flight at max_model_len would take
+    need: int  # what every sequence in flight would take (at max_model_len without a KvNeed)
     free: int  # memory free when it was sized
     capped: bool  # the need did not fit and the budget was cut to the free share
+    tokens_per_sequence: int = 0
+    source: str = "max_model_len"
+    shared_tokens: int = 0  # the common prefix's whole blocks, held once (prefix caching), in tokens
 
     def describe(self) -> dict[str, Any]:
         return {"kv_cache_gib": round(self.bytes / GIB, 3), "kv_need_gib": round(self.need / GIB, 3),
-                "free_gib": round(self.free / GIB, 2), "kv_capped": self.capped}
+                "free_gib": round(self.free / GIB, 2), "kv_capped": self.capped,
+                "kv_tokens_per_sequence": self.tokens_per_sequence, "kv_shared_tokens": self.shared_tokens,
+                "kv_source": self.source}
 
 
 def kv_shape(model_path: str, dtype: str | None = None) -> KvShape | None:
@@ -86,22 +133,50 @@ def free_memory() -> int:
     return int(min(free, node) if node is not None else free)
 
 
-def kv_budget(shape: KvShape | None, max_model_len: int, sequences: int, free: int) -> KvBudget:
+def _blocks(tokens: int, block_size: int) -> int:
+    return -(-tokens // block_size)
+
+
+def shared_blocks(need: KvNeed | None, share_prefix: bool, block_size: int = CPU_BLOCK_SIZE) -> int:
+    """The whole blocks of the common prefix, held once for every sequence when prefix caching shares them."""
+    return need.shared_tokens // block_size if need is not None and share_prefix else 0
+
+
+def sequence_tokens(need: KvNeed | None, max_model_len: int, block_size: int = CPU_BLOCK_SIZE,
+                    share_prefix: bool = False) -> int:
+    """The KV tokens one sequence is sized for, in whole blocks: the job's prompt + max_tokens + lookahead (at
+    most max_model_len), less the shared prefix's whole blocks; max_model_len without a `KvNeed`."""
+    if need is None:
+        return max_model_len
+    tokens = min(need.prompt_tokens + need.max_tokens + need.lookahead, max_model_len)
+    tokens -= shared_blocks(need, share_prefix, block_size) * block_size
+    return _blocks(max(tokens, 1), block_size) * block_size
+
+
+def kv_budget(shape: KvShape | None, max_model_len: int, sequences: int, free: int, need: KvNeed | None = None,
+              block_size: int = CPU_BLOCK_SIZE, share_prefix: bool = False) -> KvBudget:
     """The KV cache to ask for; raises `KvBudgetError` when not even one full-length sequence fits."""
     cap = int(free * FREE_SHARE)
+    per_sequence = sequence_tokens(need, max_model_len, block_size, share_prefix)
     if shape is None:
-        need = UNKNOWN_MODEL_BUDGET
+        need_bytes = UNKNOWN_MODEL_BUDGET
         one_sequence = 0
     else:
-        one_sequence = shape.bytes_per_token * max_model_len
-        need = one_sequence * max(1, sequences)
+        # vLLM's floor (`kv_cache_utils._check_enough_kv_cache_memory`): one max_model_len request in whole
+        # blocks, after the null block its block pool holds back.
+        one_sequence = (_blocks(max_model_len, block_size) + 1) * block_size * shape.bytes_per_token
+        need_bytes = shape.bytes_per_token * per_sequence * max(1, sequences)
+        if need is not None:  # + the shared prefix, once, and the null block
+            need_bytes += (shared_blocks(need, share_prefix, block_size) + 1) * block_size * shape.bytes_per_token
     if one_sequence > cap:
         raise KvBudgetError(
             f"the KV cache needs {one_sequence / GIB:.2f} GiB for one sequence of model.max_model_len="
             f"{max_model_len} tokens, but only {cap / GIB:.2f} GiB of the {free / GIB:.2f} GiB free on node 0 may "
             "be used: lower model.max_model_len, free memory, or set model.engine_kwargs.kv_cache_memory_bytes")
-    budget = max(min(need, cap), one_sequence)
-    return KvBudget(bytes=budget, need=need, free=free, capped=need > cap)
+    budget = max(min(need_bytes, cap), one_sequence)
+    return KvBudget(bytes=budget, need=need_bytes, free=free, capped=need_bytes > cap, tokens_per_sequence=per_sequence,
+                    source=need.source if need is not None else "max_model_len",
+                    shared_tokens=shared_blocks(need, share_prefix, block_size) * block_size)
 
 
 def check_explicit(kv_bytes: int, free: int) -> None:
@@ -113,7 +188,8 @@ def check_explicit(kv_bytes: int, free: int) -> None:
 
 
 def cpu_kv_arguments(model_path: str, max_model_len: int, sequences: int, engine_kwargs: dict[str, Any],
-                     free: int | None = None) -> tuple[dict[str, Any], KvBudget | None]:
+                     free: int | None = None, need: KvNeed | None = None, share_prefix: bool = False
+                     ) -> tuple[dict[str, Any], KvBudget | None]:
     """The KV-cache keyword arguments for a CPU engine, and the budget they came from.
 
     A job's own `kv_cache_memory_bytes` or `gpu_memory_utilization` wins (the first is still checked against
@@ -128,8 +204,94 @@ def cpu_kv_arguments(model_path: str, max_model_len: int, sequences: int, engine
     if os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
         return {}, None
     budget = kv_budget(kv_shape(model_path, engine_kwargs.get("kv_cache_dtype") or engine_kwargs.get("dtype")),
-                       max_model_len, sequences, free)
+                       max_model_len, sequences, free, need, int(engine_kwargs.get("block_size") or CPU_BLOCK_SIZE),
+                       share_prefix)
     return {"kv_cache_memory_bytes": budget.bytes}, budget
+
+
+def sample_document(texts: list[Any], percentile: int = DOCUMENT_PERCENTILE, max_chars: int | None = None
+                    ) -> KvSample | None:
+    """The document at `percentile` of the lengths of `texts` (str or bytes; None skipped), cut to `max_chars`."""
+    found = sorted((len(t), i) for i, t in enumerate(texts) if t is not None)
+    if not found:
+        return None
+    chars, index = found[min(len(found) - 1, len(found) * percentile // 100)]
+    text = texts[index]
+    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+    return KvSample(document=text[:max_chars] if max_chars else text, chars=chars, percentile=percentile,
+                    rows=len(found), longest_chars=found[-1][0])
+
+
+def sizes_itself(spec: Any, cpu: bool = True) -> bool:
+    """Whether the actors size their own CPU KV cache (`cpu_kv_arguments`) and can use a `KvSample`: a real
+    model on CPU, one job schema, no memory key of the job's own."""
+    keys = ("kv_cache_memory_bytes", "gpu_memory_utilization")
+    return (cpu and spec.model_path != "simulated" and spec.schema_column is None
+            and not any(spec.engine_kwargs.get(k) is not None for k in keys)
+            and not os.environ.get("VLLM_CPU_KVCACHE_SPACE"))
+
+
+def read_sample(storage: Any, units: list[Any], spec: Any, cpu: bool = True, rows: int = SAMPLE_ROWS
+                ) -> KvSample | None:
+    """The driver's `KvSample`: `spec.text_column` of up to `rows` rows from the row groups of the first units
+    to process (one column, one batch per row group), or None when the actors do not size their cache or
+    nothing could be read. The document is cut at 16 characters per token of max_model_len (no prompt longer
+    than that fits the context anyway)."""
+    import pyarrow.parquet as pq
+
+    if not sizes_itself(spec, cpu):
+        return None
+    text_column, max_chars = spec.text_column, 16 * spec.max_model_len
+    texts: list[Any] = []
+    seen: set[tuple[str, int]] = set()
+    try:
+        for unit in units:
+            if len(texts) >= rows:
+                break
+            if (unit.path, unit.row_group) in seen:
+                continue
+            seen.add((unit.path, unit.row_group))
+            parquet = pq.ParquetFile(storage.arrow_path(unit.path), filesystem=storage.arrow_fs())
+            for batch in parquet.iter_batches(batch_size=rows - len(texts), row_groups=[unit.row_group],
+                                              columns=[text_column]):
+                texts.extend(batch.column(0).to_pylist())
+                break
+    except Exception as exc:  # noqa: BLE001 - sizing is an estimate: the actor falls back to max_model_len
+        import structlog
+
+        structlog.get_logger("workers.memory").warning("kv_sample.unread", error=f"{type(exc).__name__}: {exc}")
+        return None
+    return sample_document(texts, max_chars=max_chars)
+
+
+def measure_need(spec: Any, model_path: str, prompt_token_ids: Callable[[Any, Any], list[int]]) -> KvNeed | None:
+    """The actor's `KvNeed`: `spec.kv_sample`'s document rendered as the job's prompt (template, system prompt,
+    examples, chat template) and counted as the engine will count it (`prompt_token_ids`: the engine's own
+    method, `VllmEngine.prompt_token_ids`, called on the model's tokenizer before the engine exists), +
+    `max_tokens`. None (max_model_len sizing) without a sample or a local tokenizer, or for per-row schemas."""
+    sample: KvSample | None = getattr(spec, "kv_sample", None)
+    if sample is None or not sizes_itself(spec) or not (Path(model_path) / "config.json").is_file():
+        return None
+    try:
+        from transformers import AutoTokenizer
+
+        from workers.prompt import prompt_for
+
+        counter = SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(model_path))
+        contract = spec.contract
+        schema_json = json.dumps(contract.json_schema, ensure_ascii=False)
+        ids = prompt_token_ids(counter, prompt_for(spec.prompt, sample.document, contract.json_schema, schema_json))
+        other = prompt_token_ids(counter, prompt_for(spec.prompt, "", contract.json_schema, schema_json))
+        shared = next((i for i, (a, b) in enumerate(zip(ids, other, strict=False)) if a != b),
+                      min(len(ids), len(other)))
+    except Exception as exc:  # noqa: BLE001 - sizing is an estimate: fall back to max_model_len
+        import structlog
+
+        structlog.get_logger("workers.memory").warning("kv_need.unmeasured", error=f"{type(exc).__name__}: {exc}")
+        return None
+    source = (f"prompt of the p{sample.percentile} document ({sample.chars} chars) of {sample.rows} sampled rows "
+              f"(longest {sample.longest_chars} chars), counted with the model's tokenizer + max_tokens")
+    return KvNeed(prompt_tokens=len(ids), max_tokens=spec.max_tokens, source=source, shared_tokens=shared)
 
 
 def __getattr__(name: str) -> Any:

@@ -36,6 +36,7 @@ class ExtractionSpec:
     max_model_len: int
     tensor_parallel_size: int = 1
     sequences_in_flight: int = 1  # batch_size × batches_in_flight: what the KV cache is sized for on CPU
+    kv_sample: Any = None  # workers.memory.KvSample: the input's sizing document, for the CPU KV cache
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
     constrained: bool = True  # false: free generation (a baseline); outputs are checked all the same
     backend: str = "xgrammar"  # the structured-output backend of this actor pool's engines
@@ -96,6 +97,7 @@ class EngineSpec:
     max_model_len: int
     tensor_parallel_size: int
     sequences_in_flight: int
+    kv_sample: Any
     engine_kwargs: dict[str, Any]
     backend: str
     sampling: dict[str, Any]

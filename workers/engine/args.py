@@ -3,11 +3,12 @@ the job's `engine_kwargs`."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import structlog
 
-from workers.memory import cpu_kv_arguments
+from workers.memory import KvNeed, cpu_kv_arguments
 
 log = structlog.get_logger("workers.engine")
 
@@ -49,6 +50,7 @@ def engine_arguments(
     backend: str = "xgrammar",
     sequences: int = 1,
     free_memory: int | None = None,
+    kv_need: KvNeed | None = None,
 ) -> dict[str, Any]:
     """vLLM `LLM(...)` keyword arguments: our defaults, overridden by the user's `engine_kwargs`.
 
@@ -56,7 +58,8 @@ def engine_arguments(
     schemas XGrammar cannot compile runs them on an actor pool whose engines use `guidance`.
 
     On CPU the KV cache gets an explicit budget for `sequences` in flight (`workers.memory`), never a share
-    of the machine; `free_memory` (bytes) is measured when not given. Raises `KvBudgetError` when the
+    of the machine, each sequence sized from `kv_need` (the job's prompt + max_tokens) or else max_model_len;
+    `free_memory` (bytes) is measured when not given. Raises `KvBudgetError` when the
     job's KV cache cannot fit."""
     args: dict[str, Any] = {
         "model": model_path,
@@ -68,7 +71,11 @@ def engine_arguments(
         "structured_outputs_config": {"backend": backend, "disable_any_whitespace": True},
     }
     if not accelerator:
-        kv_args, budget = cpu_kv_arguments(model_path, max_model_len, sequences, engine_kwargs, free_memory)
+        if kv_need is not None:  # the drafts' slots: vLLM allocates them ahead of each decode step
+            drafts = engine_kwargs.get("speculative_config", PROMPT_LOOKUP) or {}
+            kv_need = dataclasses.replace(kv_need, lookahead=int(drafts.get("num_speculative_tokens") or 0))
+        kv_args, budget = cpu_kv_arguments(model_path, max_model_len, sequences, engine_kwargs, free_memory, kv_need,
+                                           share_prefix=bool(engine_kwargs.get("enable_prefix_caching", True)))
         args.update(kv_args)
         if budget is not None:
             log.info("engine.kv_budget", sequences=sequences, max_model_len=max_model_len, **budget.describe())

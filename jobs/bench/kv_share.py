@@ -1,0 +1,103 @@
+"""Does the CPU KV budget sized with a shared prefix (workers.memory) hold the sample job's sequences in flight?
+
+The budget counts the prompts' common prefix (system prompt, few-shot examples) once, as vLLM's prefix caching
+holds its whole blocks once for every request that starts with it. This checks that on the real engine, at the
+worst case: the sample job's prompts (52 invoices, repeated up to `--sequences`) all submitted at once, each
+generating exactly `max_tokens` tokens (`ignore_eos`, no grammar), on an engine whose KV cache is the size the
+actor would ask for. vLLM's in-process scheduler is watched: every preemption (a request evicted for want of a
+free block, to be recomputed) is counted, and the peak share of blocks in use and the most requests running at
+once are recorded. Prints one JSON line.
+
+    flock /tmp/engine.lock .venv/bin/python jobs/bench/kv_share.py [--no-share] [--sequences 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default=str(ROOT / "jobs" / "extract.yaml"))
+    parser.add_argument("--sequences", type=int, default=None, help="default: batch_size × batches_in_flight")
+    parser.add_argument("--no-share", action="store_true", help="size without the shared prefix")
+    args = parser.parse_args()
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the scheduler in this process, to watch it
+    sys.path.insert(0, str(ROOT))
+    from vllm import SamplingParams
+
+    from pipeline.config import load_config
+    from pipeline.dataflow import build_spec
+    from pipeline.storage import storage_for
+    from workers.bundled_model import resolve_model_path
+    from workers.engine.args import engine_arguments
+    from workers.engine.vllm_engine import VllmEngine
+    from workers.memory import measure_need, read_sample
+    from workers.prompt import prompt_for
+
+    loaded = load_config(args.config)
+    spec = build_spec(loaded, "kv-share")
+    uri = str(Path(loaded.config.input.uri if Path(loaded.config.input.uri).is_absolute()
+                   else Path(args.config).parent / loaded.config.input.uri).resolve())
+    storage = storage_for(uri)
+    spec = dataclasses.replace(spec, kv_sample=read_sample(storage, [SimpleNamespace(path=uri, row_group=0)], spec))
+    path = resolve_model_path(spec.model_path)
+    need = measure_need(spec, path, VllmEngine.prompt_token_ids)
+    sequences = args.sequences or spec.sequences_in_flight
+    kwargs = dict(spec.engine_kwargs)
+    if args.no_share:
+        kwargs["enable_prefix_caching"] = False
+    llm_args = engine_arguments(path, spec.max_model_len, 1, kwargs, False, sequences=sequences, kv_need=need)
+    engine = VllmEngine(**llm_args)
+
+    import pyarrow.parquet as pq
+
+    texts = [t for t in pq.read_table(uri, columns=[spec.text_column]).column(0).to_pylist() if t]
+    schema_json = json.dumps(spec.contract.json_schema, ensure_ascii=False)
+    prompts = []
+    for text in texts:
+        ids = engine.prompt_token_ids(prompt_for(spec.prompt, text, spec.contract.json_schema, schema_json))
+        if len(ids) + spec.max_tokens <= engine.max_model_len:
+            prompts.append(ids)
+    prompts = (prompts * (sequences // len(prompts) + 1))[:sequences]
+
+    scheduler = engine.llm.llm_engine.engine_core.engine_core.scheduler
+    seen = {"preemptions": 0, "peak_usage": 0.0, "peak_running": 0}
+    preempt, schedule = scheduler._preempt_request, scheduler.schedule
+
+    def counted_preempt(*a, **k):
+        seen["preemptions"] += 1
+        return preempt(*a, **k)
+
+    def watched_schedule(*a, **k):
+        out = schedule(*a, **k)
+        seen["peak_usage"] = max(seen["peak_usage"], scheduler.kv_cache_manager.usage)
+        seen["peak_running"] = max(seen["peak_running"], len(scheduler.running))
+        return out
+
+    scheduler._preempt_request, scheduler.schedule = counted_preempt, watched_schedule
+    params = SamplingParams(max_tokens=spec.max_tokens, temperature=0.0, ignore_eos=True)
+    started = time.perf_counter()
+    outputs = engine.llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
+    seconds = time.perf_counter() - started
+    tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+    print(json.dumps({"share_prefix": not args.no_share, "sequences": sequences,
+                      "kv_cache_gib": round(llm_args["kv_cache_memory_bytes"] / (1 << 30), 3),
+                      "prompt_tokens_max": max(len(p) for p in prompts),
+                      "shared_tokens": need.shared_tokens if need else 0,
+                      **seen, "output_tokens": tokens, "seconds": round(seconds, 1),
+                      "tokens_per_s": round(tokens / seconds, 1)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
