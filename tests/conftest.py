@@ -115,6 +115,42 @@ def kill_processes_mentioning(text: str) -> int:
     return killed
 
 
+def processes_of_cluster(temp_dir: str) -> list:
+    """The processes of the Ray cluster whose temp dir is `temp_dir` (its raylets and GCS name it on their command
+    lines) and all their descendants (workers, actors, engine cores), so a test kills only what it started, never
+    another cluster's process on the same machine."""
+    import psutil
+
+    found: dict[int, psutil.Process] = {}
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if temp_dir in " ".join(proc.info["cmdline"] or []):
+                found[proc.pid] = proc
+                found.update((child.pid, child) for child in proc.children(recursive=True))
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return list(found.values())
+
+
+def descendants_named(root_pid: int, text: str) -> list:
+    """The descendants of `root_pid` whose command line or name contains `text`: a driver that starts its own
+    local Ray cluster is the ancestor of its raylet, workers, actors and their engine cores."""
+    import psutil
+
+    try:
+        children = psutil.Process(root_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    found = []
+    for proc in children:
+        try:
+            if text in " ".join(proc.cmdline() or []) or text in proc.name():
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return found
+
+
 def _node_ports() -> list[str]:
     # Every port of its own, so a node never collides with another cluster's defaults.
     return [f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",

@@ -17,7 +17,7 @@ import duckdb
 import psutil
 import pytest
 
-from tests.conftest import ROOT, write_config, write_docs
+from tests.conftest import ROOT, processes_of_cluster, write_config, write_docs
 
 pytestmark = pytest.mark.engine
 
@@ -121,23 +121,24 @@ def test_driver_sigkill_then_rerun_finishes_without_loss_or_duplicates(ray_head,
           f"rows {manifest['rows']} + dead letters {manifest['dead_letters']} = input {manifest['input_rows']}")
 
 
-def extraction_actor_pids() -> list[int]:
-    pids = []
-    for proc in psutil.process_iter(["cmdline"]):
-        try:
-            if "ExtractionActor" in " ".join(proc.info["cmdline"] or []):
-                pids.append(proc.pid)
-        except psutil.NoSuchProcess:
-            pass
-    return pids
+def extraction_actor_pids(head: dict) -> list[int]:
+    """This cluster's extraction actors (their process title names the class), not another cluster's."""
+    return [p.pid for p in processes_of_cluster(head["temp_dir"]) if _mentions(p, "ExtractionActor")]
+
+
+def _mentions(proc: psutil.Process, text: str) -> bool:
+    try:
+        return text in " ".join(proc.cmdline() or [])
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
 
 
 def test_actor_sigkill_mid_batch_is_restarted_and_the_batch_redone_once(ray_head, resume_dir):
     output = resume_dir / "out-actor"
     config = config_for(resume_dir, str(output))
     proc = start_driver(config, driver_env(ray_head))
-    wait_for(lambda: len(staged_units(output)) >= 1 and extraction_actor_pids(), proc)
-    victims = extraction_actor_pids()
+    wait_for(lambda: len(staged_units(output)) >= 1 and extraction_actor_pids(ray_head), proc)
+    victims = extraction_actor_pids(ray_head)
     for pid in victims:
         os.kill(pid, signal.SIGKILL)
     out, _ = proc.communicate(timeout=600)

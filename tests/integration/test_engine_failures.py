@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import exit_codes
-from tests.conftest import ROOT, SAMPLE, run_cli, write_config
+from tests.conftest import ROOT, SAMPLE, descendants_named, run_cli, write_config
 
 pytestmark = pytest.mark.engine
 
@@ -27,23 +27,15 @@ def test_a_kv_budget_larger_than_free_memory_is_one_line_and_exit_3(tmp_path, cl
     assert "model.engine_kwargs.kv_cache_memory_bytes" in last
 
 
-def _engine_cores() -> list[psutil.Process]:
-    """vLLM engine-core processes (they name themselves VLLM::EngineCore) on this machine: the actor that
-    owns one is a Ray worker, not our child, so they are found by name."""
-    found = []
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        try:
-            if "EngineCore" in " ".join(proc.info["cmdline"] or []) or "EngineCore" in (proc.info["name"] or ""):
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return found
+def _engine_cores(driver_pid: int) -> list[psutil.Process]:
+    """The vLLM engine-core processes (they name themselves VLLM::EngineCore) of this run: the driver starts its
+    own local Ray cluster, so its actors' engine cores descend from it; another run's on this machine do not."""
+    return descendants_named(driver_pid, "EngineCore")
 
 
 def _run_killing_the_engine_once(config, env) -> tuple[int, str, list[int]]:
     """Run the job; once its actor is warm, SIGKILL its engine core as a crash would."""
     env = dict(env, VLLM_ENABLE_V1_MULTIPROCESSING="1", EXTRACT_VERBOSE="1")
-    before = {p.pid for p in _engine_cores()}
     proc = subprocess.Popen([sys.executable, "-m", "pipeline", "run", str(config)], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
@@ -54,7 +46,7 @@ def _run_killing_the_engine_once(config, env) -> tuple[int, str, list[int]]:
         for line in proc.stdout:
             lines.append(line)
             if "actor.warm" in line and not killed:
-                for core in [p for p in _engine_cores() if p.pid not in before]:
+                for core in _engine_cores(proc.pid):
                     core.kill()
                     killed.append(core.pid)
 
