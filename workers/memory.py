@@ -9,8 +9,9 @@ invoices):
 
     per sequence = a long prompt of the job (`KvNeed.prompt_tokens`: template, examples and a document at a
                    percentile of the input's lengths) + max_tokens + the speculative lookahead,
-                   at most max_model_len, in whole KV blocks
-    need   = sequences in flight × per sequence + vLLM's null block
+                   at most max_model_len, in whole KV blocks, less the whole blocks of the prefix every
+                   prompt shares (the examples: prefix caching holds them once)
+    need   = sequences in flight × per sequence + the shared blocks + vLLM's null block
     budget = min(need, half the memory free now), and at least one max_model_len sequence + the null block
 
 where bytes per token = layers × KV heads × head dim × dtype size × 2 (keys and values). Without a `KvNeed`
@@ -20,9 +21,10 @@ against (node 0's free memory). If even one max_model_len sequence does not fit,
 `KvBudgetError` says why and which key to change (vLLM itself refuses a cache smaller than one max_model_len
 request).
 
-A document longer than the percentile is still correct: vLLM's scheduler admits a request only when its
-prompt's blocks are free and preempts (then recomputes) the newest running request when a decode step finds
-no free block, so a longer mix runs fewer sequences at once, never fails; one max_model_len request always fits.
+A document longer than the percentile is still correct: vLLM's scheduler schedules a waiting request only when
+the blocks for its scheduled tokens are free (else it stays queued) and preempts (then recomputes) the newest
+running request when a running one finds no free block, so a longer mix runs fewer sequences at once and never
+fails; one max_model_len request always fits.
 """
 
 from __future__ import annotations
