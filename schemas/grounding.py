@@ -235,7 +235,7 @@ def refusal(json_schema: dict[str, Any], document: str, value: Any, mode: str = 
             all_numbers: bool = False) -> str | None:
     """Why grounding would keep the model from writing `value` for this document (None: it would not): a value
     of a grounded field that is not among the candidates its finder takes from the document."""
-    grounded = ground(json_schema, document, all_numbers, mode)
+    grounded = _ground(json_schema, document, all_numbers, mode)
     if grounded is json_schema:
         return None
     for error in jsonschema.Draft202012Validator(grounded).iter_errors(value):
@@ -389,7 +389,39 @@ def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool 
     (the schema itself when nothing is grounded, or without a document). `mode` is schema_policy.grounding:
     `marked` grounds the fields marked `x-grounded` (and with `all_numbers`, schema_policy.ground_numbers,
     every plain number field as if marked `number`); `auto` also grounds every unmarked field that
-    `inferred_kind` gives a kind, except those marked `x-grounded: false`; `off` grounds nothing."""
+    `inferred_kind` gives a kind, except those marked `x-grounded: false`; `off` grounds nothing.
+    In every mode, an enum of decimals the schema writes itself is spliced as written (`literal_decimals`)."""
+    return literal_decimals(_ground(json_schema, document, all_numbers, mode))
+
+
+def _has_decimal(values: list[Any]) -> bool:
+    """Whether an enum's values are numbers (or null), one of them a non-integer float: what XGrammar would
+    write with 17 significant digits."""
+    return any(isinstance(v, float) and not v.is_integer() for v in values) and all(
+        v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values)
+
+
+def literal_decimals(json_schema: dict[str, Any]) -> dict[str, Any]:
+    """`json_schema` with every enum of decimals (`"Rarity": {"enum": [0.1, 0.5, 1.0]}`) given its values as
+    JSON writes them (`x-literals`, schemas.substring), so the grammar writes `0.1`, not `0.10000000000000001`:
+    ten tokens fewer per value, which a list of such items spends from `max_tokens` (on DeepJSONEval a list of
+    ten achievements ran out of tokens). The values parse the same, so the output's meaning does not change.
+    The schema itself (not a copy) when it has no such enum."""
+    found = [path for path, node in iter_subschemas(json_schema) if isinstance(node.get("enum"), list)
+             and LITERALS_KEY not in node and _has_decimal(node["enum"])
+             and not any(_not_a_value(path[:i]) for i in range(1, len(path) + 1))]
+    if not found:
+        return json_schema
+    work = copy.deepcopy(json_schema)
+    nodes = dict(iter_subschemas(work))
+    for path in found:
+        node = nodes[path]
+        node[LITERALS_KEY] = [json.dumps(v) for v in node["enum"]]
+    return work
+
+
+def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False,
+            mode: str = "marked") -> dict[str, Any]:
     if document is None or mode == "off" or (mode == "marked" and not (all_numbers or has_grounded(json_schema))):
         return json_schema
     kinds = {path: kind for path, kind in field_kinds(json_schema, mode, all_numbers).items() if kind is not None}

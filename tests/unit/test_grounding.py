@@ -255,3 +255,37 @@ def test_a_lists_strings_are_whole_cells_in_a_table_and_spans_in_prose() -> None
     prose = ("The studio released Echoes of the Horizon in 2023, a sequel that blends science fiction with a "
              "family drama and a courtroom story, and critics praised its score and its lead actors a great deal.")
     assert items(prose) == spans(prose) and "science fiction" in items(prose)
+
+
+def test_an_enum_of_decimals_is_spliced_as_written_in_every_mode() -> None:
+    """XGrammar writes 0.1 as 0.10000000000000001 (ten tokens more); the grammar gets the values as JSON writes
+    them. Only enums of numbers with a decimal: an enum of integers, of strings or under `not` stays."""
+    schema = {"type": "object", "properties": {
+        "rarity": {"type": "number", "enum": [0.1, 0.5, 1.0, 10.0]},
+        "maybe": {"anyOf": [{"enum": [2.5, None]}, {"type": "null"}]},
+        "stars": {"type": "integer", "enum": [1, 2, 3]},
+        "mixed": {"enum": ["a", 0.5]},
+        "never": {"not": {"enum": [0.5, 1.5]}}}}
+    for mode in ("auto", "marked", "off"):
+        grounded = ground(schema, "no numbers here", mode=mode)["properties"]
+        assert grounded["rarity"] == {"type": "number", "enum": [0.1, 0.5, 1.0, 10.0],
+                                      "x-literals": ["0.1", "0.5", "1.0", "10.0"]}
+        assert grounded["maybe"]["anyOf"][0] == {"enum": [2.5, None], "x-literals": ["2.5", "null"]}
+        assert grounded["stars"] == schema["properties"]["stars"]
+        assert grounded["mixed"] == schema["properties"]["mixed"]
+        assert grounded["never"] == schema["properties"]["never"]
+    assert "x-literals" not in schema["properties"]["rarity"]  # the user's schema is not changed
+    plain = {"type": "object", "properties": {"stars": {"enum": [1, 2]}}}
+    assert ground(plain, "text", mode="off") is plain  # nothing to splice: the schema itself
+    # a value the enum allows is not a grounding refusal (the literals only shape the grammar)
+    assert refusal(schema, "no numbers here", {"rarity": 0.1}, mode="off") is None
+
+
+def test_an_enum_of_decimals_reaches_the_grammar_as_its_literals() -> None:
+    pytest.importorskip("xgrammar")
+    from schemas.substring import to_ebnf
+
+    schema = {"type": "object", "properties": {"rarity": {"type": "number", "enum": [0.1, 5.0]}},
+              "required": ["rarity"]}
+    ebnf = to_ebnf(ground(schema, "doc", mode="off"))
+    assert '("0.1") | ("5.0")' in ebnf and "0.10000000000000001" not in ebnf
