@@ -10,6 +10,8 @@ import os
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+
 from pipeline import exit_codes
 from pipeline.cli.options import config_options, overrides
 from pipeline.config import load_config
@@ -53,10 +55,9 @@ def cmd_query(args: argparse.Namespace) -> int:
         relation = run_query(target, args.sql, verify=args.verify)
         if relation is not None:
             if args.format == "csv":
-                table = relation.to_arrow_table()
                 import pyarrow.csv as pacsv
 
-                pacsv.write_csv(table, sys.stdout.buffer)
+                pacsv.write_csv(flat_for_csv(relation.to_arrow_table()), sys.stdout.buffer)
             elif args.format == "json":
                 for row in relation.to_arrow_table().to_pylist():
                     print(json.dumps(row, default=str))
@@ -69,6 +70,18 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"error: the query failed: {sql_error(exc)}", file=sys.stderr)
         return exit_codes.USAGE
     return 0
+
+
+def flat_for_csv(table: pa.Table) -> pa.Table:
+    """`table` with each nested column (a struct, a list, a map: a record's `customer` or `items`) written as JSON
+    text, which CSV can hold; the other columns as they are."""
+    for i, field in enumerate(table.schema):
+        if pa.types.is_nested(field.type):
+            as_map = pa.types.is_map(field.type)  # a map's values come as (key, value) pairs: written as an object
+            text = [None if v is None else json.dumps(dict(v) if as_map else v, default=str, ensure_ascii=False)
+                    for v in table.column(i).to_pylist()]
+            table = table.set_column(i, pa.field(field.name, pa.string()), pa.array(text, pa.string()))
+    return table
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -363,3 +363,19 @@ def test_a_copied_partition_folder_does_not_change_what_query_reads(tmp_path, qu
     assert (result.returncode, result.stderr) == (0, ""), result.stderr[-2000:]
     assert sorted(v.strip('"') for v in result.stdout.split()[1:]) == sorted(DOCS)
     assert committed_ids(cfg) == sorted(DOCS)
+
+
+def test_query_csv_writes_nested_columns_as_json_text(tmp_path, quiet_env):
+    """The sample's rows hold a list (`items`) and structs: CSV cannot, so each is written as JSON text, not a
+    pyarrow traceback."""
+    import csv
+    import io
+    import json
+
+    cfg = committed_job(tmp_path)
+    result = run_cli(["query", str(cfg), "SELECT doc_id, items, {'n': 1, 'l': [2]} AS s FROM rows", "--format",
+                      "csv"], quiet_env, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr[-2000:]
+    (row,) = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert row["doc_id"] == "a" and isinstance(json.loads(row["items"]), list)
+    assert json.loads(row["s"]) == {"n": 1, "l": [2]}
