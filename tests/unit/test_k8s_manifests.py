@@ -140,8 +140,19 @@ def test_the_kinds_checked_are_the_ones_used():
     assert kinds <= set(CORE_SCHEMAS) | {("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster")}
 
 
+def test_the_core_kinds_validation_refuses_what_a_cluster_would(validators):
+    """A misspelt field in the CronJob is caught by Kubernetes' own schema (this needs no KubeRay CRDs)."""
+    (cron,) = [doc for _, doc in objects() if doc["kind"] == "CronJob"]
+    bad = copy.deepcopy(cron)
+    bad["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy "] = "Always"
+    assert errors(validators, bad)
+    wrong = copy.deepcopy(cron)
+    wrong["spec"]["jobTemplate"]["spec"]["ttlSecondsAfterFinished"] = "300"
+    assert any("ttlSecondsAfterFinished" in e for e in errors(validators, wrong))
+
+
 def test_the_validation_refuses_what_a_cluster_would(validators):
-    """A misspelt field, a wrong type and a missing required field are each caught, in a CRD and a core kind."""
+    """A misspelt field, a wrong type and a missing required field are each caught in the RayJob by its CRD."""
     (job,) = [doc for where, doc in objects() if where.startswith("infra/k8s/rayjob.yaml")]
     typo = copy.deepcopy(job)
     typo["spec"]["shutdownAfterJobFinish"] = typo["spec"].pop("shutdownAfterJobFinishes")
@@ -152,10 +163,6 @@ def test_the_validation_refuses_what_a_cluster_would(validators):
     no_image = copy.deepcopy(job)
     del no_image["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["name"]
     assert any("'name' is a required property" in e for e in errors(validators, no_image))
-    (cron,) = [doc for _, doc in objects() if doc["kind"] == "CronJob"]
-    bad = copy.deepcopy(cron)
-    bad["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy "] = "Always"
-    assert errors(validators, bad)
 
 
 def pods(doc) -> list[dict]:

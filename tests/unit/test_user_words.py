@@ -25,7 +25,7 @@ def _info_calls(path: Path):
 
 def test_info_lines_carry_no_engine_internals():
     found = []
-    for path in [*ROOT.glob("workers/*.py"), *ROOT.glob("pipeline/**/*.py")]:
+    for path in [*ROOT.glob("workers/**/*.py"), *ROOT.glob("pipeline/**/*.py")]:
         for call in _info_calls(path):
             names = {k.arg for k in call.keywords if k.arg}
             spread = [ast.unparse(k.value) for k in call.keywords if k.arg is None]
