@@ -66,8 +66,22 @@ def commands(manifest: RunManifest, config_arg: str | None = None, sets: Sequenc
     }
     retry = retry_command(manifest, config, days)
     if retry is not None:
-        found["retry"] = shlex.join([*retry, *flags])
+        found["retry"] = shlex.join([*retry, *job_flags(sets, retry), *flags])
     return found
+
+
+def job_flags(sets: Sequence[str] | None, hint: Sequence[str]) -> list[str]:
+    """The run's other `--set` overrides (its model, prompt, schema policy…), so that a retry hint redoes the job
+    that ran and not the file's; those the hint sets itself, and where the output lives (`output_flags`), left
+    out. A secret is masked, never repeated."""
+    hinted = {item.split("=", 1)[0] for item in hint if "=" in item}
+    flags: list[str] = []
+    for item in sets or []:
+        key, _, value = item.partition("=")
+        if key in hinted or key.startswith(("storage.", "output.")):
+            continue
+        flags += ["--set", f"{key}={redact({key: value})[key]}" if looks_secret(key, value) else item]
+    return flags
 
 
 def retry_command(manifest: RunManifest, config: str, days: list[str]) -> list[str] | None:

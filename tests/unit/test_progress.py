@@ -204,6 +204,20 @@ def test_summary_commands_name_the_output_written_and_the_overrides_that_locate_
     assert cmds["retry"].startswith("extract retry jobs/extract.yaml --reason semantic_invalid")
 
 
+def test_the_retry_hint_keeps_the_runs_own_settings_except_those_it_changes():
+    """A run made with `--set model.path=...` is retried with that model, not the file's; the hint's own
+    setting (twice the token budget) replaces the run's."""
+    truncated = manifest("/tmp/x")
+    truncated.dead_letters_by_reason, truncated.max_tokens = {"truncated": 3}, 64
+    cmds = commands(truncated, "jobs/extract.yaml", ["model.path=/models/m", "model.max_tokens=64",
+                                                     "model.engine_kwargs.hf_token=hf_abcdefghijklmnopqrstuvwxyz",
+                                                     "output.uri=/tmp/x"])
+    retry = cmds["retry"]
+    assert "--set model.path=/models/m" in retry and "--set model.max_tokens=128" in retry
+    assert "model.max_tokens=64" not in retry and retry.count("output.uri=") == 1
+    assert "hf_abcdefghijklmnopqrstuvwxyz" not in retry and "model.engine_kwargs.hf_token=***" in retry
+
+
 def test_the_summary_suggests_only_a_retry_that_can_succeed():
     empty_first = manifest("/tmp/x")
     empty_first.dead_letters_by_reason, empty_first.max_tokens = {"empty_input": 5, "truncated": 1}, 256
