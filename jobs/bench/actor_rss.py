@@ -53,6 +53,8 @@ class Sampler(threading.Thread):
         self.tree_peak: dict[int, int] = {}  # actor pid -> peak RSS of it and its children
         self.hwm: dict[int, int] = {}  # actor pid -> its own VmHWM
         self.samples = 0
+        self.series: list[tuple[float, float]] = []  # (seconds, GiB): the actors' summed RSS, to see where it grows
+        self.started = time.monotonic()
 
     def run(self) -> None:
         actors: dict[int, psutil.Process] = {}
@@ -63,13 +65,18 @@ class Sampler(threading.Thread):
                         actors[proc.pid] = proc
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     pass
+            now = 0
             for pid, proc in list(actors.items()):
                 try:
-                    self.tree_peak[pid] = max(self.tree_peak.get(pid, 0), _tree_rss(proc))
+                    rss = _tree_rss(proc)
+                    now += rss
+                    self.tree_peak[pid] = max(self.tree_peak.get(pid, 0), rss)
                     self.hwm[pid] = max(self.hwm.get(pid, 0), _hwm(pid))
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     del actors[pid]
             self.samples += 1
+            if actors:
+                self.series.append((round(time.monotonic() - self.started, 1), round(now / GIB, 3)))
             self.stop.wait(self.interval)
 
 
@@ -97,7 +104,7 @@ def main() -> int:
     line = json.dumps(result)
     print(line, file=sys.stderr)
     if args.json:
-        args.json.write_text(line + "\n")
+        args.json.write_text(json.dumps({**result, "series": sampler.series}) + "\n")
     return code
 
 
