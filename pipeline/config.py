@@ -289,16 +289,20 @@ def _key_path(loc: tuple[Any, ...]) -> str:
     return ".".join("schema" if part == "schema_ref" else str(part) for part in loc) or "(top level)"
 
 
-def _one_line(error: ValidationError, source: str) -> str:
+def _one_line(error: ValidationError, source: str, sets: tuple[str, ...] = ()) -> str:
+    """The errors in one line; where a `--set` key lies under the failing key, the line names it too, so a clash
+    between the command line and the file is not blamed on the file alone."""
     parts = []
     for err in error.errors(include_url=False):
         key = _key_path(err["loc"])
         if err["type"] == "extra_forbidden":
-            parts.append(f"{key}: unknown key")
+            part = f"{key}: unknown key"
         elif err["type"] == "missing":
-            parts.append(f"{key}: required key is missing")
+            part = f"{key}: required key is missing"
         else:
-            parts.append(f"{key}: {err['msg']} (got {err.get('input')!r})" if err["loc"] else err["msg"])
+            part = f"{key}: {err['msg']} (got {err.get('input')!r})" if err["loc"] else err["msg"]
+        given = [k for k in sets if err["loc"] and (k == key or k.startswith(key + ".") or key.startswith(k + "."))]
+        parts.append(part + (f" (with --set {', --set '.join(given)})" if given else ""))
     return f"{source}: " + "; ".join(parts)
 
 
@@ -544,13 +548,13 @@ def _with_simulated_engine(config: ExtractConfig, base: Path) -> ExtractConfig:
     return config.model_copy(update={"model": model})
 
 
-def parse_config(raw: Any, source: str = "extract.yaml") -> ExtractConfig:
+def parse_config(raw: Any, source: str = "extract.yaml", sets: tuple[str, ...] = ()) -> ExtractConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the file must be a mapping of keys, got {type(raw).__name__}")
     try:
         return ExtractConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(_one_line(exc, source)) from None
+        raise ConfigError(_one_line(exc, source, sets)) from None
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> LoadedConfig:
@@ -571,4 +575,4 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Lo
             if nesting_depth(value) + len(parents) + 1 > MAX_CONFIG_DEPTH:
                 raise ConfigError(f"--set {dotted}: the value nests more than {MAX_CONFIG_DEPTH} mappings or lists "
                                   "deep (with its key); a config is a few levels of keys")
-    return LoadedConfig(parse_config(raw, str(path)), path, raw)
+    return LoadedConfig(parse_config(raw, str(path), tuple(overrides or ())), path, raw)

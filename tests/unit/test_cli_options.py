@@ -102,3 +102,15 @@ def test_tune_levers_read_their_values_as_set_does(tmp_path, monkeypatch):
                       "model.sampling.presence_penalty": (0, 1.5)}
     with pytest.raises(ConfigError, match=r"^--lever model.max_tokens=many: "):
         parse_levers(["model.max_tokens=256,many"])  # before any engine starts
+
+
+def test_a_set_that_clashes_with_the_file_is_named_beside_the_file(tmp_path):
+    """`--set model.path=simulated` on a job with engine_kwargs: the file is not blamed alone."""
+    import pytest
+
+    from pipeline.config import ConfigError, load_config
+    from tests.conftest import write_config
+
+    cfg = write_config(tmp_path)
+    with pytest.raises(ConfigError, match=r"simulated engine takes none .*\(with --set model\.path\)$"):
+        load_config(cfg, {"model.path": "simulated"})
