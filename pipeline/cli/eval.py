@@ -20,7 +20,7 @@ import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pipeline.cli.options import config_options, days, overrides
 from pipeline.config import ConfigError, LoadedConfig, load_config
@@ -40,6 +40,19 @@ from pipeline.tools.evaluate import (
 )
 
 PLAIN_RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")  # as pipeline.tools.report checks a run record's
+
+
+FIELD_COLUMNS = ("gold", "predicted", "correct", "wrong", "missed", "spurious", "null_agree", "precision", "recall")
+
+
+def write_field_csv(report: dict[str, Any], out: TextIO) -> None:
+    """The per-field scores (eval.md's field table) as CSV, a row per field and one for all leaves (`*`)."""
+    import csv
+
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(("field", *FIELD_COLUMNS))
+    for path, s in [*report["fields"].items(), ("*", report["overall"]["leaves"])]:
+        writer.writerow((path, *("" if s.get(c) is None else s.get(c) for c in FIELD_COLUMNS)))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,8 +75,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--unordered", action="append", default=[], metavar="PATH",
                    help="match the list at PATH (e.g. items, order.lines) as a set; repeatable")
     p.add_argument("--all-lists-unordered", action="store_true", help="match every list as a set")
-    p.add_argument("--format", choices=["table", "json"], default="table",
-                   help="table: eval.md's tables (default); json: eval.json's content on stdout, for a script")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table: eval.md's tables (default); csv: the per-field scores, a row per field; json: "
+                   "eval.json's content on stdout, for a script")
     p.add_argument("--fit-calibration", metavar="FILE",
                    help="also write a per-field calibration of _confidence fitted on this gold to FILE (JSON), for "
                    "the job's output.calibration")
@@ -82,8 +96,8 @@ def _fresh_run(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[RunOutpu
     from pipeline.summary import render_summary
 
     manifest = run_job(loaded, days(loaded, args.date), force=args.force)
-    # With --format json, stdout holds the scores alone: the run's summary goes to stderr.
-    print(render_summary(manifest), file=sys.stderr if args.format == "json" else sys.stdout)
+    # With --format json or csv, stdout holds the scores alone: the run's summary goes to stderr.
+    print(render_summary(manifest), file=sys.stderr if args.format in ("json", "csv") else sys.stdout)
     labels = {p["partition"] for p in manifest.partitions if p["status"] in ("committed", "skipped", "partial")}
     return output_of_labels(loaded, labels, manifest.run_id), manifest.run_id, manifest.status == "committed"
 
@@ -137,6 +151,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     json_path, md_path = write_report(report, out_dir, storage_for(out_dir, loaded.s3_settings))
     if args.format == "json":
         print(json.dumps(report, default=str))  # what eval.json holds, on one line
+        return 0 if ok else 1
+    if args.format == "csv":
+        write_field_csv(report, sys.stdout)
         return 0 if ok else 1
     print(render_markdown(report))
     print(f"wrote {json_path} and {md_path}")

@@ -146,7 +146,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                     verdict = check_examples_file(name, schema, args.examples, compiler, check.backend)
                 except ExampleError as exc:
                     ok, verdict = False, f"FAILED {exc}"
-            if args.format == "json":
+            if args.format in ("json", "csv"):
                 outputs.append({**check.as_dict(), "lint": _lint_dict(warnings), "examples": verdict})
             else:
                 print(render_check(check, warnings))
@@ -154,6 +154,9 @@ def cmd_check(args: argparse.Namespace) -> int:
                     print(f"  examples    {verdict}")
     if args.format == "json":
         print(json.dumps(outputs, indent=2))
+    elif args.format == "csv":  # a row per schema; its lint warnings counted (`schemas lint --format csv` lists them)
+        _print_csv([{**{k: v for k, v in o.items() if k != "lint"}, "lint_warnings": len(o["lint"])}
+                    for o in outputs])
     return 0 if ok else 2
 
 
@@ -166,18 +169,35 @@ def cmd_lint(args: argparse.Namespace) -> int:
         warnings = lint(schema)
         if args.format == "json":
             outputs.append({"name": name, "lint": _lint_dict(warnings)})
+        elif args.format == "csv":  # a row per warning
+            outputs += [{"name": name, **w} for w in _lint_dict(warnings)]
         else:
             print(f"{name}: {len(warnings)} warning(s)")
             print("\n".join(_render_lint(warnings)) if warnings else "  (none)")
     if args.format == "json":
         print(json.dumps(outputs, indent=2))
+    elif args.format == "csv":
+        _print_csv(outputs, ("name", "code", "path", "message"))
     return 0
 
 
+def _print_csv(rows: list[dict[str, Any]], columns: tuple[str, ...] = ()) -> None:
+    """`rows` as CSV on stdout: the columns given, else every key in the order first seen; a nested value as JSON."""
+    import csv
+
+    names = list(columns) or list(dict.fromkeys(k for row in rows for k in row))
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(names)
+    for row in rows:
+        writer.writerow(["" if row.get(k) is None else json.dumps(row[k]) if isinstance(row.get(k), (dict, list))
+                         else row[k] for k in names])
+
+
 def format_flags(p: argparse.ArgumentParser) -> None:
-    """`--format table|json`, as `extract query` and `extract report` take it; `--json` is the older spelling."""
-    p.add_argument("--format", choices=["table", "json"], default="table",
-                   help="table: text for a person (default); json: one JSON list")
+    """`--format table|csv|json`, as `extract query` takes it; `--json` is the older spelling."""
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table: text for a person (default); csv: a row per schema (check) or per warning "
+                   "(lint); json: one JSON list")
     p.add_argument("--json", dest="format", action="store_const", const="json",
                    help="the same as --format json (deprecated)")
 
