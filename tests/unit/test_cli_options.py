@@ -76,12 +76,14 @@ def test_flags_read_alike_across_commands():
     def option(command: argparse.ArgumentParser, flag: str) -> argparse.Action | None:
         return next((a for a in command._actions if flag in a.option_strings), None)
 
-    for name in ("query", "report"):
+    for name in ("query", "report", "eval"):
         assert "json" in option(sub.choices[name], "--format").choices
+    for name in ("query", "eval"):  # a command with a table offers it as CSV too
+        assert option(sub.choices[name], "--format").choices == ["table", "csv", "json"]
     for name in ("check", "lint"):
         schemas = next(a for a in sub.choices["schemas"]._actions if isinstance(a, argparse._SubParsersAction))
         command = schemas.choices[name]
-        assert option(command, "--format").choices == ["table", "json"]
+        assert option(command, "--format").choices == ["table", "csv", "json"]
         assert command.parse_args(["x.json", "--json"]).format == "json"  # the old spelling still works
     assert option(sub.choices["report"], "--run").metavar == option(sub.choices["eval"], "--run").metavar == "RUN_ID"
     bench = sub.choices["bench"].parse_args(["my.yaml"])
