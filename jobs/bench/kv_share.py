@@ -11,8 +11,9 @@ once are recorded. Prints one JSON line.
     flock /tmp/engine.lock .venv/bin/python jobs/bench/kv_share.py [--no-share] [--sequences 64] [--size-for 16]
 
 Measured (2 cores, bundled model, sample job): sized for 64, 64 sequences: 1.25 GiB, 0 preemptions, at most 57%
-of the blocks in use, 357 tokens/s. `--size-for 16` is the longer-documents case: fewer fit, the rest wait or
-are preempted and recomputed, and every request still writes its 512 tokens.
+of the blocks in use, 357 tokens/s. `--size-for 16` is the longer-documents case (fewer fit than are submitted:
+the rest wait, or are preempted and recomputed): on a loaded machine it had not finished after 20 minutes of
+CPU, against 92 s sized for 64, so an estimate far below the real need costs far more than memory saves.
 """
 
 from __future__ import annotations
