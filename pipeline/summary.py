@@ -45,12 +45,17 @@ def output_flags(manifest: RunManifest, sets: Sequence[str] | None) -> list[str]
     where output and its storage live, and the output actually written."""
     keep = [s for s in sets or [] if s.split("=", 1)[0].startswith(("storage.", "output."))
             and not s.startswith("output.uri=")]
+    return set_flags(keep) + ["--set", f"output.uri={manifest.output_uri}"]
+
+
+def set_flags(items: Sequence[str]) -> list[str]:
+    """`--set KEY=VALUE` for each item. A hint is printed (and, under a Ray job, kept in its logs): a secret is
+    masked, never repeated."""
     flags: list[str] = []
-    for item in keep:
+    for item in items:
         key, _, value = item.partition("=")
-        # A hint is printed (and, under a Ray job, kept in its logs): a secret is masked, never repeated.
         flags += ["--set", f"{key}={redact({key: value})[key]}" if looks_secret(key, value) else item]
-    return flags + ["--set", f"output.uri={manifest.output_uri}"]
+    return flags
 
 
 def commands(manifest: RunManifest, config_arg: str | None = None, sets: Sequence[str] | None = None
@@ -75,13 +80,8 @@ def job_flags(sets: Sequence[str] | None, hint: Sequence[str]) -> list[str]:
     that ran and not the file's; those the hint sets itself, and where the output lives (`output_flags`), left
     out. A secret is masked, never repeated."""
     hinted = {item.split("=", 1)[0] for item in hint if "=" in item}
-    flags: list[str] = []
-    for item in sets or []:
-        key, _, value = item.partition("=")
-        if key in hinted or key.startswith(("storage.", "output.")):
-            continue
-        flags += ["--set", f"{key}={redact({key: value})[key]}" if looks_secret(key, value) else item]
-    return flags
+    return set_flags([item for item in sets or [] if item.split("=", 1)[0] not in hinted
+                      and not item.startswith(("storage.", "output."))])
 
 
 def retry_command(manifest: RunManifest, config: str, days: list[str]) -> list[str] | None:
