@@ -119,12 +119,16 @@ class Progress:
     def see(self, batch: Any) -> None:
         """An outcome batch reached the driver: its dead letters are counted by reason, and `--fail-fast-after`
         looks at its outcomes in order."""
-        kinds, reasons = batch.column(Col.KIND).to_pylist(), batch.column(Col.REASON).to_pylist()
-        for kind, reason in zip(kinds, reasons, strict=True):
-            if kind != Kind.ROW:
-                self.reasons[str(reason)] = self.reasons.get(str(reason), 0) + 1
+        import pyarrow.compute as pc
+
+        kind = batch.column(Col.KIND)
+        dead = pc.not_equal(kind, Kind.ROW.value).fill_null(True)  # a null kind is not a row (as `!=` said)
+        if pc.any(dead).as_py():
+            for entry in pc.value_counts(batch.column(Col.REASON).filter(dead)).to_pylist():
+                reason = str(entry["values"])
+                self.reasons[reason] = self.reasons.get(reason, 0) + entry["counts"]
         if self.fail_fast.armed:
-            self.fail_fast.see(kinds, reasons)
+            self.fail_fast.see(kind.to_pylist(), batch.column(Col.REASON).to_pylist())
 
     def update(self, done: int, dead: int) -> None:
         """Outcomes that reached the driver (per unit/batch): never less than what the display shows."""

@@ -288,9 +288,7 @@ def _stream(
     done = dead = 0
     for batch in outcome_batches(dataset):
         log.debug("driver.batch", rows=batch.num_rows, unix=round(time.time(), 3))
-        unit_column = batch.column(UNIT_COLUMN)
-        for unit_id in pc.unique(unit_column).to_pylist():
-            piece = batch.filter(pc.equal(unit_column, unit_id)).drop_columns([UNIT_COLUMN])
+        for unit_id, piece in unit_pieces(batch):
             if unit_id not in owner:
                 raise AccountingError(f"outcomes for unknown unit {unit_id}")
             w, unit = owner[unit_id]
@@ -313,6 +311,26 @@ def _stream(
     missing = [uid for uid, (_, unit) in owner.items() if counts[uid] != unit.rows]
     if missing:
         raise AccountingError(f"{len(missing)} unit(s) came back incomplete, e.g. {missing[0]}")
+
+
+def unit_pieces(batch: pa.Table) -> list[tuple[str, pa.Table]]:
+    """The batch cut where its unit id changes: (unit id, its outcomes without the unit column) for each run of
+    equal ids, in order, as zero-copy slices. A batch holds one unit or a few, each in one run, so this is one
+    pass over the column where filtering once per unit id was one pass per unit; a unit whose outcomes come in
+    several runs gives several pieces (the caller counts them all)."""
+    n = batch.num_rows
+    if n == 0:
+        return []
+    units = batch.column(UNIT_COLUMN).combine_chunks()
+    outcomes = batch.drop_columns([UNIT_COLUMN])
+    if n > 1:
+        changed = pc.not_equal(units.slice(1), units.slice(0, n - 1))
+        starts = [0, *(pc.indices_nonzero(changed.fill_null(True)).to_numpy() + 1).tolist()]
+    else:
+        starts = [0]
+    ends = [*starts[1:], n]
+    ids = units.take(pa.array(starts, pa.int64())).to_pylist()
+    return [(uid, outcomes.slice(start, end - start)) for uid, start, end in zip(ids, starts, ends, strict=True)]
 
 
 def outcome_batches(dataset: Any) -> Any:

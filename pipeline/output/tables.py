@@ -87,7 +87,7 @@ class RecordTables:
         return self._constant(self.run_id, outcomes.num_rows)
 
     def typed_rows(self, rows: pa.Table) -> pa.Table:
-        records: list[dict[str, Any]] = [json.loads(r) for r in rows.column(Col.RECORD).to_pylist()]
+        records = parse_records(rows.column(Col.RECORD).to_pylist())
         n = rows.num_rows
         columns: dict[str, Any] = {self.id_column: rows.column(self.id_column)}
         columns.update(self.contract.layout.to_columns(records))
@@ -103,7 +103,7 @@ class RecordTables:
             RowCol.PROMPT_TOKENS: rows.column(Col.PROMPT_TOKENS),
             RowCol.OUTPUT_TOKENS: rows.column(Col.OUTPUT_TOKENS),
             RowCol.CONFIDENCE: confidence,
-            RowCol.MIN_CONFIDENCE: pa.array([minimum(dict(c or ())) for c in confidence.to_pylist()], pa.float64()),
+            RowCol.MIN_CONFIDENCE: _minimums(confidence),
             RowCol.SPANS: rows.column(Col.SPANS) if Col.SPANS in rows.column_names else pa.nulls(n, SPANS_TYPE),
         })
         return pa.table(columns, schema=self.rows_schema)
@@ -126,6 +126,30 @@ class RecordTables:
             DeadCol.ATTEMPTS: pa.array([1] * n, pa.int64()),
         }
         return pa.table(columns, schema=self.dead_schema)
+
+
+def parse_records(texts: list[str | None]) -> list[Any]:
+    """Each row's record from its JSON text, as `json.loads` of each would give: one parse of the texts joined
+    as a JSON array (the per-call cost of `json.loads` was half the commit's CPU). The texts are the actors'
+    `json.dumps` of each record; if the join does not parse, or parses into another count, each text is parsed
+    alone, raising as `json.loads` does."""
+    if not texts or any(t is None for t in texts):
+        return [json.loads(t) for t in texts]  # type: ignore[arg-type]
+    try:
+        records = json.loads("[" + ",".join(texts) + "]")
+    except ValueError:
+        records = None
+    if not isinstance(records, list) or len(records) != len(texts):
+        return [json.loads(t) for t in texts]
+    return records
+
+
+def _minimums(confidence: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Each row's least confident leaf (`workers.confidence.minimum`); a column of nulls (no confidence asked
+    for) without a Python object per row."""
+    if confidence.null_count == len(confidence):
+        return pa.nulls(len(confidence), pa.float64())
+    return pa.array([minimum(dict(c or ())) for c in confidence.to_pylist()], pa.float64())
 
 
 def column_names(storage: Storage, uri: str) -> list[str]:

@@ -1,0 +1,74 @@
+"""The driver's per-batch work without a Python object per outcome: cutting a batch into its units' pieces,
+parsing the rows' records, the rows' least confidence, and the progress's dead-letter counts."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from pipeline.output.tables import _minimums, parse_records
+from pipeline.progress import Progress
+from pipeline.reader import UNIT_COLUMN
+from pipeline.run import unit_pieces
+from workers.confidence import CONFIDENCE_TYPE
+from workers.outcome import Col
+
+
+def _batch(units: list[str | None]) -> pa.Table:
+    return pa.table({"doc_id": [f"d{i}" for i in range(len(units))], UNIT_COLUMN: pa.array(units, pa.string()),
+                     Col.KIND: ["row"] * len(units)})
+
+
+def test_unit_pieces_cuts_where_the_unit_changes() -> None:
+    pieces = unit_pieces(_batch(["a", "a", "b", "b", "b", "c"]))
+    assert [(u, p.column("doc_id").to_pylist()) for u, p in pieces] == [
+        ("a", ["d0", "d1"]), ("b", ["d2", "d3", "d4"]), ("c", ["d5"])]
+    assert all(UNIT_COLUMN not in p.column_names for _, p in pieces)
+
+
+def test_unit_pieces_a_unit_in_two_runs_gives_two_pieces_and_loses_no_row() -> None:
+    pieces = unit_pieces(_batch(["a", "b", "a", None, None]))
+    assert [u for u, _ in pieces] == ["a", "b", "a", None, None]  # a null id (refused by the caller) stands alone
+    assert sum(p.num_rows for _, p in pieces) == 5
+    assert pieces[2][1].column("doc_id").to_pylist() == ["d2"]
+
+
+def test_unit_pieces_of_chunked_one_row_and_empty_batches() -> None:
+    batch = pa.concat_tables([_batch(["a", "a"]), _batch(["a", "b"])])
+    assert [(u, p.num_rows) for u, p in unit_pieces(batch)] == [("a", 3), ("b", 1)]
+    assert [(u, p.num_rows) for u, p in unit_pieces(_batch(["z"]))] == [("z", 1)]
+    assert unit_pieces(_batch([])) == []
+
+
+def test_parse_records_is_json_loads_of_each() -> None:
+    records = [{"a": 1, "b": [1.5, None], "c": "é,]["}, {}, {"n": float("nan")}, {"big": 10**30}]
+    texts = [json.dumps(r, ensure_ascii=False) for r in records]
+    parsed = parse_records(texts)
+    assert parsed[:2] == records[:2] and parsed[3] == records[3]
+    assert parsed[2]["n"] != parsed[2]["n"]  # NaN, as json.loads reads it
+    assert parse_records([]) == []
+
+
+@pytest.mark.parametrize("texts", [['{"a": 1}', "{"], ['{"a": 1}', '{"b": 2}, {"c": 3}'], ['{"a": 1}', ""]])
+def test_parse_records_raises_as_json_loads_on_a_bad_text(texts: list[str]) -> None:
+    with pytest.raises(json.JSONDecodeError):
+        parse_records(texts)
+
+
+def test_minimums_nulls_and_values() -> None:
+    assert _minimums(pa.nulls(3, CONFIDENCE_TYPE)).to_pylist() == [None, None, None]
+    mixed = pa.array([[("x", 0.5), ("y", 0.25)], None, []], CONFIDENCE_TYPE)
+    assert _minimums(mixed).to_pylist() == [0.25, None, None]
+
+
+def test_progress_counts_dead_letters_by_reason() -> None:
+    progress = Progress(10, "job", live=False)
+    batch = pa.table({Col.KIND: ["row", "dead_letter", "dead_letter", "dead_letter", "row"],
+                      Col.REASON: [None, "invalid", "truncated", "invalid", None]})
+    progress.see(batch)
+    progress.see(batch.slice(0, 1))
+    progress.see(pa.table({Col.KIND: ["dead_letter"], Col.REASON: pa.array([None], pa.string())}))
+    assert progress.reasons == {"invalid": 2, "truncated": 1, "None": 1}
+    progress.close()
