@@ -26,6 +26,11 @@ from workers.spec import ExtractionSpec
 
 # Read tasks are light I/O; they ask for no CPU so that they never wait behind actors holding every core.
 READ_TASK_CPUS = 0.0
+# How long Ray Data's scheduling loop waits for its tasks before it looks again (Ray's own is 0.1 s). It waits for
+# every active task, so it always waits this long: each look is a few ms of the driver's CPU whatever the
+# throughput, and at 0.1 s that was most of the driver's CPU per outcome of a simulated run (issue 27). A finished
+# batch waits at most this long to reach the driver; each actor has its next batch queued meanwhile.
+SCHEDULER_TICK_S = 0.5
 FORWARDED_ENV = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE",
                  "VLLM_ENABLE_V1_MULTIPROCESSING", "HF_HUB_OFFLINE", "EXTRACT_CACHE_DIR", "EXTRACT_LOG_FORMAT",
                  "EXTRACT_LOG_LEVEL", "EXTRACT_MASK_KERNEL", "EXTRACT_VERBOSE")
@@ -110,6 +115,7 @@ def build_dataset(
     # holds outcomes only for units with a batch still out; it accounts for every unit whatever the order.
     ctx.execution_options.preserve_order = False
     ctx.enable_progress_bars = False
+    slow_scheduler_tick()
     documents = _documents(units, storage, id_field, cfg.input, cfg.workers, routes, split)
     # A document that kills its actor is isolated and dead-lettered (workers.crashes); that takes restarts.
     journal = new_journal() if cfg.workers.max_restarts else None
@@ -120,6 +126,15 @@ def build_dataset(
                             cfg.workers, dataclasses.replace(spec, backend=b), stats, journal)
                 for b in routes.backends]
     return branches[0].union(*branches[1:])
+
+
+def slow_scheduler_tick(seconds: float = SCHEDULER_TICK_S) -> None:
+    """Set the scheduling loop's wait (`SCHEDULER_TICK_S`): a module constant of Ray Data's executor, left alone
+    if this Ray has none of that name."""
+    from ray.data._internal.execution import streaming_executor_state as state
+
+    if hasattr(state, "WAIT_FOR_TASK_COMPLETION_TIMEOUT_S"):
+        state.WAIT_FOR_TASK_COMPLETION_TIMEOUT_S = float(os.environ.get("EXTRACT_SCHEDULER_TICK_S", seconds))
 
 
 def read_concurrency(workers: WorkersConfig) -> int:

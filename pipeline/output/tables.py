@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.storage import Storage
+from schemas.arrow import RecordLayout, _identity
 from schemas.contract import SchemaContract
 from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE, minimum
 from workers.outcome import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS, Col, DeadCol, Kind, RowCol
@@ -90,7 +91,7 @@ class RecordTables:
         records = parse_records(rows.column(Col.RECORD).to_pylist())
         n = rows.num_rows
         columns: dict[str, Any] = {self.id_column: rows.column(self.id_column)}
-        columns.update(self.contract.layout.to_columns(records))
+        columns.update(record_columns(self.contract.layout, records))
         confidence = rows.column(Col.CONFIDENCE) if Col.CONFIDENCE in rows.column_names else pa.nulls(
             n, CONFIDENCE_TYPE)
         columns.update({
@@ -142,6 +143,27 @@ def parse_records(texts: list[str | None]) -> list[Any]:
     if not isinstance(records, list) or len(records) != len(texts):
         return [json.loads(t) for t in texts]
     return records
+
+
+def record_columns(layout: RecordLayout, records: list[dict[str, Any]]) -> dict[str, pa.Array]:
+    """`layout.to_columns(records)`, the fields kept as they are (no converter) built by Arrow in one pass over
+    the records (a struct array, whose children Arrow converts as it converts a column); the others by their
+    converters, row by row. A Python call per value was a third of the commit's CPU."""
+    plain = [field for field, (_, convert) in zip(layout.schema, layout.converters, strict=True)
+             if convert is _identity]
+    if not plain:
+        return layout.to_columns(records)
+    try:
+        struct = pa.array(records, type=pa.struct([pa.field(f.name, f.type) for f in plain]))
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return layout.to_columns(records)  # a value a column cannot hold: raised as before, by its field
+    columns: dict[str, pa.Array] = {}
+    for field, (name, convert) in zip(layout.schema, layout.converters, strict=True):
+        if convert is _identity:
+            columns[name] = struct.field(name)
+        else:
+            columns[name] = pa.array([convert(r.get(name)) for r in records], type=field.type)
+    return columns
 
 
 def _minimums(confidence: pa.Array | pa.ChunkedArray) -> pa.Array:

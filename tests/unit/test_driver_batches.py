@@ -4,14 +4,17 @@ parsing the rows' records, the rows' least confidence, and the progress's dead-l
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from pipeline.output.tables import _minimums, parse_records
+from pipeline.output.tables import _minimums, parse_records, record_columns
 from pipeline.progress import Progress
 from pipeline.reader import UNIT_COLUMN
 from pipeline.run import unit_pieces
+from schemas.arrow import record_layout
+from tests.fixtures.models import Everything
 from workers.confidence import CONFIDENCE_TYPE
 from workers.outcome import Col
 
@@ -72,3 +75,32 @@ def test_progress_counts_dead_letters_by_reason() -> None:
     progress.see(pa.table({Col.KIND: ["dead_letter"], Col.REASON: pa.array([None], pa.string())}))
     assert progress.reasons == {"invalid": 2, "truncated": 1, "None": 1}
     progress.close()
+
+
+def _records() -> list[dict[str, Any]]:
+    return [
+        {"name": "a", "count": 3, "ratio": 0.5, "flag": True, "day": "2026-01-02", "at": "2026-01-02T03:04:05Z",
+         "level": "low", "extra": "ignored"},
+        {"name": None, "count": None, "ratio": 2, "flag": False},
+        {},
+        {"name": "é", "count": -(2**63), "ratio": float("nan"), "customer": {"name": "c"}, "tags": ["x", "y"]},
+    ]
+
+
+def test_record_columns_are_the_layouts_own() -> None:
+    layout = record_layout(Everything.model_json_schema())
+    records = _records()
+    fast, slow = record_columns(layout, records), layout.to_columns(records)
+    assert list(fast) == list(slow)
+    for name in slow:
+        assert fast[name].type == slow[name].type, name
+        assert fast[name].to_string() == slow[name].to_string(), name  # NaN shown as nan on both sides
+
+
+def test_record_columns_a_value_its_column_cannot_hold_raises_as_before() -> None:
+    layout = record_layout(Everything.model_json_schema())
+    for bad in ({"count": 2**70}, {"count": "3"}, {"flag": 1}):
+        with pytest.raises((pa.ArrowException, OverflowError)) as slow:
+            layout.to_columns([bad])
+        with pytest.raises(slow.type):
+            record_columns(layout, [bad])
