@@ -87,9 +87,17 @@ def _records() -> list[dict[str, Any]]:
     ]
 
 
-def test_record_columns_are_the_layouts_own() -> None:
+@pytest.mark.parametrize("extra", [
+    [],
+    [{"day": "20260102"}, {"day": None}],  # a date not YYYY-MM-DD: its converter, row by row
+    [{"ratio": "1.5"}],  # float() takes a text, Arrow does not: the records go to to_columns
+    [{"ratio": 2**70}, {"ratio": 2**60 + 1}, {"ratio": True}],
+    [{"day": None}],
+    [{"day": 3}],  # Arrow's conversion of an int to a date, through to_columns as before
+])
+def test_record_columns_are_the_layouts_own(extra: list[dict[str, Any]]) -> None:
     layout = record_layout(Everything.model_json_schema())
-    records = _records()
+    records = _records() + extra
     fast, slow = record_columns(layout, records), layout.to_columns(records)
     assert list(fast) == list(slow)
     for name in slow:
@@ -99,8 +107,8 @@ def test_record_columns_are_the_layouts_own() -> None:
 
 def test_record_columns_a_value_its_column_cannot_hold_raises_as_before() -> None:
     layout = record_layout(Everything.model_json_schema())
-    for bad in ({"count": 2**70}, {"count": "3"}, {"flag": 1}):
-        with pytest.raises((pa.ArrowException, OverflowError)) as slow:
+    for bad in ({"count": 2**70}, {"count": "3"}, {"flag": 1}, {"day": "2026-02-30"}):
+        with pytest.raises((pa.ArrowException, OverflowError, ValueError, TypeError)) as slow:
             layout.to_columns([bad])
         with pytest.raises(slow.type):
             record_columns(layout, [bad])
