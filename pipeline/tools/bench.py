@@ -8,6 +8,9 @@ Arms, one after another, on the same model, engine settings and documents:
                  `engine_no_speculation`)
   retry          unconstrained, then parse + validate, re-asking failures with the error, twice at most
   pipeline       the real `extract run` (Ray, actors, Parquet in and out, staging, manifest), as a subprocess
+  pipeline_no_confidence
+                 the same run with `output.confidence: false` (no log-probabilities): what `_confidence` costs,
+                 as the ratio `confidence_over_plain` (when the job has confidence on, as by default)
 
 Per-token cost is decode only: each arm is also timed with max_tokens=1 (prefill plus one step), from a
 cold prefix cache, and that time is subtracted. Writes DIR/bench.json, DIR/bench.md and DIR/bench.png.
@@ -374,6 +377,15 @@ def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], ext
 
 # -- report ---------------------------------------------------------------------------------------------
 
+def _without_confidence(loaded: LoadedConfig) -> list[str]:
+    """`--set` flags that turn `_confidence` off, and what acts on it (a confidence bar, a calibration)."""
+    flags = ["--set", "output.confidence=false"]
+    for key in ("min_confidence", "calibration"):
+        if getattr(loaded.config.output, key) is not None:
+            flags += ["--set", f"output.{key}=null"]
+    return flags
+
+
 def ratios(arms: dict[str, dict[str, Any]], price: dict[str, Any]) -> dict[str, float | None]:
     def div(a: float | None, b: float | None) -> float | None:
         return round(a / b, 3) if a and b else None
@@ -393,6 +405,12 @@ def ratios(arms: dict[str, dict[str, Any]], price: dict[str, Any]) -> dict[str, 
         # What the job's speculative decoding buys the bare engine (None when the job does not speculate).
         "engine_speculation_speedup": div(arms["engine"]["docs_per_s"],
                                           arms.get("engine_no_speculation", {}).get("docs_per_s")),
+        # What `_confidence` costs: the pipeline with it over the same pipeline without (None when the job has it
+        # off). Per output token too, for the reason given above.
+        "confidence_over_plain": div(arms["pipeline"]["docs_per_s"],
+                                     arms.get("pipeline_no_confidence", {}).get("docs_per_s")),
+        "confidence_over_plain_tokens": div(arms["pipeline"]["output_tokens_per_s"],
+                                            arms.get("pipeline_no_confidence", {}).get("output_tokens_per_s")),
     }
 
 
@@ -423,7 +441,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["", "| ratio | value | goal |", "|---|---|---|"]
     goals = {"pipeline_over_engine": ">= 0.95", "constrained_over_unconstrained_per_token": "<= 1.05",
              "pipeline_over_retry": ">= 1.5", "pipeline_over_engine_tokens": ">= 0.95 (output tokens/s)",
-             "engine_speculation_speedup": "(no goal: engine docs/s with the job's speculation over without)"}
+             "engine_speculation_speedup": "(no goal: engine docs/s with the job's speculation over without)",
+             "confidence_over_plain": ">= 0.9 (docs/s with _confidence over without)",
+             "confidence_over_plain_tokens": "(output tokens/s with _confidence over without)"}
     for key, value in report["ratios"].items():
         lines.append(f"| {key} | {value} | {goals[key]} |")
     price = report["constraint_price"]
@@ -493,6 +513,11 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
              "--set", f"workers.batches_in_flight={IN_FLIGHT}",
              "--set", f"model.max_tokens={loaded.config.model.max_tokens}"]
     arms["pipeline"] = pipeline_arm(Path(config), out / "pipeline-output", docs, golds, extra)
+    if loaded.config.output.confidence:
+        # The same run without `_confidence` (no log-probabilities asked of the engine): what confidence costs.
+        # `_spans` cannot be turned off (they come from the grounded grammar's candidates), so both arms have them.
+        arms["pipeline_no_confidence"] = pipeline_arm(Path(config), out / "pipeline-plain-output", docs, golds,
+                                                      extra + [*_without_confidence(loaded)])
     scaling_report = None
     if scaling:
         # Two actors sharing the cores of this machine: each asks for 0.75 CPU so both fit on a 2-core node.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import pytest
 
 from pipeline.tools.bench import COLUMNS
@@ -11,7 +12,7 @@ from tests.conftest import run_cli
 
 pytestmark = pytest.mark.engine
 
-ARMS = ("engine", "unconstrained", "retry", "pipeline")
+ARMS = ("engine", "unconstrained", "retry", "pipeline", "pipeline_no_confidence")
 
 
 def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
@@ -33,7 +34,16 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     assert report["arms"]["pipeline"]["driver_peak_rss_mb"] > 0
     assert set(report["ratios"]) == {"pipeline_over_engine", "constrained_over_unconstrained_per_token",
                                      "pipeline_over_retry", "pipeline_over_engine_tokens",
-                                     "engine_speculation_speedup"}
+                                     "engine_speculation_speedup", "confidence_over_plain",
+                                     "confidence_over_plain_tokens"}
+    # The sample job has _confidence on (the default): the same run without it is an arm, whose rows carry none.
+    assert report["ratios"]["confidence_over_plain"] is not None
+    plain_rows = sorted((out / "pipeline-plain-output" / "rows").rglob("*.parquet"))
+    if plain_rows:  # at 24 tokens most invoices are truncated: there may be no row to look at
+        files = ", ".join(f"'{f}'" for f in plain_rows)
+        n_confident, = duckdb.connect().execute(
+            f"SELECT count(_confidence) FROM read_parquet([{files}], union_by_name=true)").fetchone()
+        assert n_confident == 0
     assert (report["ratios"]["engine_speculation_speedup"] is None) == ("engine_no_speculation" not in report["arms"])
     assert all(v is None or v > 0 for v in report["ratios"].values())
     price = report["constraint_price"]  # both sides timed twice, alternating
