@@ -491,6 +491,29 @@ def render_chart(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def _scaling_arm(config: Path, out: Path, docs: int, golds: list[dict], extra: list[str],
+                 arms: dict[str, Any]) -> dict[str, Any]:
+    """Two actors sharing the cores of this machine: each asks for 0.75 CPU so both fit on a 2-core node."""
+    two = ["--set", "workers.actors=2", "--set", "workers.cpus_per_actor=0.75"]
+    arms["pipeline_2_actors"] = pipeline_arm(config, out / "pipeline-2-output", docs, golds, extra + two)
+    one, both = arms["pipeline"]["docs_per_s"], arms["pipeline_2_actors"]["docs_per_s"]
+    return {"speedup": round(both / one, 3), "efficiency": round(both / (2 * one), 3), "cpus": os.cpu_count()}
+
+
+def _memory_arm(config: Path, out: Path, docs: int, memory_scale: int, extra: list[str],
+                arms: dict[str, Any]) -> dict[str, Any]:
+    """The driver streams: its peak RSS must not grow with the corpus. Same settings, K× the documents."""
+    big_ids, big_texts, big_golds = make_corpus(docs * memory_scale, SEED + 1, prefix="bench-mem")
+    big = out / f"corpus-x{memory_scale}.parquet"
+    pq.write_table(pa.table({"doc_id": big_ids, "text": pa.array(big_texts, pa.string())}), big)
+    big_extra = [a if not a.startswith("input.uri=") else f"input.uri={big}" for a in extra]
+    arms[f"pipeline_x{memory_scale}"] = pipeline_arm(config, out / f"pipeline-x{memory_scale}-output",
+                                                     docs * memory_scale, big_golds, big_extra)
+    small, large = arms["pipeline"]["driver_peak_rss_mb"], arms[f"pipeline_x{memory_scale}"]["driver_peak_rss_mb"]
+    return {"scale": memory_scale, "driver_rss_mb": small, "driver_rss_mb_scaled": large,
+            "ratio": round(large / small, 3) if small else None}
+
+
 def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_scale: int = 0,
               max_tokens: int | None = None, price_rounds: int = 3) -> dict[str, Any]:
     out = out.resolve()  # the pipeline arm's --output would otherwise resolve against the config's folder
@@ -518,26 +541,8 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
         # `_spans` cannot be turned off (they come from the grounded grammar's candidates), so both arms have them.
         arms["pipeline_no_confidence"] = pipeline_arm(Path(config), out / "pipeline-plain-output", docs, golds,
                                                       extra + [*_without_confidence(loaded)])
-    scaling_report = None
-    if scaling:
-        # Two actors sharing the cores of this machine: each asks for 0.75 CPU so both fit on a 2-core node.
-        two = ["--set", "workers.actors=2", "--set", "workers.cpus_per_actor=0.75"]
-        arms["pipeline_2_actors"] = pipeline_arm(Path(config), out / "pipeline-2-output", docs, golds, extra + two)
-        one, both = arms["pipeline"]["docs_per_s"], arms["pipeline_2_actors"]["docs_per_s"]
-        scaling_report = {"speedup": round(both / one, 3), "efficiency": round(both / (2 * one), 3),
-                          "cpus": os.cpu_count()}
-    memory_report = None
-    if memory_scale > 1:
-        # The driver streams: its peak RSS must not grow with the corpus. Same settings, K× the documents.
-        big_ids, big_texts, big_golds = make_corpus(docs * memory_scale, SEED + 1, prefix="bench-mem")
-        big = out / f"corpus-x{memory_scale}.parquet"
-        pq.write_table(pa.table({"doc_id": big_ids, "text": pa.array(big_texts, pa.string())}), big)
-        big_extra = [a if not a.startswith("input.uri=") else f"input.uri={big}" for a in extra]
-        arms[f"pipeline_x{memory_scale}"] = pipeline_arm(Path(config), out / f"pipeline-x{memory_scale}-output",
-                                                         docs * memory_scale, big_golds, big_extra)
-        small, large = arms["pipeline"]["driver_peak_rss_mb"], arms[f"pipeline_x{memory_scale}"]["driver_peak_rss_mb"]
-        memory_report = {"scale": memory_scale, "driver_rss_mb": small, "driver_rss_mb_scaled": large,
-                         "ratio": round(large / small, 3) if small else None}
+    scaling_report = _scaling_arm(Path(config), out, docs, golds, extra, arms) if scaling else None
+    memory_report = _memory_arm(Path(config), out, docs, memory_scale, extra, arms) if memory_scale > 1 else None
     report = {"docs": docs, "model": loaded.config.model.path, "max_tokens": loaded.config.model.max_tokens,
               "engine_kwargs": loaded.config.model.engine_kwargs, "arms": arms, "constraint_price": price,
               "ratios": ratios(arms, price),
