@@ -1,0 +1,108 @@
+"""A Ray head and worker raylets on loopback, each with ports and a temp dir of its own (`extract bench --simulate`
+and the multi-node tests): `LocalCluster(...).stop()` ends only this cluster's processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _node_ports() -> list[str]:
+    return [f"--dashboard-agent-listen-port={_port()}", f"--dashboard-agent-grpc-port={_port()}",
+            f"--runtime-env-agent-port={_port()}", f"--metrics-export-port={_port()}",
+            f"--object-manager-port={_port()}"]
+
+
+class LocalCluster:
+    """A Ray head and worker raylets on loopback, with their own temp dir; `stop` ends only their processes.
+
+    Each node gets its `--num-cpus` and a custom resource `node<i>` (head: node0), so a test can place work."""
+
+    def __init__(self, cpus: list[int]) -> None:
+        self.temp_dir = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray puts sockets under it
+        self.port = _port()
+        self.node_ports: list[int] = []
+        env = self.env()
+        ray = str(Path(sys.executable).parent / "ray")
+        for i, n in enumerate(cpus):
+            manager = _port()
+            self.node_ports.append(manager)
+            common = [f"--num-cpus={n}", f"--resources={json.dumps({f'node{i}': 1000})}", "--disable-usage-stats",
+                      f"--node-manager-port={manager}", *_node_ports()]
+            if i == 0:
+                args = [ray, "start", "--head", f"--port={self.port}", f"--temp-dir={self.temp_dir}",
+                        "--include-dashboard=false", f"--ray-client-server-port={_port()}", *common]
+            else:
+                args = [ray, "start", f"--address=127.0.0.1:{self.port}", *common]
+                env["RAY_AUTH_MODE"] = "token"  # the head made a token (as tests/conftest.py's clusters do)
+            done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=180)
+            if done.returncode != 0:
+                self.stop()
+                raise RuntimeError(f"ray start failed: {(done.stderr or done.stdout).strip()[-800:]}")
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+        env.pop("RAY_ADDRESS", None)
+        return env
+
+    def driver_env(self) -> dict[str, str]:
+        return {**self.env(), "RAY_ADDRESS": self.address, "RAY_AUTH_MODE": "token"}
+
+    def raylet(self, node: int) -> Any:
+        """The raylet process of node `node` (0 is the head), found by its node-manager port."""
+        import psutil
+
+        flag = f"--node_manager_port={self.node_ports[node]}"
+        for proc in psutil.process_iter(["cmdline"]):
+            cmd = proc.info["cmdline"] or []
+            if cmd and cmd[0].endswith("raylet") and flag in cmd:
+                return proc
+        return None
+
+    def stop(self) -> None:
+        import psutil
+
+        gcs = re.compile(rf":{self.port}(\D|$)")
+        mine: dict[int, Any] = {}
+        for node in range(len(self.node_ports)):  # each raylet's children: workers, and agents whose titles hide it
+            raylet = self.raylet(node)
+            if raylet is not None:
+                try:
+                    mine.update({p.pid: p for p in [raylet, *raylet.children(recursive=True)]})
+                except psutil.NoSuchProcess:
+                    pass
+        for proc in psutil.process_iter(["cmdline"]):
+            try:
+                cmd = " ".join(proc.info["cmdline"] or [])
+                if self.temp_dir in cmd or gcs.search(cmd):
+                    mine[proc.pid] = proc
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        mine.pop(os.getpid(), None)
+        procs = list(mine.values())
+        for proc in procs:
+            try:
+                proc.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(procs, timeout=10)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
