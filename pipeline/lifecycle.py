@@ -151,6 +151,18 @@ def _started(pid: int) -> float | None:
         return None
 
 
+class ClusterStartError(RuntimeError):
+    """Ray could not start this driver's local cluster, or reach the one at RAY_ADDRESS: the machine, not the job
+    (`extract` says it in one line, exit 3, as for an engine that cannot start)."""
+
+    @classmethod
+    def of(cls, error: BaseException, address: str | None) -> ClusterStartError:
+        first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+        if address:
+            return cls(f"Ray: could not connect to the cluster at RAY_ADDRESS={address}: {first}")
+        return cls(f"Ray: could not start a local cluster: {first}")
+
+
 def record_ray_processes(session_dir: str | None = "") -> Path | None:
     """Note the processes of the local Ray cluster this driver started (its child processes), to be stopped
     by a later run if this driver dies without stopping them."""

@@ -72,8 +72,11 @@ def connect_ray() -> None:
     logs.quiet_driver()
     if not address:
         lifecycle.stop_orphaned_ray()  # the local cluster of a driver that was killed: its recorded processes
-    ray.init(address=address or None, log_to_driver=True, include_dashboard=False if not address else None,
-             logging_level=logs.ray_logging_level())
+    try:
+        ray.init(address=address or None, log_to_driver=True, include_dashboard=False if not address else None,
+                 logging_level=logs.ray_logging_level())
+    except Exception as exc:  # Ray raises a bare Exception when its node times out starting (a loaded machine)
+        raise lifecycle.ClusterStartError.of(exc, address) from exc
     logs.filter_worker_logs()
     if not address:
         lifecycle.record_ray_processes()

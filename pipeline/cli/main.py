@@ -24,6 +24,7 @@ from pipeline.cli import eval as evaluate
 from pipeline.cli.options import OneLineParser, terminal_flags
 from pipeline.config import ConfigError
 from pipeline.lease import LeaseHeldError, LeaseLostError
+from pipeline.lifecycle import ClusterStartError
 from pipeline.output.manifest import AccountingError, OutputCorruptError
 from pipeline.partition import DateError
 from pipeline.progress import FailFastError
@@ -69,6 +70,7 @@ ONE_LINE: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
     ((OutputCorruptError,), exit_codes.OUTPUT_CORRUPT),
     ((LeaseHeldError, LeaseLostError), exit_codes.OUTPUT_LEASED),
     ((FailFastError,), exit_codes.FAILED),
+    ((ClusterStartError,), exit_codes.ENGINE),
 )
 ONE_LINE_ERRORS = tuple(kind for kinds, _ in ONE_LINE for kind in kinds)
 
