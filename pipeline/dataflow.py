@@ -158,7 +158,7 @@ def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, source: 
                    "schema_column": source.schema_column, "routes": routes.by_value if split else None,
                    "default_backend": routes.default},
         num_cpus=READ_TASK_CPUS,
-        concurrency=read_concurrency(workers),
+        compute=ray.data.TaskPoolStrategy(size=read_concurrency(workers)),  # `concurrency=`: deprecated in Ray 2.51
     )
 
 

@@ -61,6 +61,7 @@ def preflight(loaded: LoadedConfig, day: date | None = None) -> PartitionInput:
 
 def connect_ray() -> None:
     import ray
+    import ray.data  # before quiet_driver, which quiets the console handler Ray Data installs at import
 
     if ray.is_initialized():
         return

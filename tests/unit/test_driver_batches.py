@@ -112,3 +112,13 @@ def test_record_columns_a_value_its_column_cannot_hold_raises_as_before() -> Non
             layout.to_columns([bad])
         with pytest.raises(slow.type):
             record_columns(layout, [bad])
+
+
+def test_record_columns_of_a_layout_with_its_own_to_columns_are_its_own() -> None:
+    """Per-row schemas: one JSON text column and no converters (`JsonRecordLayout`), which the Arrow fast path
+    must leave to the layout (it zipped the schema with the converters and raised in the run)."""
+    from schemas.contract import JsonRecordLayout
+
+    layout = JsonRecordLayout()
+    records = [{"b": 2, "a": [1, "x"]}, {"total": 1.5}]
+    assert record_columns(layout, records) == layout.to_columns(records)
