@@ -19,12 +19,15 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from schemas.spans import join_path, leaves
+
+# Calibration (`output.calibration`, fitted by `extract eval --fit-calibration`) lives in workers.calibrator; these
+# names stay importable from here.
+from workers.calibrator import POOLED, Calibrator, field_of, isotonic, leaf_features
 
 # The rows' columns (pipeline/output/tables.py), and the outcome table's that carry them from the actors.
 CONFIDENCE_TYPE = pa.map_(pa.string(), pa.float64())  # leaf path → confidence
@@ -183,80 +186,5 @@ def row_confidence(text: str, pieces: Sequence[str], logprobs: Sequence[float],
     return {path: value for path, value in confidence.items() if path in kept}
 
 
-# Calibration: per field, an isotonic map from raw confidence to the share of right values, fitted on gold
-# (`extract eval --fit-calibration`, applied on the actor with output.calibration).
-
-MIN_POINTS = 12  # a field with fewer scored leaves uses the map fitted on all fields together
-POOLED = "*"
-
-
-def isotonic(points: Sequence[tuple[float, bool]]) -> tuple[list[float], list[float]]:
-    """Pool-adjacent-violators: knots (raw confidence, calibrated) of the non-decreasing step function that best
-    fits correctness by least squares; each block's knot at its mean raw confidence."""
-    blocks: list[list[float]] = []  # [sum_x, sum_y, n]
-    for x, ok in sorted(points, key=lambda p: p[0]):
-        blocks.append([x, float(ok), 1.0])
-        while len(blocks) > 1 and blocks[-2][1] / blocks[-2][2] >= blocks[-1][1] / blocks[-1][2]:
-            sx, sy, n = blocks.pop()
-            blocks[-1][0] += sx
-            blocks[-1][1] += sy
-            blocks[-1][2] += n
-    return [round(b[0] / b[2], 6) for b in blocks], [round(b[1] / b[2], 6) for b in blocks]
-
-
-def _interpolate(xs: Sequence[float], ys: Sequence[float], x: float) -> float:
-    if not xs:
-        return x
-    if x <= xs[0]:
-        return ys[0]
-    if x >= xs[-1]:
-        return ys[-1]
-    lo, hi = 0, len(xs) - 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if xs[mid] <= x:
-            lo = mid
-        else:
-            hi = mid
-    span = xs[hi] - xs[lo]
-    return ys[lo] + (ys[hi] - ys[lo]) * ((x - xs[lo]) / span if span else 0.0)
-
-
-def field_of(path: str) -> str:
-    """A concrete leaf path's field: list indexes dropped (`items[2].sku` → `items[].sku`), as eval names fields."""
-    return re.sub(r"\[\d+\]", "[]", path)
-
-
-@dataclass(frozen=True)
-class Calibrator:
-    """Per field, knots of an isotonic map (`isotonic`); `POOLED` for fields fitted on too few leaves."""
-
-    maps: dict[str, tuple[list[float], list[float]]]
-
-    @classmethod
-    def fit(cls, by_field: dict[str, list[tuple[float, bool]]]) -> Calibrator:
-        pooled = [p for points in by_field.values() for p in points]
-        maps = {POOLED: isotonic(pooled)} if pooled else {}
-        maps.update({name: isotonic(points) for name, points in by_field.items() if len(points) >= MIN_POINTS})
-        return cls(maps)
-
-    def __call__(self, path: str, confidence: float) -> float:
-        knots = self.maps.get(field_of(path)) or self.maps.get(POOLED)
-        return round(_interpolate(*knots, confidence), 6) if knots else confidence
-
-    def to_json(self) -> dict[str, object]:
-        return {"format": 1, "fields": {k: {"raw": xs, "calibrated": ys} for k, (xs, ys) in self.maps.items()}}
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> Calibrator:
-        fields = data.get("fields") if isinstance(data, dict) else None
-        if data.get("format") != 1 or not isinstance(fields, dict):
-            raise ValueError("not a calibration file of format 1 (write one with extract eval --fit-calibration)")
-        maps = {}
-        for name, knots in fields.items():
-            xs, ys = knots.get("raw"), knots.get("calibrated")
-            if not (isinstance(xs, list) and isinstance(ys, list) and len(xs) == len(ys)
-                    and all(isinstance(v, int | float) for v in xs + ys)):
-                raise ValueError(f"field {name!r}: raw and calibrated must be lists of numbers of one length")
-            maps[name] = ([float(v) for v in xs], [float(v) for v in ys])
-        return cls(maps)
+__all__ = ["CONFIDENCE_TYPE", "POOLED", "SPANS_TYPE", "Calibrator", "field_of", "isotonic", "leaf_confidence",
+           "leaf_features", "leaf_spans", "minimum", "row_confidence", "token_offsets"]

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 from pipeline.cli.options import config_options, days, overrides
 from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.storage import is_s3, join, storage_for
+from pipeline.tools.calibration import committed_spans
 from pipeline.tools.evaluate import (
     EvalError,
     EvalOptions,
@@ -38,6 +39,7 @@ from pipeline.tools.evaluate import (
     render_markdown,
     write_report,
 )
+from pipeline.tools.evaluate.scores import Scores, score
 
 PLAIN_RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")  # as pipeline.tools.report checks a run record's
 
@@ -79,8 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="table: eval.md's tables (default); csv: the per-field scores, a row per field; json: "
                    "eval.json's content on stdout, for a script")
     p.add_argument("--fit-calibration", metavar="FILE",
-                   help="also write a per-field calibration of _confidence fitted on this gold to FILE (JSON), for "
-                   "the job's output.calibration")
+                   help="also write a calibration of _confidence fitted on this gold to FILE (JSON), for the job's "
+                   "output.calibration")
     p.set_defaults(func=cmd_eval)
 
 
@@ -119,6 +121,15 @@ def _context(loaded: LoadedConfig, args: argparse.Namespace, output: RunOutput) 
     }
 
 
+def _scores(loaded: LoadedConfig, golds: dict[str, Any], output: RunOutput, options: EvalOptions) -> Scores:
+    """`evaluate`, with the rows' `_spans` for the calibration's leaf model where the rows have confidences."""
+    if output.confidence is None:
+        return evaluate(loaded, golds, output, options)
+    default = loaded.contract.json_schema if not getattr(loaded.contract, "per_row", False) else None
+    return score(golds, output.rows, output.dead_letters, lambda doc_id: output.schemas.get(doc_id, default),
+                 options, output.confidence, committed_spans(loaded, output.partitions))
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.run and (args.force or args.limit is not None or args.date):
         raise ConfigError("--force, --limit and --date apply to a fresh run, not to --run")
@@ -136,7 +147,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except EvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    scores = evaluate(loaded, golds, output, options)
+    scores = _scores(loaded, golds, output, options)
     report = build_report(scores, _context(loaded, args, output), options)
     if args.fit_calibration:
         if not scores.confidence_points:
@@ -144,7 +155,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                               "(output.confidence was off, or the rows predate it)")
         target = Path(args.fit_calibration)
         target.write_text(json.dumps(scores.fit_calibration().to_json(), indent=1) + "\n")
-        print(f"wrote {target} (per-field calibration from {len(scores.confidence_points)} leaves; set "
+        print(f"wrote {target} (calibration from {len(scores.confidence_points)} leaves; set "
               f"output.calibration: {target} in the job)", file=sys.stderr)
     out_dir = args.out if args.out and is_s3(args.out) else str(Path(args.out).resolve()) if args.out else \
         join(loaded.output_uri, "_eval", run_id)

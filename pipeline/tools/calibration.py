@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from workers.confidence import Calibrator
+from workers.calibrator import Calibrator, Leaf
 
 KEEP = (0.5, 0.7, 0.9)
 
@@ -103,20 +104,59 @@ def _f(value: float | None) -> str:
 # Honest figures for a calibration fitted on the same gold
 
 
-def cross_fitted(points: Sequence[tuple[str, str, float, bool]], folds: int = 2) -> list[tuple[float, bool]]:
-    """Honest calibrated points: each document's leaves mapped by a calibrator fitted on the other folds'
-    documents only. `points` are (document id, field, raw confidence, correct)."""
+def fold(doc_id: str, folds: int = 2) -> int:
+    """A document's fold: by a hash of its id, so a rerun splits the gold the same way."""
     import hashlib
 
-    def fold(doc_id: str) -> int:
-        return int(hashlib.sha256(doc_id.encode()).hexdigest(), 16) % folds
+    return int(hashlib.sha256(doc_id.encode()).hexdigest(), 16) % folds
 
+
+def cross_fitted(points: Sequence[tuple[str, str, float, bool]], folds: int = 2) -> list[tuple[float, bool]]:
+    """Honest points of a per-field isotonic calibration (format 1): each document's leaves mapped by a calibrator
+    fitted on the other folds' documents only. `points` are (document id, field, raw confidence, correct)."""
     out = []
     for k in range(folds):
         train: dict[str, list[tuple[float, bool]]] = {}
         for doc_id, name, conf, ok in points:
-            if fold(doc_id) != k:
+            if fold(doc_id, folds) != k:
                 train.setdefault(name, []).append((conf, ok))
         calibrator = Calibrator.fit(train)
-        out += [(calibrator(name, conf), ok) for doc_id, name, conf, ok in points if fold(doc_id) == k]
+        out += [(calibrator(name, conf), ok) for doc_id, name, conf, ok in points if fold(doc_id, folds) == k]
+    return out
+
+
+def cross_fitted_leaves(points: Sequence[tuple[str, str, Leaf, bool]], folds: int = 2) -> list[tuple[float, bool]]:
+    """Honest points of the leaf model (format 2, what `--fit-calibration` writes): each document's leaves scored by
+    a model fitted on the other folds' documents only. `points` are (document id, field, `Leaf`, correct); a fold
+    with nothing to learn from keeps the raw confidence."""
+    out = []
+    for k in range(folds):
+        train = [(name, leaf, ok) for doc_id, name, leaf, ok in points if fold(doc_id, folds) != k]
+        mine = [(name, leaf, ok) for doc_id, name, leaf, ok in points if fold(doc_id, folds) == k]
+        if not train:
+            out += [(leaf.confidence, ok) for _, leaf, ok in mine]
+            continue
+        model = Calibrator.fit_leaves(train).model
+        out += [(model.predict(name, leaf), ok) for name, leaf, ok in mine]  # type: ignore[union-attr]
+    return out
+
+
+def committed_spans(loaded: Any, partitions: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """The scored rows' `_spans` (document id → leaf path → places), read from the partitions' row files: what the
+    leaf model's `order` feature needs in `extract eval`, as the actor has it at run time."""
+    from pipeline.output.committed import CommittedOutput
+    from pipeline.output.tables import read_columns
+    from workers.outcome import ROWS, RowCol
+
+    output = CommittedOutput.of(loaded)
+    id_column = loaded.config.input.id_column
+    out: dict[str, dict[str, Any]] = {}
+    for manifest in partitions:
+        table = read_columns(output.storage, manifest.uri(ROWS, output.root), [id_column, RowCol.SPANS])
+        if RowCol.SPANS not in table.column_names:
+            continue
+        for doc_id, spans in zip(table.column(id_column).to_pylist(), table.column(RowCol.SPANS).to_pylist(),
+                                 strict=True):
+            if spans:
+                out[str(doc_id)] = dict(spans)
     return out

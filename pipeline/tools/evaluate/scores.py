@@ -7,9 +7,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipeline.tools.calibration import Calibration, Calibrator, calibration, cross_fitted
+from pipeline.tools.calibration import Calibration, Calibrator, calibration, cross_fitted_leaves
 from pipeline.tools.evaluate.compare import Comparer, Event
 from pipeline.tools.evaluate.options import DEFAULT_OPTIONS, EvalOptions
+from workers.calibrator import Leaf, leaf_features
 
 
 @dataclass
@@ -78,15 +79,14 @@ class Scores:
     pred_not_in_schema: dict[str, int] = field(default_factory=dict)
     run_dead_letters_by_reason: dict[str, int] = field(default_factory=dict)
     calibration: Calibration | None = None  # leaf confidence against correctness (pipeline.tools.calibration)
-    calibrated: Calibration | None = None  # the same after a per-field calibration, cross-fitted on the gold
+    calibrated: Calibration | None = None  # the same after the leaf model's calibration, cross-fitted on the gold
     confidence_points: list[tuple[str, str, float, bool]] = field(default_factory=list)
+    leaf_points: list[tuple[str, str, Leaf, bool]] = field(default_factory=list)  # the same leaves' features
 
     def fit_calibration(self) -> Calibrator:
-        """A per-field calibrator fitted on every scored leaf (`extract eval --fit-calibration`)."""
-        by_field: dict[str, list[tuple[float, bool]]] = {}
-        for _, name, conf, ok in self.confidence_points:
-            by_field.setdefault(name, []).append((conf, ok))
-        return Calibrator.fit(by_field)
+        """The leaf model (workers.calibrator, format 2) fitted on every scored leaf (`extract eval
+        --fit-calibration`)."""
+        return Calibrator.fit_leaves([(name, leaf, ok) for _, name, leaf, ok in self.leaf_points])
 
     @property
     def scored(self) -> int:
@@ -131,9 +131,11 @@ def score(
     schema_for: Callable[[str], dict[str, Any] | None],
     options: EvalOptions = DEFAULT_OPTIONS,
     confidences: dict[str, dict[str, float]] | None = None,
+    spans: dict[str, dict[str, Any]] | None = None,
 ) -> Scores:
     """Score `rows` (id → record) and `dead_letters` (id → reason) against `golds` (id → record); with
-    `confidences` (id → the row's `_confidence`), how well they tell right leaves from wrong ones."""
+    `confidences` (id → the row's `_confidence`), how well they tell right leaves from wrong ones, raw and
+    calibrated by the leaf model (which also reads `spans`, id → the row's `_spans`, where given)."""
     tally = _Tally()
     missing: list[str] = []
     for doc_id, gold in golds.items():
@@ -141,7 +143,8 @@ def score(
             missing.append(doc_id)
             continue
         tally.document(doc_id, gold, rows.get(doc_id), dead_letters.get(doc_id),
-                       Comparer(schema_for(doc_id), options), (confidences or {}).get(doc_id) or {})
+                       Comparer(schema_for(doc_id), options), (confidences or {}).get(doc_id) or {},
+                       (spans or {}).get(doc_id))
     points = tally.points
     return Scores(
         fields=tally.fields, overall=tally.overall, documents=tally.documents, gold_total=len(golds),
@@ -150,8 +153,9 @@ def score(
         not_in_schema=dict(tally.not_in_schema), pred_not_in_schema=dict(tally.pred_not_in_schema),
         run_dead_letters_by_reason=dict(Counter(dead_letters.values())),
         calibration=calibration([(c, ok) for _, _, c, ok in points]) if confidences is not None else None,
-        calibrated=calibration(cross_fitted(points)) if confidences is not None and points else None,
-        confidence_points=points,
+        calibrated=calibration(cross_fitted_leaves(tally.leaf_points)) if confidences is not None and points
+        else None,
+        confidence_points=points, leaf_points=tally.leaf_points,
     )
 
 
@@ -160,6 +164,7 @@ class _Tally:
     """The scores as documents are added: per field, overall, per document, and the confidence points."""
 
     points: list[tuple[str, str, float, bool]] = field(default_factory=list)  # (document, field, confidence, ok)
+    leaf_points: list[tuple[str, str, Leaf, bool]] = field(default_factory=list)  # (document, field, features, ok)
     fields: dict[str, FieldStats] = field(default_factory=dict)
     overall: FieldStats = field(default_factory=FieldStats)
     documents: list[DocResult] = field(default_factory=list)
@@ -167,8 +172,10 @@ class _Tally:
     pred_not_in_schema: Counter[str] = field(default_factory=Counter)
 
     def document(self, doc_id: str, gold: dict[str, Any], pred: dict[str, Any] | None, reason: str | None,
-                 comparer: Comparer, leaf_confidence: dict[str, float]) -> None:
+                 comparer: Comparer, leaf_confidence: dict[str, float],
+                 spans: dict[str, Any] | None = None) -> None:
         events = comparer.record(pred, gold)
+        features = leaf_features(leaf_confidence, pred, spans) if leaf_confidence and pred is not None else {}
         if pred is None:
             events = [e for e in events if e.kind != "null_agree"]
         doc = FieldStats()
@@ -177,6 +184,7 @@ class _Tally:
             doc.add(event)
             if event.kind in ("correct", "wrong", "spurious") and event.at in leaf_confidence:
                 self.points.append((doc_id, event.path, leaf_confidence[event.at], event.kind == "correct"))
+                self.leaf_points.append((doc_id, event.path, features[event.at], event.kind == "correct"))
         self.overall.merge(doc)
         self.not_in_schema.update(comparer.not_in_schema)
         self.pred_not_in_schema.update(comparer.pred_not_in_schema)
