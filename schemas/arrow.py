@@ -14,7 +14,10 @@ One mapping serves both a Pydantic model (through its JSON Schema) and a user's 
 - anything without one clear type (free-form objects, unions of several types) → a JSON-encoded string.
 
 Records arrive in JSON form (what `model_dump(mode="json")` or `json.loads` gives) and each field's
-converter turns them into the Python value Arrow expects for its type.
+converter turns them into the Python value Arrow expects for its type. Each mapping also says whether Arrow
+builds the column from the JSON-form values as its converter would (`ArrowMapping.build`: `PLAIN` or
+`ISO_DATE`), so `RecordLayout.to_columns` builds those columns in one pass of Arrow over the records, not a
+Python call per value.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic.json_schema import GenerateJsonSchema
 
 from schemas.refs import resolve_ref
@@ -34,6 +38,11 @@ from schemas.refs import resolve_ref
 Converter = Callable[[Any], Any]
 
 JSON_STRING_METADATA = {b"extract.encoding": b"json"}
+
+# How Arrow builds a field's column from the records' JSON-form values as its converter would (`ArrowMapping.build`):
+PLAIN = "plain"  # Arrow converts the values as the column's type takes them (a converter that returns them, or
+#                  float() of the int, float or bool a number holds: any other value Arrow refuses, as below)
+ISO_DATE = "iso_date"  # a YYYY-MM-DD text cast to date32 (any other text goes through the converter)
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,7 @@ class ArrowMapping:
     nullable: bool
     convert: Converter
     json_encoded: bool = False
+    build: str | None = None  # `PLAIN` or `ISO_DATE`: Arrow builds the column as `convert` would; None: it does not
 
 
 def _identity(value: Any) -> Any:
@@ -94,14 +104,15 @@ class DecimalMarks(GenerateJsonSchema):
 def _decimal(mark: Any) -> ArrowMapping:
     digits, places = (list(mark) + [None, None])[:2] if isinstance(mark, list) else (None, None)
     if not isinstance(places, int) or places < 0:
-        return ArrowMapping(pa.float64(), False, _nullsafe(_to_float))
+        return _FLOAT
     if places > 38:
-        return ArrowMapping(pa.float64(), False, _nullsafe(_to_float))
+        return _FLOAT
     digits = min(max(digits if isinstance(digits, int) and digits > 0 else 38, places, 1), 38)
     return ArrowMapping(pa.decimal128(digits, places), False, _nullsafe(_to_decimal))
 
 
 _JSON = ArrowMapping(pa.string(), True, _nullsafe(_to_json), json_encoded=True)
+_FLOAT = ArrowMapping(pa.float64(), False, _nullsafe(_to_float), build=PLAIN)
 
 
 class UnsupportedSchemaError(ValueError):
@@ -155,41 +166,42 @@ class _Mapper:
         nullable = len(non_null) != len(options)
         if len(non_null) == 1:
             inner = self.map(non_null[0])
-            return ArrowMapping(inner.type, inner.nullable or nullable, inner.convert, inner.json_encoded)
+            return ArrowMapping(inner.type, inner.nullable or nullable, inner.convert, inner.json_encoded,
+                                inner.build)
         mapped = [self.map(o) for o in non_null]
         if mapped and all(m.type == mapped[0].type and not m.json_encoded for m in mapped):
-            return ArrowMapping(mapped[0].type, True, mapped[0].convert)
+            return ArrowMapping(mapped[0].type, True, mapped[0].convert, build=mapped[0].build)
         if mapped and {m.type for m in mapped} <= {pa.int64(), pa.float64()}:
-            return ArrowMapping(pa.float64(), True, _nullsafe(_to_float))
+            return ArrowMapping(pa.float64(), True, _nullsafe(_to_float), build=PLAIN)
         return _JSON
 
     def _literals(self, values: list[Any]) -> ArrowMapping:
         non_null = [v for v in values if v is not None]
         nullable = len(non_null) != len(values)
         if non_null and all(isinstance(v, str) for v in non_null):
-            return ArrowMapping(pa.string(), nullable, _identity)
+            return ArrowMapping(pa.string(), nullable, _identity, build=PLAIN)
         if non_null and all(isinstance(v, bool) for v in non_null):
-            return ArrowMapping(pa.bool_(), nullable, _identity)
+            return ArrowMapping(pa.bool_(), nullable, _identity, build=PLAIN)
         if non_null and all(isinstance(v, int) and not isinstance(v, bool) for v in non_null):
-            return ArrowMapping(pa.int64(), nullable, _identity)
+            return ArrowMapping(pa.int64(), nullable, _identity, build=PLAIN)
         return _JSON
 
     def _typed(self, kind: Any, schema: dict[str, Any]) -> ArrowMapping:
         if kind == "string":
             fmt = schema.get("format")
             if fmt == "date":
-                return ArrowMapping(pa.date32(), False, _nullsafe(_to_date))
+                return ArrowMapping(pa.date32(), False, _nullsafe(_to_date), build=ISO_DATE)
             if fmt == "date-time":
                 return ArrowMapping(pa.timestamp("us", tz="UTC"), False, _nullsafe(_to_timestamp))
-            return ArrowMapping(pa.string(), False, _identity)
+            return ArrowMapping(pa.string(), False, _identity, build=PLAIN)
         if kind == "integer":
-            return ArrowMapping(pa.int64(), False, _identity)
+            return ArrowMapping(pa.int64(), False, _identity, build=PLAIN)
         if kind == "number":
-            return ArrowMapping(pa.float64(), False, _nullsafe(_to_float))
+            return _FLOAT
         if kind == "boolean":
-            return ArrowMapping(pa.bool_(), False, _identity)
+            return ArrowMapping(pa.bool_(), False, _identity, build=PLAIN)
         if kind == "null":
-            return ArrowMapping(pa.null(), True, _identity)
+            return ArrowMapping(pa.null(), True, _identity, build=PLAIN)
         if kind == "array" or (kind is None and "items" in schema):
             return self._array(schema)
         if kind == "object" or (kind is None and "properties" in schema):
@@ -211,7 +223,7 @@ class _Mapper:
         properties = schema.get("properties")
         if not properties:
             return _JSON
-        fields, converters = self.fields(schema)
+        fields, converters, _ = self.fields(schema)
         struct = pa.struct(fields)
 
         def convert(value: Any) -> Any:
@@ -221,28 +233,68 @@ class _Mapper:
 
         return ArrowMapping(struct, False, convert)
 
-    def fields(self, schema: dict[str, Any]) -> tuple[list[pa.Field], list[tuple[str, Converter]]]:
+    def fields(self, schema: dict[str, Any]) -> tuple[list[pa.Field], list[tuple[str, Converter]], list[str | None]]:
+        """The object's fields, each one's converter, and how Arrow builds each (`ArrowMapping.build`)."""
         required = set(schema.get("required", []))
         fields: list[pa.Field] = []
         converters: list[tuple[str, Converter]] = []
+        builds: list[str | None] = []
         for name, sub in schema.get("properties", {}).items():
             mapped = self.map(sub)
             nullable = mapped.nullable or name not in required
             metadata = JSON_STRING_METADATA if mapped.json_encoded else None
             fields.append(pa.field(name, mapped.type, nullable=nullable, metadata=metadata))
             converters.append((name, mapped.convert))
-        return fields, converters
+            builds.append(mapped.build)
+        return fields, converters, builds
+
+
+_ISO_DATE_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
 
 @dataclass(frozen=True)
 class RecordLayout:
-    """The Arrow schema of a record's columns and the converter from JSON-form records."""
+    """The Arrow schema of a record's columns, the converter of each from JSON-form records, and how Arrow builds
+    each column as its converter would (`ArrowMapping.build`; empty: none)."""
 
     schema: pa.Schema
     converters: tuple[tuple[str, Converter], ...]
+    builds: tuple[str | None, ...] = ()
 
     def to_columns(self, records: list[dict[str, Any]]) -> dict[str, pa.Array]:
-        """Typed columns for JSON-form records, in schema order."""
+        """Typed columns for JSON-form records, in schema order: `convert_rows`, its `PLAIN` and `ISO_DATE` fields
+        built by Arrow in one pass over the records (a struct array, whose children Arrow converts as it converts
+        a column; a date's text cast when every one is YYYY-MM-DD), the others by their converters, row by row.
+        A value Arrow will not take sends the records to `convert_rows`, which raises as before. A Python call
+        per value was a third of the driver's commit CPU."""
+        builds = dict(zip([f.name for f in self.schema], self.builds, strict=True)) if self.builds else {}
+        fast = [pa.field(f.name, pa.string() if builds[f.name] == ISO_DATE else f.type) for f in self.schema
+                if builds.get(f.name)]
+        if not fast:
+            return self.convert_rows(records)
+        try:
+            struct = pa.array(records, type=pa.struct(fast))
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return self.convert_rows(records)  # a value a column cannot hold: raised as before, by its field
+        columns: dict[str, pa.Array] = {}
+        for field, (name, convert) in zip(self.schema, self.converters, strict=True):
+            build = builds[name]
+            if build == PLAIN:
+                columns[name] = struct.field(name)
+                continue
+            if build == ISO_DATE:
+                texts = struct.field(name)
+                if pc.all(pc.match_substring_regex(texts, _ISO_DATE_TEXT)).as_py() is not False:
+                    try:
+                        columns[name] = pc.cast(texts, pa.date32())
+                        continue
+                    except pa.ArrowException:
+                        pass  # not a date (2026-02-30): its converter raises, as before
+            columns[name] = pa.array([convert(r.get(name)) for r in records], type=field.type)
+        return columns
+
+    def convert_rows(self, records: list[dict[str, Any]]) -> dict[str, pa.Array]:
+        """Typed columns for JSON-form records, in schema order, each value through its field's converter."""
         columns: dict[str, pa.Array] = {}
         for field, (name, convert) in zip(self.schema, self.converters, strict=True):
             values = [convert(r.get(name)) for r in records]
@@ -284,5 +336,5 @@ def record_layout(json_schema: dict[str, Any], model: Any = None) -> RecordLayou
         root = mapper.resolve(root["$ref"])
     if not root.get("properties"):
         raise UnsupportedSchemaError("the schema's root must be an object with properties to map to columns")
-    fields, converters = mapper.fields(root)
-    return RecordLayout(pa.schema(fields), tuple(converters))
+    fields, converters, builds = mapper.fields(root)
+    return RecordLayout(pa.schema(fields), tuple(converters), tuple(builds))

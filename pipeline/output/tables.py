@@ -11,7 +11,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.storage import Storage
-from schemas.arrow import RecordLayout, _identity, _to_date, _to_float
 from schemas.contract import SchemaContract
 from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE, minimum
 from workers.outcome import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS, Col, DeadCol, Kind, RowCol
@@ -91,7 +90,7 @@ class RecordTables:
         records = parse_records(rows.column(Col.RECORD).to_pylist())
         n = rows.num_rows
         columns: dict[str, Any] = {self.id_column: rows.column(self.id_column)}
-        columns.update(record_columns(self.contract.layout, records))
+        columns.update(self.contract.layout.to_columns(records))
         confidence = rows.column(Col.CONFIDENCE) if Col.CONFIDENCE in rows.column_names else pa.nulls(
             n, CONFIDENCE_TYPE)
         columns.update({
@@ -143,63 +142,6 @@ def parse_records(texts: list[str | None]) -> list[Any]:
     if not isinstance(records, list) or len(records) != len(texts):
         return [json.loads(t) for t in texts]
     return records
-
-
-_ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-
-
-def _wrapped(convert: Any) -> Any:
-    """The converter a null-safe converter (`schemas.arrow._nullsafe`) wraps, else None."""
-    cells = getattr(convert, "__closure__", None) or ()
-    return cells[0].cell_contents if len(cells) == 1 else None
-
-
-def _arrow_kind(field: pa.Field, convert: Any) -> str | None:
-    """How Arrow builds the field's column as its converter would: "plain" (as it converts a column: no
-    converter, or a float's), "date" (an ISO date's text cast), or None (row by row, by its converter)."""
-    if convert is _identity:
-        return "plain"
-    inner = _wrapped(convert)
-    if inner is _to_float and field.type == pa.float64():
-        return "plain"  # float(v) of the int, float or bool a record holds; any other value fails Arrow
-    if inner is _to_date and field.type == pa.date32():
-        return "date"
-    return None
-
-
-def record_columns(layout: RecordLayout, records: list[dict[str, Any]]) -> dict[str, pa.Array]:
-    """`layout.to_columns(records)`, its plain, float and date fields built by Arrow in one pass over the records
-    (a struct array, whose children Arrow converts as it converts a column; a date's text cast when every one
-    is YYYY-MM-DD), the others by their converters, row by row. A value Arrow will not take sends the records
-    to `to_columns`, which raises as before. A Python call per value was a third of the commit's CPU."""
-    if type(layout).to_columns is not RecordLayout.to_columns:  # a layout of its own (per-row schemas' JSON text)
-        return layout.to_columns(records)
-    kinds = {name: _arrow_kind(field, convert) for field, (name, convert) in zip(layout.schema, layout.converters,
-                                                                                  strict=True)}
-    fast = [pa.field(f.name, pa.string() if kinds[f.name] == "date" else f.type) for f in layout.schema
-            if kinds[f.name]]
-    if not fast:
-        return layout.to_columns(records)
-    try:
-        struct = pa.array(records, type=pa.struct(fast))
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        return layout.to_columns(records)  # a value a column cannot hold: raised as before, by its field
-    columns: dict[str, pa.Array] = {}
-    for field, (name, convert) in zip(layout.schema, layout.converters, strict=True):
-        kind = kinds[name]
-        if kind == "plain":
-            columns[name] = struct.field(name)
-            continue
-        if kind == "date":
-            texts = struct.field(name)
-            if pc.all(pc.match_substring_regex(texts, _ISO_DATE)).as_py() is not False:
-                try:
-                    columns[name] = pc.cast(texts, pa.date32())
-                    continue
-                except pa.ArrowException:
-                    pass  # not a date (2026-02-30): its converter raises, as before
-        columns[name] = pa.array([convert(r.get(name)) for r in records], type=field.type)
-    return columns
 
 
 def _minimums(confidence: pa.Array | pa.ChunkedArray) -> pa.Array:

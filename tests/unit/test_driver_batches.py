@@ -9,11 +9,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pipeline.output.tables import _minimums, parse_records, record_columns
+from pipeline.output.tables import _minimums, parse_records
 from pipeline.progress import Progress
 from pipeline.reader import UNIT_COLUMN
 from pipeline.run import unit_pieces
-from schemas.arrow import record_layout
+from schemas.arrow import ISO_DATE, PLAIN, record_layout
 from tests.fixtures.models import Everything
 from workers.confidence import CONFIDENCE_TYPE
 from workers.outcome import Col
@@ -90,35 +90,47 @@ def _records() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("extra", [
     [],
     [{"day": "20260102"}, {"day": None}],  # a date not YYYY-MM-DD: its converter, row by row
-    [{"ratio": "1.5"}],  # float() takes a text, Arrow does not: the records go to to_columns
+    [{"ratio": "1.5"}],  # float() takes a text, Arrow does not: the records go to convert_rows
     [{"ratio": 2**70}, {"ratio": 2**60 + 1}, {"ratio": True}],
     [{"day": None}],
-    [{"day": 3}],  # Arrow's conversion of an int to a date, through to_columns as before
+    [{"day": 3}],  # Arrow's conversion of an int to a date, through convert_rows as before
 ])
-def test_record_columns_are_the_layouts_own(extra: list[dict[str, Any]]) -> None:
+def test_to_columns_are_the_converters_own(extra: list[dict[str, Any]]) -> None:
     layout = record_layout(Everything.model_json_schema())
     records = _records() + extra
-    fast, slow = record_columns(layout, records), layout.to_columns(records)
+    fast, slow = layout.to_columns(records), layout.convert_rows(records)
     assert list(fast) == list(slow)
     for name in slow:
         assert fast[name].type == slow[name].type, name
         assert fast[name].to_string() == slow[name].to_string(), name  # NaN shown as nan on both sides
 
 
-def test_record_columns_a_value_its_column_cannot_hold_raises_as_before() -> None:
+def test_to_columns_a_value_its_column_cannot_hold_raises_as_before() -> None:
     layout = record_layout(Everything.model_json_schema())
     for bad in ({"count": 2**70}, {"count": "3"}, {"flag": 1}, {"day": "2026-02-30"}):
         with pytest.raises((pa.ArrowException, OverflowError, ValueError, TypeError)) as slow:
-            layout.to_columns([bad])
+            layout.convert_rows([bad])
         with pytest.raises(slow.type):
-            record_columns(layout, [bad])
+            layout.to_columns([bad])
 
 
-def test_record_columns_of_a_layout_with_its_own_to_columns_are_its_own() -> None:
-    """Per-row schemas: one JSON text column and no converters (`JsonRecordLayout`), which the Arrow fast path
-    must leave to the layout (it zipped the schema with the converters and raised in the run)."""
+def test_each_field_says_whether_arrow_builds_its_column() -> None:
+    layout = record_layout(Everything.model_json_schema())
+    builds = dict(zip(layout.schema.names, layout.builds, strict=True))
+    assert {n: b for n, b in builds.items() if b} == {
+        "name": PLAIN, "count": PLAIN, "ratio": PLAIN, "flag": PLAIN, "day": ISO_DATE, "maybe_day": ISO_DATE,
+        "level": PLAIN, "priority": PLAIN}
+    assert builds["at"] is None and builds["customer"] is None and builds["free"] is None  # by their converters
+
+
+def test_a_layout_without_builds_converts_row_by_row() -> None:
+    """A layout of no Arrow builds (one made without them) is `convert_rows`; per-row schemas' layout (one JSON
+    text column, no converters) has its own `to_columns`, which `RecordTables` calls as any other."""
+    from schemas.arrow import RecordLayout
     from schemas.contract import JsonRecordLayout
 
-    layout = JsonRecordLayout()
+    full = record_layout(Everything.model_json_schema())
+    bare = RecordLayout(full.schema, full.converters)
+    assert bare.to_columns(_records()[:3]) == full.convert_rows(_records()[:3])  # (the 4th holds a NaN)
     records = [{"b": 2, "a": [1, "x"]}, {"total": 1.5}]
-    assert record_columns(layout, records) == layout.to_columns(records)
+    assert JsonRecordLayout().to_columns(records)["record"].to_pylist() == ['{"a":[1,"x"],"b":2}', '{"total":1.5}']
