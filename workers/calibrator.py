@@ -23,6 +23,7 @@ Two kinds of file:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -199,8 +200,24 @@ class LeafModel:
         return round(_sigmoid(sum(a * b for a, b in zip(w, self.features(field_of(path), leaf), strict=True))), 6)
 
     @classmethod
-    def fit(cls, points: Sequence[tuple[str, Leaf, bool]]) -> LeafModel:
-        """Fit on (field, leaf, right) points: the field and value tables by counting, then the weights."""
+    def fit(cls, points: Sequence[tuple[str, str, Leaf, bool]]) -> LeafModel:
+        """Fit on (document id, field, leaf, right) points: the field and value tables by counting over all of them;
+        the weights on features whose tables were counted on the other half of the documents (`fold`), so a weight
+        says how far a table holds on documents it did not count (a table's own documents would overrate it)."""
+        tables = cls.tables([(name, leaf, ok) for _, name, leaf, ok in points])
+        rows: list[list[float]] = []
+        targets: list[float] = []
+        halves = [[p for p in points if fold(p[0] + "#inner") == k] for k in range(2)]
+        for k in range(2):
+            counted = tables if not halves[1 - k] else cls.tables([(n, leaf, ok) for _, n, leaf, ok in halves[1 - k]])
+            rows += [counted.features(name, leaf) for _, name, leaf, _ in halves[k]]
+            targets += [float(ok) for *_, ok in halves[k]]
+        w = _newton(rows, targets)
+        return cls({k: round(v, 6) for k, v in zip(("bias", *FEATURES), w, strict=True)}, tables.prior, tables.fields)
+
+    @classmethod
+    def tables(cls, points: Sequence[tuple[str, Leaf, bool]]) -> LeafModel:
+        """The field and value tables of (field, leaf, right) points, without weights."""
         share = (sum(ok for _, _, ok in points) + 1) / (len(points) + 2)
         by_field: dict[str, list[tuple[Leaf, bool]]] = {}
         for name, leaf, ok in points:
@@ -217,10 +234,7 @@ class LeafModel:
             field_share = _sigmoid(prior)
             values = {k: round(_smoothed(sum(oks), len(oks), field_share) - prior, 6) for k, oks in groups.items()}
             fields[name] = FieldPrior(round(prior, 6), categorical, values)
-        model = cls({}, round(logit(share), 6), fields)
-        rows = [model.features(name, leaf) for name, leaf, _ in points]
-        w = _newton(rows, [float(ok) for _, _, ok in points])
-        return cls({k: round(v, 6) for k, v in zip(("bias", *FEATURES), w, strict=True)}, model.prior, fields)
+        return cls({}, round(logit(share), 6), fields)
 
     def to_json(self) -> dict[str, object]:
         return {"weights": self.weights, "prior": self.prior,
@@ -245,6 +259,11 @@ class LeafModel:
                                  "values (key → number)")
             out[name] = FieldPrior(float(f["prior"]), f["categorical"], {str(k): float(v) for k, v in values.items()})
         return cls({k: float(v) for k, v in weights.items()}, float(prior), out)
+
+
+def fold(doc_id: str, folds: int = 2) -> int:
+    """A document's fold: by a hash of its id, so a rerun splits the gold the same way."""
+    return int(hashlib.sha256(doc_id.encode()).hexdigest(), 16) % folds
 
 
 def _newton(rows: list[list[float]], y: list[float], iterations: int = 30) -> list[float]:
@@ -315,8 +334,8 @@ class Calibrator:
         return cls(maps)
 
     @classmethod
-    def fit_leaves(cls, points: Sequence[tuple[str, Leaf, bool]]) -> Calibrator:
-        """Format 2, from (field, `Leaf`, right) points."""
+    def fit_leaves(cls, points: Sequence[tuple[str, str, Leaf, bool]]) -> Calibrator:
+        """Format 2, from (document id, field, `Leaf`, right) points."""
         return cls(model=LeafModel.fit(points))
 
     def __call__(self, path: str, confidence: float) -> float:

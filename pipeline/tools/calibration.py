@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workers.calibrator import Calibrator, Leaf
+from workers.calibrator import Calibrator, Leaf, fold
 
 KEEP = (0.5, 0.7, 0.9)
 
@@ -104,13 +104,6 @@ def _f(value: float | None) -> str:
 # Honest figures for a calibration fitted on the same gold
 
 
-def fold(doc_id: str, folds: int = 2) -> int:
-    """A document's fold: by a hash of its id, so a rerun splits the gold the same way."""
-    import hashlib
-
-    return int(hashlib.sha256(doc_id.encode()).hexdigest(), 16) % folds
-
-
 def cross_fitted(points: Sequence[tuple[str, str, float, bool]], folds: int = 2) -> list[tuple[float, bool]]:
     """Honest points of a per-field isotonic calibration (format 1): each document's leaves mapped by a calibrator
     fitted on the other folds' documents only. `points` are (document id, field, raw confidence, correct)."""
@@ -131,7 +124,7 @@ def cross_fitted_leaves(points: Sequence[tuple[str, str, Leaf, bool]], folds: in
     with nothing to learn from keeps the raw confidence."""
     out = []
     for k in range(folds):
-        train = [(name, leaf, ok) for doc_id, name, leaf, ok in points if fold(doc_id, folds) != k]
+        train = [p for p in points if fold(p[0], folds) != k]
         mine = [(name, leaf, ok) for doc_id, name, leaf, ok in points if fold(doc_id, folds) == k]
         if not train:
             out += [(leaf.confidence, ok) for _, leaf, ok in mine]

@@ -81,3 +81,91 @@ def test_cross_fitting_maps_each_document_by_the_others_only():
     points = [(f"d{i}", "f", 0.9 if i % 2 else 0.1, bool(i % 2)) for i in range(40)]
     mapped = cross_fitted(points)
     assert len(mapped) == 40 and auroc(mapped) == 1.0
+
+
+def test_leaf_features_read_repeats_shapes_and_list_order_from_the_row():
+    from workers.calibrator import leaf_features, shape
+
+    record = {"issue": "2026-01-30", "due": "2026-01-30", "total": 12.5, "paid": True, "items": ["b", "a", "c"]}
+    confidence = {"issue": 0.9, "due": 0.8, "total": 0.7, "paid": 0.6, "items[0]": 0.5, "items[1]": 0.5,
+                  "items[2]": 0.5}
+    spans = {"issue": [(10, 20)], "due": [(10, 20)], "items[0]": [(50, 51)], "items[1]": [(40, 41)],
+             "items[2]": [(60, 61)]}  # the document writes a before b: the list swapped them
+    leaves = leaf_features(confidence, record, spans)
+    assert leaves["due"].repeats and leaves["issue"].repeats and not leaves["total"].repeats
+    assert not leaves["paid"].repeats and leaves["paid"].text == "true"
+    assert [leaves[f"items[{i}]"].out_of_order for i in range(3)] == [True, True, False]
+    as_read_back = {k: [{"start": s, "end": e} for s, e in v] for k, v in spans.items()}  # the _spans column
+    assert leaf_features(confidence, record, as_read_back) == leaves
+    assert not any(leaf.out_of_order for leaf in leaf_features(confidence, record, None).values())
+    assert shape("ACM-2026-7186") == "A-9-9" and shape("a.b@x.io") == "a.a@a.a"
+
+
+def _points(n_docs: int = 40):
+    """Documents where the raw confidence says little, but a repeated value is always wrong and an email's shape
+    tells right (a9@a.a) from wrong (a9)."""
+    from workers.calibrator import leaf_features
+
+    points = []
+    for i in range(n_docs):
+        record = {"name": f"Ann{i}", "email": f"ann{i}@x.io" if i % 3 else f"just{i}",
+                  "alias": f"Ann{i}" if i % 2 else "Bo"}
+        conf = {"name": 0.9 if i % 4 else 0.3, "email": 0.6, "alias": 0.8}
+        leaves = leaf_features(conf, record, None)
+        right = {"name": True, "email": bool(i % 3), "alias": not i % 2}
+        points += [(f"d{i}", path, leaves[path], right[path]) for path in conf]
+    return points
+
+
+def test_the_leaf_model_learns_what_the_row_says_and_round_trips():
+    from workers.calibrator import Calibrator, Leaf
+
+    cal = Calibrator.fit_leaves(_points())
+    assert cal.model.weights["repeats"] < 0 and cal.model.weights["value"] > 0
+    rows = cal.row({"alias": 0.8, "email": 0.6}, {"name": "Zed", "alias": "Zed", "email": "zed7@y.com"})
+    single = cal.row({"alias": 0.8, "email": 0.6}, {"name": "Zed", "alias": "Yan", "email": "nope3"})
+    assert rows["alias"] < single["alias"]  # the repeated alias is less likely right
+    assert rows["email"] > single["email"]  # an email shaped like the right ones is more likely right
+    assert all(0.0 <= c <= 1.0 for c in [*rows.values(), *single.values()])
+    assert cal("email", 0.6) == cal.model.predict("email", Leaf(0.6, "", "", False, False))  # without its row
+    again = Calibrator.from_json(cal.to_json())
+    assert again == cal and again.to_json()["format"] == 2
+
+
+def test_cross_fitted_leaves_score_each_document_by_a_model_of_the_others():
+    from pipeline.tools.calibration import cross_fitted_leaves
+
+    points = _points()
+    mapped = cross_fitted_leaves(points)
+    raw = [(leaf.confidence, ok) for _, _, leaf, ok in points]
+    assert len(mapped) == len(points) and auroc(mapped) > auroc(raw) + 0.2
+    one_doc = [p for p in points if p[0] == "d1"]  # the other fold is empty: the raw confidence stays
+    assert sorted(cross_fitted_leaves(one_doc)) == sorted((leaf.confidence, ok) for _, _, leaf, ok in one_doc)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"format": 3, "model": "trees"}, "format 3, which this version cannot read"),
+    ({"format": 2, "model": "logistic", "weights": {"bias": 1.0}, "prior": 0.0, "fields": {}}, "weights"),
+    ({"format": 2, "model": "logistic", "prior": 0.0, "fields": {"a": {"prior": 1}},
+      "weights": {k: 0.0 for k in ("bias", "confidence", "field", "repeats", "value", "order")}}, "field 'a'"),
+])
+def test_a_calibration_file_of_an_unknown_format_or_a_broken_model_is_refused(data, message):
+    from workers.calibrator import Calibrator
+
+    with pytest.raises(ValueError, match=message):
+        Calibrator.from_json(data)
+
+
+def test_eval_scores_the_leaf_model_cross_fitted_and_fits_it_on_every_leaf():
+    golds, rows, conf, spans = {}, {}, {}, {}
+    for i in range(30):
+        golds[f"d{i}"] = {"issue": "2026-01-30", "due": "2026-03-01", "items": ["a", "b"]}
+        swapped, copied = i % 3 == 0, i % 2 == 0
+        rows[f"d{i}"] = {"issue": "2026-01-30", "due": "2026-01-30" if copied else "2026-03-01",
+                         "items": ["b", "a"] if swapped else ["a", "b"]}
+        conf[f"d{i}"] = {"issue": 0.9, "due": 0.95, "items[0]": 0.8, "items[1]": 0.8}
+        spans[f"d{i}"] = {"items[0]": [(30 if swapped else 20, 31)], "items[1]": [(20 if swapped else 30, 21)]}
+    scores = score(golds, rows, {}, lambda _: None, confidences=conf, spans=spans)
+    assert scores.calibration.auroc < 0.7 < 0.95 < scores.calibrated.auroc
+    fitted = scores.fit_calibration()
+    assert fitted.to_json()["format"] == 2 and fitted.model.weights["order"] < 0

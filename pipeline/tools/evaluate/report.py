@@ -103,7 +103,8 @@ def _field_lines(report: dict[str, Any]) -> list[str]:
         lines += ["", *calibration_markdown(Calibration(**report["confidence"]))]
     if report.get("confidence_calibrated") is not None:
         lines += calibration_markdown(Calibration(**report["confidence_calibrated"]),
-                                      "Confidence calibrated per field (2-fold cross-fitted on this gold)")
+                                      "Confidence calibrated (the leaf model of --fit-calibration, 2-fold cross-fitted "
+                                      "on this gold)")
     return lines
 
 

@@ -86,7 +86,7 @@ class Scores:
     def fit_calibration(self) -> Calibrator:
         """The leaf model (workers.calibrator, format 2) fitted on every scored leaf (`extract eval
         --fit-calibration`)."""
-        return Calibrator.fit_leaves([(name, leaf, ok) for _, name, leaf, ok in self.leaf_points])
+        return Calibrator.fit_leaves(self.leaf_points)
 
     @property
     def scored(self) -> int:
