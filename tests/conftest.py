@@ -14,8 +14,14 @@ SAMPLE = ROOT / "jobs" / "sample" / "invoices.parquet"
 TEST_KV_CACHE_BYTES = 256 << 20
 
 
-def write_config(folder: Path, **overrides) -> Path:
-    """An extract.yaml in `folder`, the sample job's keys with `overrides` (dotted keys) applied."""
+def write_config(folder: Path, simulated: dict | bool = False, **overrides) -> Path:
+    """An extract.yaml in `folder`, the sample job's keys with `overrides` (dotted keys) applied.
+
+    `simulated` (True, or `model.simulated` settings): the job runs on the simulated engine (workers/simulated.py)
+    instead of vLLM, for tests whose subject is the pipeline around the engine (resume, leases, exit codes,
+    accounting): no model import, load or grammar compile, so a run costs seconds less. An output longer than
+    `model.max_tokens` (characters / 4) is truncated, as on vLLM.
+    """
     config = yaml.safe_load((ROOT / "jobs" / "extract.yaml").read_text())
     config["input"]["uri"] = str(SAMPLE)
     config["output"]["uri"] = str(folder / "out")
@@ -28,10 +34,17 @@ def write_config(folder: Path, **overrides) -> Path:
             node.pop(leaf, None)
         else:
             node[leaf] = value
-    # A small fixed KV cache, never a share of the machine: engines start the same way on any machine and
-    # several fit side by side.
-    config.setdefault("model", {}).setdefault("engine_kwargs", {}).setdefault("kv_cache_memory_bytes",
-                                                                              TEST_KV_CACHE_BYTES)
+    if simulated is not False:
+        model = config.setdefault("model", {})
+        for key in ("engine_kwargs", "constrained", "sampling", "chat_template"):  # vLLM's, not the simulation's
+            model.pop(key, None)
+        model["path"] = "simulated"
+        model["simulated"] = {"allow": True, **(simulated if isinstance(simulated, dict) else {})}
+    else:
+        # A small fixed KV cache, never a share of the machine: engines start the same way on any machine and
+        # several fit side by side.
+        config.setdefault("model", {}).setdefault("engine_kwargs", {}).setdefault("kv_cache_memory_bytes",
+                                                                                  TEST_KV_CACHE_BYTES)
     path = folder / "extract.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -46,7 +59,17 @@ def write_docs(path: Path, ids: list, texts: list) -> Path:
 
 
 @pytest.fixture
-def cli_env():
+def cli_env(ray_head):
+    """The environment of a CLI child process whose runs join the session's Ray cluster (`ray_head`), as a run
+    submitted to a cluster does: a run then skips the start and stop of a local cluster of its own (about 4 s
+    each). Tests whose subject is the driver's own local cluster (its lifecycle, its processes, its noise) take
+    `local_cli_env` instead."""
+    return {**os.environ, "RAY_ADDRESS": ray_head["address"], "RAY_AUTH_MODE": "token"}
+
+
+@pytest.fixture
+def local_cli_env():
+    """The environment of a CLI child process that starts (and stops) a local Ray cluster of its own."""
     env = dict(os.environ)
     env.pop("RAY_ADDRESS", None)
     return env
@@ -194,8 +217,9 @@ def stop_ray_head(head: dict) -> None:
     time.sleep(1)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_head():
+    """One `ray start --head` cluster (dashboard, Jobs API, token auth) for the session's CLI runs (`cli_env`)."""
     head = start_ray_head(cpus=2)
     yield head
     stop_ray_head(head)
@@ -206,7 +230,7 @@ def ray_head():
 HEAVY_FIXTURES = frozenset({"ray_cluster", "ray_head", "engine", "compiler", "model_path"})
 # Fixtures of tests that take seconds without an engine: a real S3 server on loopback, or the CLI in a child
 # process (`cli_env`). They are `slow`, and `make test-fast` leaves them out too.
-SLOW_FIXTURES = frozenset({"s3_endpoint", "cli_env"})
+SLOW_FIXTURES = frozenset({"s3_endpoint", "cli_env", "local_cli_env"})
 
 
 UNIT = Path(__file__).resolve().parent / "unit"

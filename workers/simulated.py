@@ -17,6 +17,8 @@ without a GPU: no torch, no vLLM, a few MB per actor.
   share (`mix`) is instead `truncated` (finish_reason "length"), `invalid` (half not JSON, half JSON that breaks
   the schema) or `refused` (the engine refuses the request), chosen per document from its text's digest, so
   every path of classify runs and a rerun sees the same outcomes.
+- **Budget.** An output longer than the request's `max_tokens` (its `output_tokens`, else its characters / 4)
+  stops there, cut off, with finish_reason "length", as a real engine's does: a small budget truncates.
 """
 
 from __future__ import annotations
@@ -161,12 +163,14 @@ class SimulatedEngine:
         digest = hashlib.blake2b(document.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         draw = int.from_bytes(digest[:8], "big") / 2.0 ** 64
         text = self.gold.get(digest) or self._generated(json_schema, digest)
-        tokens = min(max_tokens, int(self.output_tokens or count_tokens(text)))
+        tokens = int(self.output_tokens or count_tokens(text))
         kind = next((name for name, upto in self.mix if draw < upto), "row")
         if kind == "refused":
             return Generation("", REFUSED, len(ids), 0, "the simulated engine refused it (model.simulated.mix)")
         if kind == "truncated":
             return Generation(text[:max(1, len(text) // 2)], "length", len(ids), max_tokens)
+        if tokens > max_tokens:  # as a real engine: an output longer than the budget stops at it, cut off
+            return Generation(text[:max_tokens * CHARS_PER_TOKEN], "length", len(ids), max_tokens)
         if kind == "invalid":
             broken = text[:-1] if digest[8] % 2 else "[]"  # not JSON; or JSON that is not the schema's object
             return Generation(broken, "stop", len(ids), tokens)

@@ -381,14 +381,15 @@ def test_query_csv_writes_nested_columns_as_json_text(tmp_path, quiet_env):
     assert json.loads(row["s"]) == {"n": 1, "l": [2]}
 
 
-def test_a_local_ray_cluster_that_cannot_start_is_one_line_and_exit_3(tmp_path, quiet_env):
+def test_a_local_ray_cluster_that_cannot_start_is_one_line_and_exit_3(tmp_path, local_cli_env):
     """Ray cannot start the run's own cluster (here: its temp folder is too deep for the Unix sockets Ray puts in
     it, which Ray refuses at once; a machine too loaded to start Ray's processes in time fails the same way, after a
     minute). Before, Ray's bare `Exception` reached the terminal as a traceback."""
     deep = tmp_path / ("t" * 110)
     deep.mkdir()
     cfg = job(tmp_path)
-    result = run_cli(["run", str(cfg)], {**quiet_env, "RAY_TMPDIR": str(deep)}, cwd=tmp_path)
+    result = run_cli(["run", str(cfg)], {**local_cli_env, "EXTRACT_LOG_LEVEL": "error", "RAY_TMPDIR": str(deep)},
+                     cwd=tmp_path)
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: Ray: could not start a local cluster: "), result.stderr
     assert "AF_UNIX path length" in lines[0]

@@ -1,6 +1,6 @@
 """On a real `ray start --head` cluster: SIGKILL the driver mid-run and rerun; SIGKILL an extraction
-actor mid-batch and let Ray restart it; submit a job through the Ray Jobs API. Afterwards DuckDB
-checks input == rows + dead letters, ids unique."""
+actor mid-batch and let Ray restart it (with its vLLM engine); submit a job through the Ray Jobs API. Afterwards
+DuckDB checks input == rows + dead letters, ids unique."""
 
 from __future__ import annotations
 
@@ -39,9 +39,15 @@ def resume_dir(tmp_path_factory) -> Path:
     return folder
 
 
-def config_for(folder: Path, output: str) -> Path:
+# The driver-kill and submit tests are about the driver and the cluster, not the model: they run the simulated
+# engine (workers/simulated.py), slowed to about 2 s a batch so there is a moment to kill in. The actor-kill test
+# runs vLLM, whose engine must go down with its actor and come up in the replacement.
+SLOW_SIMULATION = {"tokens_per_s": 20.0, "output_tokens": 40}
+
+
+def config_for(folder: Path, output: str, simulated: dict | bool = False) -> Path:
     return write_config(
-        folder, name="resume", schema="ticket_models:Ticket",
+        folder, simulated=simulated, name="resume", schema="ticket_models:Ticket",
         prompt="Extract the support ticket from this message.\n{document}",
         **{"input.uri": "docs.parquet", "output.uri": output, "output.checkpoint_rows": 4,
            "model.max_tokens": 128, "model.max_model_len": 1024, "model.engine_kwargs": {"enforce_eager": True},
@@ -95,7 +101,7 @@ def last_manifest(output: Path) -> dict:
 
 def test_driver_sigkill_then_rerun_finishes_without_loss_or_duplicates(ray_head, resume_dir):
     output = resume_dir / "out-driver"
-    config = config_for(resume_dir, str(output))
+    config = config_for(resume_dir, str(output), simulated=SLOW_SIMULATION)
     env = driver_env(ray_head)
     proc = start_driver(config, env)
     wait_for(lambda: len(staged_units(output)) >= 2, proc)
@@ -159,7 +165,7 @@ def test_submit_runs_the_job_on_the_cluster_with_the_config_folder_as_working_di
     write_docs(job / "docs.parquet", list(docs), list(docs.values()))
     shutil.copy(ROOT / "tests" / "fixtures" / "models.py", job / "ticket_models.py")
     output = tmp_path / "submitted-out"  # absolute: the job runs in a copy of the working dir
-    config = config_for(job, str(output))
+    config = config_for(job, str(output), simulated=True)
     env = dict(os.environ, RAY_AUTH_MODE="token")
     env.pop("RAY_ADDRESS", None)
     result = subprocess.run([sys.executable, "-m", "pipeline", "submit", str(config), "--address",

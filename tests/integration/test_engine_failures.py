@@ -18,9 +18,9 @@ from tests.conftest import ROOT, SAMPLE, descendants_named, run_cli, write_confi
 pytestmark = pytest.mark.engine
 
 
-def test_a_kv_budget_larger_than_free_memory_is_one_line_and_exit_3(tmp_path, cli_env):
+def test_a_kv_budget_larger_than_free_memory_is_one_line_and_exit_3(tmp_path, local_cli_env):
     config = write_config(tmp_path, **{"input.limit": 2, "model.engine_kwargs": {"kv_cache_memory_bytes": 1 << 50}})
-    result = run_cli(["run", str(config)], cli_env)
+    result = run_cli(["run", str(config)], local_cli_env)
     assert result.returncode == exit_codes.ENGINE, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: the engine could not start: the KV cache needs 1048576.00 GiB"), last
@@ -61,20 +61,20 @@ def _run_killing_the_engine_once(config, env) -> tuple[int, str, list[int]]:
     return proc.returncode, "".join(lines), killed
 
 
-def test_a_dead_engine_is_replaced_and_its_batch_redone_without_engine_errors(tmp_path, cli_env):
+def test_a_dead_engine_is_replaced_and_its_batch_redone_without_engine_errors(tmp_path, local_cli_env):
     """The engine core runs in its own process here (V1 multiprocessing), so the test can kill it as a crash
     would. The actor's next step fails as fatal, the actor exits, Ray restarts it and redoes its batches on a
     fresh engine."""
     docs = 4
     config = write_config(tmp_path, **{"input.limit": docs, "model.max_tokens": 32, "workers.batch_size": 2,
                                        "workers.batches_in_flight": 2, "workers.max_restarts": 2})
-    returncode, output, killed = _run_killing_the_engine_once(config, cli_env)
+    returncode, output, killed = _run_killing_the_engine_once(config, local_cli_env)
     assert killed, "no engine core was found to kill:\n" + output[-3000:]
     assert returncode == 0, output[-4000:]
     assert "actor.engine_dead" in output  # the actor saw its engine die and exited for a restart
-    seen = _query(config, cli_env, "SELECT doc_id FROM rows") + _query(config, cli_env,
+    seen = _query(config, local_cli_env, "SELECT doc_id FROM rows") + _query(config, local_cli_env,
                                                                        "SELECT doc_id FROM dead_letters")
-    reasons = [r["reason"] for r in _query_rows(config, cli_env, "SELECT reason FROM dead_letters")]
+    reasons = [r["reason"] for r in _query_rows(config, local_cli_env, "SELECT reason FROM dead_letters")]
     assert "engine_error" not in reasons
     ids = pq.read_table(SAMPLE).column("doc_id").to_pylist()[:docs]
     assert sorted(seen) == sorted(ids)  # every document once: nothing lost, nothing doubled by the redo
@@ -90,10 +90,10 @@ def _query(config, env, sql: str) -> list:
     return [row["doc_id"] for row in _query_rows(config, env, sql)]
 
 
-def test_when_the_restarts_are_used_up_the_run_stops_in_one_line_with_exit_3(tmp_path, cli_env):
+def test_when_the_restarts_are_used_up_the_run_stops_in_one_line_with_exit_3(tmp_path, local_cli_env):
     config = write_config(tmp_path, **{"input.limit": 2, "model.max_tokens": 32, "workers.batch_size": 2,
                                        "workers.max_restarts": 0})
-    returncode, output, killed = _run_killing_the_engine_once(config, cli_env)
+    returncode, output, killed = _run_killing_the_engine_once(config, local_cli_env)
     assert killed, output[-3000:]
     assert returncode == exit_codes.ENGINE, output[-4000:]
     # One error line. The run is verbose here (the test waits for actor.warm), so Ray may still print a late

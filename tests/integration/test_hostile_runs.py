@@ -1,5 +1,5 @@
-"""Stale state and bad documents on the real path (issue 19, items 1 and 2): Ray, the vLLM engine on the bundled
-model, Parquet staging and commits.
+"""Stale state and bad documents on the real path (issue 19, items 1 and 2): Ray, the actors (on the simulated
+engine: the model is not the subject), Parquet staging and commits.
 
 One job, three runs on one input path:
 1. the file holds nothing: an empty partition is committed, with the input's fingerprint;
@@ -56,8 +56,9 @@ def changed_input_job(ray_cluster, tmp_path_factory):
     sample = pq.read_table(SAMPLE)
     ids, texts = sample.column("doc_id").to_pylist(), sample.column("text").to_pylist()
     docs = tmp_path / "docs.parquet"
-    cfg = write_config(tmp_path, **{"input.uri": str(docs), "model.max_tokens": 96, "workers.batch_size": 4,
-                                    "output.checkpoint_rows": 100})
+    # The simulated engine: staging, fingerprints and commits are the subject, not the model.
+    cfg = write_config(tmp_path, simulated=True, **{"input.uri": str(docs), "model.max_tokens": 96,
+                                                    "workers.batch_size": 4, "output.checkpoint_rows": 100})
     (tmp_path / ".aws").mkdir()
     (tmp_path / ".aws" / "credentials").write_text(f"[default]\naws_secret_access_key = {SECRET}\n")
     (tmp_path / ".env").write_text(f"S3_PASSWORD={SECRET}\n")

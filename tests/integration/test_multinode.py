@@ -31,12 +31,12 @@ def test_one_actor_per_node_and_every_id_once(two_nodes, tmp_path):
     write_docs(tmp_path / "docs.parquet", list(docs), list(docs.values()))
     shutil.copy(ROOT / "tests" / "fixtures" / "models.py", tmp_path / "ticket_models.py")
     output = tmp_path / "out"
+    # The simulated engine, slowed so that both actors take batches: placement is the subject, not the model.
     config = write_config(
-        tmp_path, name="multinode", schema="ticket_models:Ticket",
-        prompt="Extract the support ticket from this message.\n{document}",
+        tmp_path, simulated={"tokens_per_s": 40.0, "output_tokens": 20}, name="multinode",
+        schema="ticket_models:Ticket", prompt="Extract the support ticket from this message.\n{document}",
         **{"input.uri": "docs.parquet", "output.uri": str(output), "output.checkpoint_rows": 4,
            "model.max_tokens": 160, "model.max_model_len": 1024,
-           "model.engine_kwargs": {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20},
            "workers.actors": 2, "workers.cpus_per_actor": 0.75, "workers.batch_size": 4},
     )
     env = dict(os.environ, RAY_ADDRESS=two_nodes["address"], RAY_AUTH_MODE="token")

@@ -1,5 +1,5 @@
-"""A partial run is never a complete one (issue 23 item 2), on the real path: a local Ray cluster, vLLM on the
-bundled model, Parquet, DuckDB.
+"""A partial run is never a complete one (issue 23 item 2), on the real path: a local Ray cluster, the actors (on
+the simulated engine: the model is not the subject), Parquet, DuckDB.
 
 `extract run --limit 3` commits the partition marked incomplete; the next `extract run` without the limit reads
 only the other documents and commits every document exactly once, the first three carried over from the limited
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.engine
 
 def test_a_smoke_run_then_a_full_run_commits_every_document_exactly_once(ray_cluster, job_dir):  # noqa: F811
     output = job_dir / "smoke-then-full"
-    cfg = ticket_config(job_dir, output, **{"model.max_tokens": 3})
+    cfg = ticket_config(job_dir, output, simulated=True, **{"model.max_tokens": 3})
     smoke = run_job(load_config(cfg, {"input.limit": 3}))
     assert [p["status"] for p in smoke.partitions] == ["committed"] and smoke.input_rows == 3
     (partial,) = committed(storage_for(str(output)), str(output))

@@ -40,9 +40,10 @@ def job_dir(tmp_path_factory) -> Path:
     return folder
 
 
-def ticket_config(job_dir: Path, output: Path, **overrides) -> Path:
+def ticket_config(job_dir: Path, output: Path, simulated: dict | bool = False, **overrides) -> Path:
     cfg = write_config(
         job_dir,
+        simulated=simulated,
         name="tickets",
         schema="ticket_models:Ticket",
         prompt="Extract the support ticket from this message.\n{document}",

@@ -13,8 +13,10 @@ from tests.conftest import run_cli, write_config
 
 @pytest.mark.engine
 def test_a_real_run_below_the_bar_commits_records_the_alert_and_exits_4(tmp_path: Path, cli_env) -> None:
-    # 16 output tokens cannot hold an invoice: every generated document is a `truncated` dead letter.
-    config = write_config(tmp_path, **{"input.limit": 3, "model.max_tokens": 16, "output.max_truncated_rate": 0.5})
+    # 16 output tokens cannot hold an invoice: every generated document is a `truncated` dead letter. The run is
+    # real (Ray, the actors, classify, the commit) but its engine is the simulated one: the gate is the subject.
+    config = write_config(tmp_path, simulated=True,
+                          **{"input.limit": 3, "model.max_tokens": 16, "output.max_truncated_rate": 0.5})
     result = run_cli(["run", str(config), "--max-dead-letter-rate", "0.9"], cli_env)
     assert result.returncode == exit_codes.QUALITY_ALERT, result.stdout + result.stderr
     assert "quality alert (exit 4): dead-letter rate 1.000 (3 of 3) is above max_dead_letter_rate 0.9; " \

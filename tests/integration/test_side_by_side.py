@@ -63,12 +63,12 @@ def _rule_budget(config) -> int:
                      share_prefix=True).bytes
 
 
-def test_two_sample_jobs_with_small_budgets_run_side_by_side_and_commit_every_document(tmp_path, cli_env):
+def test_two_sample_jobs_with_small_budgets_run_side_by_side_and_commit_every_document(tmp_path, local_cli_env):
     a = _job(tmp_path / "a", None)
     budget = _rule_budget(a)
     assert budget < 128 * MIB  # the old rule: 4 × 2048 tokens × 23,040 B = 180 MiB; the sample's need is less
     b = _job(tmp_path / "b", budget)
-    env = dict(cli_env, EXTRACT_VERBOSE="1")
+    env = dict(local_cli_env, EXTRACT_VERBOSE="1")  # each its own local cluster
     runs = [subprocess.Popen([sys.executable, "-m", "pipeline", "run", str(c)], cwd=ROOT, env=env, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for c in (a, b)]
     try:

@@ -138,3 +138,15 @@ def test_no_model_memory_imports(tmp_path):
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_an_output_longer_than_max_tokens_is_cut_off_as_truncated(tmp_path):
+    _, spec, engine, _ = _extractor(tmp_path)
+    prompt = "Extract.\nanother text\nDone."
+    full = engine.generate([engine.prompt_token_ids(prompt)], None, 4096, 0.0)[0]
+    assert full.finish_reason == "stop"
+    budget = max(1, full.output_tokens // 2)
+    cut = engine.generate([engine.prompt_token_ids(prompt)], None, budget, 0.0)[0]
+    assert cut.finish_reason == "length" and cut.output_tokens == budget
+    assert cut.text == full.text[:budget * CHARS_PER_TOKEN]
+    assert classify(cut, spec.contract, {"document": "another text"}, False).reason == "truncated"
