@@ -142,9 +142,9 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         if constrained:
             outcome.confidence = row_confidence(text, generation.token_pieces, generation.token_logprobs,
                                                 outcome.record)
-            if calibrator is not None and outcome.confidence:  # output.calibration
-                outcome.confidence = {path: calibrator(path, c) for path, c in outcome.confidence.items()}
         outcome.spans = record_spans(outcome.record, context.get("document"))
+        if calibrator is not None and outcome.confidence:  # output.calibration: reads the row and its spans
+            outcome.confidence = calibrator.row(outcome.confidence, outcome.record, outcome.spans)
         if min_confidence is not None and outcome.confidence:
             _below(outcome, min_confidence)
     except RecordRejected as rejected:

@@ -1,4 +1,5 @@
-"""Poison documents on real components (a Ray cluster started by the run, the bundled model on vLLM): a document
+"""Poison documents on real components (a Ray cluster, the actors, Parquet; the engine is the simulated one, as
+the documents' handling around the engine is the subject, and each crash costs an actor restart): a document
 that kills its actor's process for real (`os._exit` in a validator of the job's own schema module) is isolated and
 becomes one `actor_crash` dead letter, a 51 MB document one `input_too_long` refused untokenized, and a value
 Pydantic keeps but int64 cannot hold one `type_overflow`; every other document commits, each exactly once.
@@ -52,7 +53,7 @@ def test_a_killing_a_51_mb_and_an_int64_overflowing_document_are_one_dead_letter
              "Note: water plants", "HUGE-NUMBER note: count the stars", "Note: book flights"]
     ids = [f"d{i}" for i in range(len(texts))]
     pq.write_table(pa.table({"doc_id": ids, "text": pa.array(texts, pa.string())}), tmp_path / "docs.parquet")
-    config = write_config(tmp_path, schema="poison_schema:Note", **{
+    config = write_config(tmp_path, simulated=True, schema="poison_schema:Note", **{
         "input.uri": "docs.parquet", "prompt": "Give the note a short title.\n{document}",
         "model.max_tokens": 48, "model.max_model_len": 1024, "workers.batch_size": 3,
         "workers.batches_in_flight": 2, "workers.max_restarts": 3, "workers.cpus_per_actor": 1})
