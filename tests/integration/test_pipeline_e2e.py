@@ -132,7 +132,8 @@ def test_tiny_token_budget_truncates_and_a_forced_rerun_replaces_the_output(firs
     _, first_output = first_run
     output = job_dir / "rerun"
     shutil.copytree(first_output, output)
-    config = ticket_config(job_dir, output, **{"model.max_tokens": 3, "input.limit": 3})
+    # The simulated engine (the forced rerun is the subject): it cuts an output at max_tokens as vLLM does.
+    config = ticket_config(job_dir, output, simulated=True, **{"model.max_tokens": 3, "input.limit": 3})
     manifest = run_job(load_config(config), force=True)
     dead = query(f"SELECT doc_id, reason, finish_reason, output_tokens, run_id "
                  f"FROM read_parquet('{output}/dead_letters/*.parquet') ORDER BY doc_id")

@@ -47,8 +47,9 @@ def s3_job(s3_endpoint, tmp_path_factory):
         put_parquet(client, "corpus", f"docs/dt={day}/part-0.parquet", docs)
     folder = tmp_path_factory.mktemp("s3job")
     shutil.copy(ROOT / "tests" / "fixtures" / "models.py", folder / "ticket_models.py")
+    # The simulated engine: S3, the date partitions and the warm actor pool are the subject, not the model.
     config = write_config(
-        folder, name="tickets", schema="ticket_models:Ticket",
+        folder, simulated=True, name="tickets", schema="ticket_models:Ticket",
         prompt="Extract the support ticket from this message.\n{document}",
         **{"input.uri": "s3://corpus/docs/dt={date}/", "output.uri": "s3://extracts/tickets",
            "storage.endpoint_url": s3_endpoint, "model.max_tokens": 160, "model.max_model_len": 1024,
