@@ -7,14 +7,21 @@ docs/performance.md ("Driver CPU and memory, 2026-12-02") came from it.
     nice -n 19 .venv/bin/python jobs/bench/driver_threads.py --docs 1000000 --out /tmp/h27/cell-1e6
 
 `--cwd DIR` runs the driver from another tree (a `git archive` of an older commit) for a before/after.
+`--py-spy` also records the driver's Python stacks (`py-spy record --threads --nonblocking`, 100 samples/s of
+active threads) into OUT/py-spy.txt (collapsed stacks) and OUT/py-spy-top.txt (CPU samples per function, self
+and total, per thread).
+`--cprofile` runs the driver under cProfile timed by `time.thread_time` (its main thread's own CPU, not the
+other threads'), into OUT/driver.prof and OUT/driver-prof.txt (by own time, then by cumulative time).
 Writes OUT/result.json (totals, per-thread CPU, RSS peaks) and OUT/samples.json (the RSS series).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import pstats
 import shutil
 import subprocess
 import sys
@@ -64,8 +71,70 @@ def python_thread_names(pid: int) -> dict[str, str]:
         return {}
 
 
-def run(docs: int, actors: int, batch_size: int, out: Path, cwd: Path) -> dict[str, Any]:
+def spy_top(collapsed: Path, rows: int = 40) -> str:
+    """The functions of py-spy's collapsed stacks with the most samples: self and total, thread by thread."""
+    own: dict[str, int] = {}
+    total: dict[str, int] = {}
+    for line in collapsed.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        thread = frames[0]
+        for frame in set(frames[1:]):
+            total[f"{thread} | {frame}"] = total.get(f"{thread} | {frame}", 0) + int(count)
+        if len(frames) > 1:
+            own[f"{thread} | {frames[-1]}"] = own.get(f"{thread} | {frames[-1]}", 0) + int(count)
+    lines = ["self samples:"] + [f"{n:7d} {k}" for k, n in sorted(own.items(), key=lambda kv: -kv[1])[:rows]]
+    lines += ["total samples:"] + [f"{n:7d} {k}" for k, n in sorted(total.items(), key=lambda kv: -kv[1])[:rows]]
+    return "\n".join(lines) + "\n"
+
+
+PROFILED = """import cProfile, runpy, sys, time
+profile = cProfile.Profile(time.thread_time)
+sys.argv = ["pipeline", *sys.argv[2:]]
+profile.enable()
+try:
+    runpy.run_module("pipeline", run_name="__main__")
+finally:
+    profile.disable()
+    profile.dump_stats(OUT)
+"""
+
+
+def profiled(command: list[str], out: Path) -> list[str]:
+    """`command` (python -m pipeline ...) under cProfile, its stats written to `out`."""
+    return [command[0], "-c", PROFILED.replace("OUT", repr(str(out))), "-", *command[3:]]
+
+
+def spy_recorder(pid: int, out: Path) -> subprocess.Popen[bytes] | None:
+    if not shutil.which("py-spy"):
+        return None
+    return subprocess.Popen(["py-spy", "record", "--threads", "--nonblocking", "--rate", "100", "--format", "raw",
+                             "-o", str(out / "py-spy.txt"), "-p", str(pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def write_profiles(out: Path, recorder: subprocess.Popen[bytes] | None) -> None:
+    """py-spy's and cProfile's summaries, of those that ran."""
+    if recorder is not None:
+        recorder.wait(60)
+    if (out / "py-spy.txt").exists():
+        (out / "py-spy-top.txt").write_text(spy_top(out / "py-spy.txt"))
+    if (out / "driver.prof").exists():
+        (out / "driver-prof.txt").write_text(profile_text(out / "driver.prof"))
+
+
+def profile_text(stats: Path) -> str:
+    buffer = io.StringIO()
+    for order in ("tottime", "cumulative"):
+        pstats.Stats(str(stats), stream=buffer).sort_stats(order).print_stats(45)
+    return buffer.getvalue()
+
+
+def run(docs: int, actors: int, batch_size: int, out: Path, cwd: Path, spy: bool = False,
+        cprofile: bool = False) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
+    for stale in ("py-spy.txt", "driver.prof"):
+        (out / stale).unlink(missing_ok=True)
     cluster = simbench.LocalCluster([actors + 1])
     try:
         corpus = out / "corpus" / f"{docs}-1"
@@ -78,8 +147,12 @@ def run(docs: int, actors: int, batch_size: int, out: Path, cwd: Path) -> dict[s
                                        {})
         started = time.perf_counter()
         with (cell / "driver.log").open("w") as log:
-            proc = subprocess.Popen(simbench.driver_command(config, info), env=cluster.driver_env(), stdout=log,
+            command = simbench.driver_command(config, info)
+            if cprofile:
+                command = profiled(command, out / "driver.prof")
+            proc = subprocess.Popen(command, env=cluster.driver_env(), stdout=log,
                                     stderr=subprocess.STDOUT, cwd=cwd)
+        recorder = spy_recorder(proc.pid, out) if spy else None
         samples: list[tuple[float, dict[str, int]]] = []
         threads: dict[str, tuple[str, float]] = {}
         names: dict[str, str] = {}
@@ -102,6 +175,7 @@ def run(docs: int, actors: int, batch_size: int, out: Path, cwd: Path) -> dict[s
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         sampler.join(5)
+        write_profiles(out, recorder)
     finally:
         cluster.stop()
     manifest = simbench._run_manifest(output)
@@ -133,8 +207,11 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=10_000)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--cwd", type=Path, default=Path(__file__).resolve().parents[2])
+    parser.add_argument("--py-spy", action="store_true", help="record the driver's stacks (py-spy on PATH)")
+    parser.add_argument("--cprofile", action="store_true", help="the driver's main thread under cProfile")
     args = parser.parse_args()
-    print(json.dumps(run(args.docs, args.actors, args.batch_size, args.out.resolve(), args.cwd), indent=2))
+    print(json.dumps(run(args.docs, args.actors, args.batch_size, args.out.resolve(), args.cwd, args.py_spy,
+                         args.cprofile), indent=2))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@ committed table file (`read_columns`)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pyarrow as pa
@@ -11,12 +10,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.storage import Storage
+from schemas.arrow import parse_records
 from schemas.contract import SchemaContract
 from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE, minimum
 from workers.outcome import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS, Col, DeadCol, Kind, RowCol
 
 __all__ = ["DEAD_LETTER_COLUMNS", "ROW_LINEAGE_COLUMNS", "RecordTables", "column_names", "dead_letter_schema",
-           "read_columns", "row_schema"]
+           "parse_records", "read_columns", "row_schema"]
 
 
 def row_schema(contract: SchemaContract, id_field: pa.Field) -> pa.Schema:
@@ -87,10 +87,9 @@ class RecordTables:
         return self._constant(self.run_id, outcomes.num_rows)
 
     def typed_rows(self, rows: pa.Table) -> pa.Table:
-        records = parse_records(rows.column(Col.RECORD).to_pylist())
         n = rows.num_rows
         columns: dict[str, Any] = {self.id_column: rows.column(self.id_column)}
-        columns.update(self.contract.layout.to_columns(records))
+        columns.update(self.contract.layout.from_json(rows.column(Col.RECORD)))
         confidence = rows.column(Col.CONFIDENCE) if Col.CONFIDENCE in rows.column_names else pa.nulls(
             n, CONFIDENCE_TYPE)
         columns.update({
@@ -126,22 +125,6 @@ class RecordTables:
             DeadCol.ATTEMPTS: pa.array([1] * n, pa.int64()),
         }
         return pa.table(columns, schema=self.dead_schema)
-
-
-def parse_records(texts: list[str | None]) -> list[Any]:
-    """Each row's record from its JSON text, as `json.loads` of each would give: one parse of the texts joined
-    as a JSON array (the per-call cost of `json.loads` was half the commit's CPU). The texts are the actors'
-    `json.dumps` of each record; if the join does not parse, or parses into another count, each text is parsed
-    alone, raising as `json.loads` does."""
-    if not texts or None in texts:
-        return [json.loads(t) for t in texts]  # type: ignore[arg-type]
-    try:
-        records = json.loads("[" + ",".join(texts) + "]")
-    except ValueError:
-        records = None
-    if not isinstance(records, list) or len(records) != len(texts):
-        return [json.loads(t) for t in texts]
-    return records
 
 
 def _minimums(confidence: pa.Array | pa.ChunkedArray) -> pa.Array:
