@@ -39,12 +39,11 @@ def sample_eval(tmp_path_factory, cli_env_module):
 
 
 @pytest.fixture(scope="module")
-def cli_env_module():
+def cli_env_module(ray_head):
+    """`cli_env` for the module's fixture: runs join the session's Ray cluster."""
     import os
 
-    env = dict(os.environ)
-    env.pop("RAY_ADDRESS", None)
-    return env
+    return {**os.environ, "RAY_ADDRESS": ray_head["address"], "RAY_AUTH_MODE": "token"}
 
 
 @pytest.mark.engine

@@ -110,13 +110,11 @@ def sample_run(tmp_path_factory, cli_env_module):
 
 
 @pytest.fixture(scope="module")
-def cli_env_module():
+def cli_env_module(ray_head):
+    """`cli_env` for the module's fixture: runs join the session's Ray cluster."""
     import os
 
-    env = dict(os.environ)
-    env.pop("RAY_ADDRESS", None)
-    env["COLUMNS"] = "160"
-    return env
+    return {**os.environ, "RAY_ADDRESS": ray_head["address"], "RAY_AUTH_MODE": "token", "COLUMNS": "160"}
 
 
 @pytest.mark.engine

@@ -90,14 +90,8 @@ def first_pass(ray_cluster, tmp_path_factory):
     return cfg, folder / "out", state_of(cfg), manifest_of(folder / "out")
 
 
-def cli_environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("RAY_ADDRESS", None)
-    return env
-
-
 @pytest.fixture(scope="module")
-def retried(first_pass):
+def retried(first_pass, ray_head):
     """A retry that dies after writing its files, then the same command through the CLI, resuming it."""
     cfg, output, before, _ = first_pass
     with pytest.raises(Crash):
@@ -105,7 +99,8 @@ def retried(first_pass):
     crashed_run = next(p for p in (output / "_runs").glob("*-retry-*.json"))
     after_crash = {"state": state_of(cfg), "manifest": manifest_of(output), "files": part_files(output),
                    "record": json.loads(crashed_run.read_text())}
-    done = run_cli(["retry", str(cfg), "--reason", "truncated", "--max-tokens", "512"], cli_environment())
+    env = {**os.environ, "RAY_ADDRESS": ray_head["address"], "RAY_AUTH_MODE": "token"}  # the session's cluster
+    done = run_cli(["retry", str(cfg), "--reason", "truncated", "--max-tokens", "512"], env)
     assert done.returncode == 0, done.stderr[-3000:]
     return {"before": before, "after_crash": after_crash, "cli": done, "crashed_run_id": crashed_run.stem}
 
