@@ -163,6 +163,22 @@ class ClusterStartError(RuntimeError):
         return cls(f"Ray: could not start a local cluster: {first}")
 
 
+def probe_address(address: str, timeout_s: float = 5.0) -> None:
+    """`ClusterStartError` at once if nothing listens at a `host:port` RAY_ADDRESS (Ray's own connect retries a dead
+    address for minutes before it gives up). Other forms (`auto`, `ray://...`) are left to Ray."""
+    import socket
+
+    host, sep, port = address.strip().rpartition(":")
+    if not sep or not host or "/" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ClusterStartError(f"Ray: could not connect to the cluster at RAY_ADDRESS={address}: nothing answers "
+                                f"at {host}:{port} ({exc.strerror or type(exc).__name__}); is the cluster up "
+                                f"(`ray status`), or unset RAY_ADDRESS to run on a local cluster") from exc
+
+
 def record_ray_processes(session_dir: str | None = "") -> Path | None:
     """Note the processes of the local Ray cluster this driver started (its child processes), to be stopped
     by a later run if this driver dies without stopping them."""

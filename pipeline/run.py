@@ -71,7 +71,9 @@ def connect_ray() -> None:
                                                           or os.path.exists(token_file)):
         os.environ["RAY_AUTH_MODE"] = "token"  # Ray 2.60 heads require the token for drivers
     logs.quiet_driver()
-    if not address:
+    if address:
+        lifecycle.probe_address(address)
+    else:
         lifecycle.stop_orphaned_ray()  # the local cluster of a driver that was killed: its recorded processes
     try:
         ray.init(address=address or None, log_to_driver=True, include_dashboard=False if not address else None,

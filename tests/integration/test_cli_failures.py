@@ -396,3 +396,18 @@ def test_a_local_ray_cluster_that_cannot_start_is_one_line_and_exit_3(tmp_path, 
     assert result.returncode == exit_codes.ENGINE
     assert committed_ids(cfg) is None  # nothing half-written
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_a_ray_address_where_nothing_listens_is_one_line_and_exit_3_at_once(tmp_path, local_cli_env):
+    """Before, Ray retried a dead RAY_ADDRESS for minutes (more than 2 seen) before its own error."""
+    from tests.conftest import free_port
+
+    cfg = job(tmp_path)
+    address = f"127.0.0.1:{free_port()}"
+    result = run_cli(["run", str(cfg)], {**local_cli_env, "EXTRACT_LOG_LEVEL": "error", "RAY_ADDRESS": address},
+                     cwd=tmp_path, timeout=120)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: Ray: could not connect to the cluster at RAY_ADDRESS="
+                                                   f"{address}: nothing answers"), result.stderr
+    assert result.returncode == exit_codes.ENGINE
+    assert committed_ids(cfg) is None
