@@ -23,7 +23,6 @@ Python call per value.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
@@ -271,9 +270,9 @@ def parse_records(texts: list[str | None]) -> list[Any]:
     return records
 
 
-# Text Arrow's JSON reader reads otherwise than `json.loads` (RapidJSON takes -NaN, Inf and -Inf; an integer -0
-# is -0.0 to it, 0 to Python), and a line break, which would cut a text in two: such texts go through Python.
-_NOT_FOR_ARROW = re.compile(rb"NaN|Inf|-0[^.eE0-9]|\r")
+# Words Arrow's JSON reader takes and `json.loads` does not (RapidJSON reads -NaN, Inf and -Inf too): texts holding
+# one go through Python (whose NaN, Infinity and -Infinity are rare enough to go with them).
+_NOT_FOR_ARROW = (b"NaN", b"Inf")
 
 
 @dataclass(frozen=True)
@@ -325,9 +324,11 @@ class RecordLayout:
 
     def _read_json(self, texts: pa.Array | pa.ChunkedArray) -> dict[str, pa.Array] | None:
         """The columns as Arrow's JSON reader builds them from the texts, one text a line; None where that could
-        differ from `json.loads` and `to_columns`: a null text, a text that does not start with `{` (each one
-        that does is at least one row, so as many rows as texts is one record a text), a line break in a text,
-        a text `_NOT_FOR_ARROW`, anything the reader refuses."""
+        differ from `json.loads` and `to_columns`: a null text, a text that does not start with `{`, another count
+        of rows than of texts (each text that starts with `{` is at least one row, so as many rows as texts is
+        one record a text: a line break in a text cuts it into an error or one more row), a word
+        `_NOT_FOR_ARROW`, a -0.0 in a float column (an integer -0 is -0.0 to Arrow, 0 to Python), anything the
+        reader refuses."""
         if isinstance(texts, pa.ChunkedArray):
             texts = texts.combine_chunks()
         n = len(texts)
@@ -338,7 +339,7 @@ class RecordLayout:
         offsets = offsets[lines.offset:lines.offset + n + 1]
         blob = lines.buffers()[2].slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
         raw = blob.to_pybytes()
-        if raw.count(b"\n") != n or _NOT_FOR_ARROW.search(raw):
+        if any(word in raw for word in _NOT_FOR_ARROW):
             return None
         if (np.frombuffer(raw, np.uint8)[offsets[:-1] - offsets[0]] != ord("{")).any():
             return None
@@ -358,6 +359,8 @@ class RecordLayout:
             column = table.column(name).combine_chunks()
             if builds[name] == ISO_DATE:
                 column = _dates(column, field, convert)
+            elif pa.types.is_floating(column.type) and _negative_zero(column):
+                return None
             columns[name] = column
         return columns
 
@@ -368,6 +371,12 @@ class RecordLayout:
             values = [convert(r.get(name)) for r in records]
             columns[name] = pa.array(values, type=field.type)
         return columns
+
+
+def _negative_zero(column: pa.Array) -> bool:
+    """A -0.0 among the float column's values."""
+    values = column.to_numpy(zero_copy_only=False)
+    return bool(np.any(np.signbit(values) & (values == 0)))
 
 
 def _dates(texts: pa.Array, field: pa.Field, convert: Converter) -> pa.Array:

@@ -50,7 +50,7 @@ def same(texts: list[str | None], schema: dict[str, Any] = FLAT, arrow: bool = F
 
 
 def record(rng: random.Random) -> dict[str, Any]:
-    total = rng.choice([rng.random() * 10 ** rng.randint(-30, 30), rng.randint(-2**63, 2**63), -0.0, 0.0,
+    total = rng.choice([rng.random() * 10 ** rng.randint(-30, 30), rng.randint(-2**63, 2**63), -1.5, 0.0, 0,
                         struct.unpack("d", struct.pack("Q", rng.getrandbits(62)))[0], 1e308, 5e-324, 2**70])
     return {"vendor": rng.choice(["a", "é\u00a0\u2028日本", "q\"\\/\b\f\t", "\U0001F600", "x" * 300]),
             "total": total, "items": rng.randint(-2**63, 2**63 - 1),
@@ -90,7 +90,8 @@ def ok(rest: str) -> str:
     ok('"total":-0'), ok('"total":-0.0'), ok('"total":1e400'), ok('"total":true'), ok('"total":"1.5"'),
     ok('"total":1,"total":2'), ok('"total":1') + "\n", ok('"total":1') + ok('"total":2'), "", "   ", "[1]", "5",
     "null", ok('"total":1') + " junk", ok('"total":1,'), "\ufeff" + ok('"total":1'), ok('"total":1') + "\r",
-    ok('"total":1,\r"paid":true'),
+    ok('"total":1,\r"paid":true'), ok('"total":1,\n"paid":true'), ok('"total":1') + "\n" + ok('"total":2'),
+    ok('"total":1') + "\n   ", ok('"total":1') + "\n\n",
     '{"vendor":"a","items":1.0,"due":"2026-01-02","currency":"EUR","total":1}',
     '{"vendor":"a","items":2e3,"due":"2026-01-02","currency":"EUR","total":1}',
     '{"vendor":"a","items":99999999999999999999,"due":"2026-01-02","currency":"EUR","total":1}',
