@@ -72,7 +72,7 @@ class RecordTables:
         return self.typed_rows(outcomes.filter(is_row)), self.dead_letters(outcomes.filter(pc.invert(is_row)))
 
     def _constant(self, value: str, n: int) -> pa.Array:
-        return pa.array([value] * n, pa.string())
+        return pa.repeat(pa.scalar(value, pa.string()), n)
 
     def _schema_hashes(self, outcomes: pa.Table) -> pa.Array:
         """Each outcome's schema hash: its own in a per-row-schema job, else the job's."""
@@ -122,7 +122,7 @@ class RecordTables:
             DeadCol.SCHEMA_VERSION: self._constant(self.contract.version, n),
             DeadCol.SCHEMA_HASH: self._schema_hashes(dead),
             DeadCol.FAILED_AT: dead.column(Col.EXTRACTED_AT),
-            DeadCol.ATTEMPTS: pa.array([1] * n, pa.int64()),
+            DeadCol.ATTEMPTS: pa.repeat(pa.scalar(1, pa.int64()), n),
         }
         return pa.table(columns, schema=self.dead_schema)
 
