@@ -1,0 +1,242 @@
+"""Where the extraction actor's memory goes: its RSS after each step of its life, in one process, outside Ray.
+
+The steps are the actor's own (`workers.actor`): the environment Ray gives it (`pipeline.dataflow.actor_env`),
+`import torch`, `import vllm`, the engine as the actor starts it (`_start_engine`: the KV budget sized from the
+job's sample, the weights), the schema warm-up (`BatchExtractor.prepare`: the first grammar), then the job's
+documents in `workers.batches_in_flight` threads of `workers.batch_size` documents, as Ray Data calls an actor.
+At each step it reads `/proc/self/status` (RSS, anonymous, file-backed, threads) and glibc's `mallinfo2` (bytes
+malloc holds: in use and free), and at the end it sums `/proc/self/smaps` by kind: the KV cache's mapping,
+other large anonymous mappings, malloc's arenas, the main heap, shared libraries. The grammar cache's bytes are
+read from vLLM's XGrammar compiler (`get_cache_size_bytes`), and the number of distinct grammars the documents
+asked for is counted. The actor's own process under Ray also holds Ray's core worker (about 0.1-0.2 GiB), which
+this does not; `jobs/bench/actor_memory.py` measures the real actor.
+
+    nice -n 19 .venv/bin/python jobs/bench/actor_memory_parts.py [CONFIG] [--docs N] [--json OUT] [--env K=V ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+MIB = 1 << 20
+
+
+def status() -> dict[str, float]:
+    found: dict[str, float] = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "Threads"):
+            parts = value.split()
+            found[key] = round(int(parts[0]) / 1024, 1) if key != "Threads" else int(parts[0])
+    return found
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def mallinfo() -> dict[str, float]:
+    """glibc's totals over every arena (MiB): `arena` bytes from sbrk/arena heaps, `hblkhd` in mmapped chunks,
+    `uordblks` in use, `fordblks` free but held."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+    except (OSError, AttributeError):
+        return {}
+    return {"malloc_arena_mib": round(info.arena / MIB, 1), "malloc_mmapped_mib": round(info.hblkhd / MIB, 1),
+            "malloc_in_use_mib": round(info.uordblks / MIB, 1), "malloc_free_held_mib": round(info.fordblks / MIB, 1)}
+
+
+_HEADER = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$")
+ARENA_RESERVE = 64 * MIB  # glibc's HEAP_MAX_SIZE on 64-bit: each extra arena reserves this much address space
+
+
+def _mappings() -> list[tuple[int, str, int]]:
+    """(size in bytes, name, RSS in kB) of each mapping of /proc/self/smaps."""
+    entries: list[tuple[int, str, int]] = []
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        header = _HEADER.match(line)
+        if header:
+            entries.append((int(header[2], 16) - int(header[1], 16), header[4].strip(), 0))
+        elif line.startswith("Rss:") and entries:
+            size, name, _ = entries[-1]
+            entries[-1] = (size, name, int(line.split()[1]))
+    return entries
+
+
+def _kind(size: int, name: str) -> str:
+    if name == "[heap]":
+        return "heap"
+    if name.endswith(".so") or ".so." in name:
+        return "shared_libraries"
+    if name.startswith("/"):
+        return "other_files"
+    if not name:  # malloc's extra arenas live in 64 MiB reservations; big tensors in mappings of their own
+        return "anon_large" if size >= ARENA_RESERVE else "anon_small"
+    return name.strip("[]")
+
+
+def smaps(kv_bytes: int | None) -> dict[str, float]:
+    """RSS (MiB) by kind of mapping: the KV cache (the anonymous mapping nearest its size), other anonymous
+    mappings of 64 MiB or more, smaller anonymous mappings (malloc's extra arenas, thread stacks), [heap],
+    shared libraries, other files."""
+    entries = _mappings()
+    kv_index = None
+    if kv_bytes:
+        anon = [(abs(s - kv_bytes), i) for i, (s, n, _) in enumerate(entries) if not n and s >= kv_bytes * 0.9]
+        kv_index = min(anon)[1] if anon else None
+    totals: dict[str, float] = {}
+    for i, (size, name, rss) in enumerate(entries):
+        kind = "kv_cache" if i == kv_index else _kind(size, name)
+        totals[kind] = totals.get(kind, 0) + rss / 1024
+    out: dict[str, float] = {k: round(v, 1) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
+    out["mappings"] = len(entries)
+    return out
+
+
+class Sampler(threading.Thread):
+    def __init__(self, interval: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.interval, self.stop, self.peak = interval, threading.Event(), 0.0
+        self.series: list[tuple[float, float]] = []
+        self.started = time.monotonic()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            rss = status()["VmRSS"]
+            self.peak = max(self.peak, rss)
+            self.series.append((round(time.monotonic() - self.started, 1), rss))
+            self.stop.wait(self.interval)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config", nargs="?", default=str(ROOT / "jobs/extract.yaml"))
+    parser.add_argument("--docs", type=int, default=0, help="documents to run (0: all of the sample)")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--env", action="append", default=[], help="K=V set before anything is imported")
+    parser.add_argument("--no-actor-env", action="store_true", help="do not apply pipeline.dataflow.actor_env")
+    args = parser.parse_args()
+    steps: list[dict[str, Any]] = []
+    sampler = Sampler()
+    sampler.start()
+
+    def step(name: str, **extra: Any) -> None:
+        steps.append({"step": name, **status(), **mallinfo(), **extra})
+        print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
+
+    step("python")
+    import pyarrow.parquet as pq
+
+    from pipeline.config import load_config
+    from pipeline.dataflow import actor_env, build_spec
+
+    env = {} if args.no_actor_env else actor_env(0)
+    env.update(dict(kv.split("=", 1) for kv in args.env))
+    os.environ.update(env)
+    step("pipeline imported (pyarrow, ray, structlog)", env=env)
+    import torch
+
+    step("import torch", torch_threads=torch.get_num_threads())
+    import vllm  # noqa: F401
+
+    step("import vllm")
+    import dataclasses
+
+    from workers.actor import _start_engine
+    from workers.extractor import BatchExtractor
+    from workers.memory import sample_document
+
+    loaded = load_config(args.config)
+    cfg = loaded.config
+    table = pq.read_table(ROOT / "jobs/sample/invoices.parquet")
+    texts = table.column(cfg.input.text_column).to_pylist()
+    ids = table.column(cfg.input.id_column).to_pylist()
+    if args.docs:
+        texts, ids = texts[:args.docs], ids[:args.docs]
+    spec = build_spec(loaded, "memory-parts")
+    spec = dataclasses.replace(spec, kv_sample=sample_document(texts, max_chars=16 * spec.max_model_len))
+    started = time.perf_counter()
+    engine = _start_engine(spec, False)
+    kv_bytes = None
+    try:
+        kv_bytes = int(engine._engine.llm.llm_engine.vllm_config.cache_config.kv_cache_memory_bytes or 0) or None
+    except AttributeError:
+        pass
+    step("engine up (weights, KV cache)", seconds=round(time.perf_counter() - started, 1),
+         kv_mib=round((kv_bytes or 0) / MIB))
+    extractor = BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
+    extractor.prepare()
+    step("schema warm-up (first grammar, first forward)")
+
+    from workers import vllm_compat
+
+    backend = vllm_compat.grammar_backend(engine._engine.llm)
+    asked: set[str] = set()
+    real_generate = engine.generate
+
+    def counting_generate(prompts: Any, json_schema: Any, *rest: Any, **kw: Any) -> Any:
+        schemas = json_schema if isinstance(json_schema, list | tuple) else [json_schema]
+        asked.update(json.dumps(s, sort_keys=True) for s in schemas if s is not None)
+        return real_generate(prompts, json_schema, *rest, **kw)
+
+    engine.generate = counting_generate  # type: ignore[method-assign]
+    batch, in_flight = cfg.workers.batch_size, cfg.workers.batches_in_flight
+    chunks = [(ids[i:i + batch], texts[i:i + batch]) for i in range(0, len(ids), batch)]
+    outcomes: list[Any] = [None] * len(chunks)
+    started = time.perf_counter()
+
+    def work(slot: int) -> None:
+        for k in range(slot, len(chunks), in_flight):
+            outcomes[k] = extractor.outcomes(chunks[k][0], chunks[k][1], None)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(in_flight)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - started
+    rows = sum(1 for chunk in outcomes for o in chunk if o.is_row)
+    cache = backend.compiler.get_cache_size_bytes() if backend is not None and hasattr(backend, "compiler") else None
+    limit = backend.compiler.cache_limit_bytes if backend is not None and hasattr(backend, "compiler") else None
+    step("documents done", docs=len(ids), rows=rows, seconds=round(seconds, 1),
+         docs_per_s=round(len(ids) / seconds, 3), distinct_grammars=len(asked),
+         grammar_cache_mib=round(cache / MIB, 1) if cache is not None else None,
+         grammar_cache_limit_mib=round(limit / MIB, 1) if limit is not None else None)
+    one = None
+    if backend is not None and asked:
+        from workers.engine.outputs import grammar_spec
+
+        sizes = []
+        for text in list(asked)[:3]:
+            compiled = backend.compiler.compile_json_schema(grammar_spec(json.loads(text)), any_whitespace=False,
+                                                            separators=(",", ":"))
+            sizes.append(compiled.memory_size_bytes)
+        one = [round(s / MIB, 2) for s in sizes]
+    parts = smaps(kv_bytes)
+    sampler.stop.set()
+    sampler.join()
+    result = {"steps": steps, "peak_rss_mib": sampler.peak, "smaps_at_end_mib": parts,
+              "grammar_memory_size_mib": one, "env": env}
+    print(json.dumps({k: v for k, v in result.items() if k != "steps"}), file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps({**result, "series": sampler.series}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
