@@ -4,6 +4,7 @@ each partition as soon as its last unit is staged."""
 
 from __future__ import annotations
 
+import gc
 import os
 import secrets
 import time
@@ -300,6 +301,9 @@ def _stream(
     id_field = streaming[0].input.schema.field(loaded.config.input.id_column)
     spec = build_spec(loaded, committer.run_id, routes)
     dataset = build_dataset(loaded, units, in_storage, id_field, spec, stats, routes)
+    # The modules (Ray's and Ray Data's too, imported by now) and the plan live as long as the run: the cyclic
+    # collector stops walking them at each full collection of the stream (public CPython; nothing is freed later).
+    gc.freeze()
     buffers: dict[str, list[pa.Table]] = defaultdict(list)
     counts: Counter[str] = Counter()
     done = dead = 0
