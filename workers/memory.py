@@ -11,7 +11,8 @@ invoices):
                    percentile of the input's lengths) + max_tokens + the speculative lookahead,
                    at most max_model_len, in whole KV blocks, less the whole blocks of the prefix every
                    prompt shares (the examples: prefix caching holds them once)
-    need   = sequences in flight × per sequence + the shared blocks + vLLM's null block
+    need   = sequences × per sequence + the shared blocks + vLLM's null block, where sequences are those in
+             flight, at most the documents of the run
     budget = min(need, half the memory free now), and at least one max_model_len sequence + the null block
 
 where bytes per token = layers × KV heads × head dim × dtype size × 2 (keys and values). Without a `KvNeed`
@@ -78,6 +79,7 @@ class KvSample:
     percentile: int
     rows: int
     longest_chars: int  # the longest sampled document, for the log
+    documents: int | None = None  # the documents the run will process (its units' rows), where known
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class KvNeed:
     source: str = ""
     shared_tokens: int = 0  # the leading tokens every prompt of the job has (system, examples): with prefix
     # caching, their whole blocks are held once for all sequences
+    documents: int | None = None  # the documents the run will process: no more sequences than that are in flight
 
 
 @dataclass(frozen=True)
@@ -101,12 +104,13 @@ class KvBudget:
     tokens_per_sequence: int = 0
     source: str = "max_model_len"
     shared_tokens: int = 0  # the common prefix's whole blocks, held once (prefix caching), in tokens
+    sequences: int = 0  # the sequences it was sized for: those in flight, at most the run's documents
 
     def describe(self) -> dict[str, Any]:
         return {"kv_cache_gib": round(self.bytes / GIB, 3), "kv_need_gib": round(self.need / GIB, 3),
                 "free_gib": round(self.free / GIB, 2), "kv_capped": self.capped,
                 "kv_tokens_per_sequence": self.tokens_per_sequence, "kv_shared_tokens": self.shared_tokens,
-                "kv_source": self.source}
+                "kv_sequences": self.sequences, "kv_source": self.source}
 
 
 def kv_shape(model_path: str, dtype: str | None = None) -> KvShape | None:
@@ -155,10 +159,21 @@ def sequence_tokens(need: KvNeed | None, max_model_len: int, block_size: int = C
     return _blocks(max(tokens, 1), block_size) * block_size
 
 
+def sequences_sized(sequences: int, need: KvNeed | None) -> int:
+    """The sequences the cache is sized for: those in flight (`workers.batch_size` × `batches_in_flight`), but
+    no more than the documents the run processes (an actor never holds more sequences than there are
+    documents: the sample's 52 against 64)."""
+    sequences = max(1, sequences)
+    if need is not None and need.documents:
+        return max(1, min(sequences, need.documents))
+    return sequences
+
+
 def kv_budget(shape: KvShape | None, max_model_len: int, sequences: int, free: int, need: KvNeed | None = None,
               block_size: int = CPU_BLOCK_SIZE, share_prefix: bool = False) -> KvBudget:
     """The KV cache to ask for; raises `KvBudgetError` when not even one full-length sequence fits."""
     cap = int(free * FREE_SHARE)
+    sequences = sequences_sized(sequences, need)
     per_sequence = sequence_tokens(need, max_model_len, block_size, share_prefix)
     if shape is None:
         need_bytes = UNKNOWN_MODEL_BUDGET
@@ -167,7 +182,7 @@ def kv_budget(shape: KvShape | None, max_model_len: int, sequences: int, free: i
         # vLLM's floor (`kv_cache_utils._check_enough_kv_cache_memory`): one max_model_len request in whole
         # blocks, after the null block its block pool holds back.
         one_sequence = (_blocks(max_model_len, block_size) + 1) * block_size * shape.bytes_per_token
-        need_bytes = shape.bytes_per_token * per_sequence * max(1, sequences)
+        need_bytes = shape.bytes_per_token * per_sequence * sequences
         if need is not None:  # + the shared prefix, once, and the null block
             need_bytes += (shared_blocks(need, share_prefix, block_size) + 1) * block_size * shape.bytes_per_token
     if one_sequence > cap:
@@ -178,7 +193,7 @@ def kv_budget(shape: KvShape | None, max_model_len: int, sequences: int, free: i
     budget = max(min(need_bytes, cap), one_sequence)
     return KvBudget(bytes=budget, need=need_bytes, free=free, capped=need_bytes > cap, tokens_per_sequence=per_sequence,
                     source=need.source if need is not None else "max_model_len",
-                    shared_tokens=shared_blocks(need, share_prefix, block_size) * block_size)
+                    shared_tokens=shared_blocks(need, share_prefix, block_size) * block_size, sequences=sequences)
 
 
 def check_explicit(kv_bytes: int, free: int) -> None:
@@ -211,9 +226,10 @@ def cpu_kv_arguments(model_path: str, max_model_len: int, sequences: int, engine
     return {"kv_cache_memory_bytes": budget.bytes}, budget
 
 
-def sample_document(texts: list[Any], percentile: int = DOCUMENT_PERCENTILE, max_chars: int | None = None
-                    ) -> KvSample | None:
-    """The document at `percentile` of the lengths of `texts` (str or bytes; None skipped), cut to `max_chars`."""
+def sample_document(texts: list[Any], percentile: int = DOCUMENT_PERCENTILE, max_chars: int | None = None,
+                    documents: int | None = None) -> KvSample | None:
+    """The document at `percentile` of the lengths of `texts` (str or bytes; None skipped), cut to `max_chars`;
+    `documents`: how many the run processes, where known."""
     found = sorted((len(t), i) for i, t in enumerate(texts) if t is not None)
     if not found:
         return None
@@ -221,7 +237,13 @@ def sample_document(texts: list[Any], percentile: int = DOCUMENT_PERCENTILE, max
     text = texts[index]
     text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
     return KvSample(document=text[:max_chars] if max_chars else text, chars=chars, percentile=percentile,
-                    rows=len(found), longest_chars=found[-1][0])
+                    rows=len(found), longest_chars=found[-1][0], documents=documents)
+
+
+def documents_of(units: list[Any]) -> int | None:
+    """The documents (rows) of the run's units, or None where a unit does not say how many it has."""
+    counts = [getattr(unit, "rows", None) for unit in units]
+    return sum(counts) if counts and all(isinstance(c, int) for c in counts) else None
 
 
 def sizes_itself(spec: Any, cpu: bool = True) -> bool:
@@ -238,7 +260,7 @@ def read_sample(storage: Any, units: list[Any], spec: Any, cpu: bool = True, row
     """The driver's `KvSample`: `spec.text_column` of up to `rows` rows from the row groups of the first units
     to process (one column, one batch per row group), or None when the actors do not size their cache or
     nothing could be read. The document is cut at 16 characters per token of max_model_len (no prompt longer
-    than that fits the context anyway)."""
+    than that fits the context anyway). It also carries the number of documents of all `units`."""
     import pyarrow.parquet as pq
 
     if not sizes_itself(spec, cpu):
@@ -263,7 +285,7 @@ def read_sample(storage: Any, units: list[Any], spec: Any, cpu: bool = True, row
 
         structlog.get_logger("workers.memory").warning("kv_sample.unread", error=f"{type(exc).__name__}: {exc}")
         return None
-    return sample_document(texts, max_chars=max_chars)
+    return sample_document(texts, max_chars=max_chars, documents=documents_of(units))
 
 
 def measure_need(spec: Any, model_path: str, prompt_token_ids: Callable[[Any, Any], list[int]]) -> KvNeed | None:
@@ -293,7 +315,8 @@ def measure_need(spec: Any, model_path: str, prompt_token_ids: Callable[[Any, An
         return None
     source = (f"prompt of the p{sample.percentile} document ({sample.chars} chars) of {sample.rows} sampled rows "
               f"(longest {sample.longest_chars} chars), counted with the model's tokenizer + max_tokens")
-    return KvNeed(prompt_tokens=len(ids), max_tokens=spec.max_tokens, source=source, shared_tokens=shared)
+    return KvNeed(prompt_tokens=len(ids), max_tokens=spec.max_tokens, source=source, shared_tokens=shared,
+                  documents=sample.documents)
 
 
 def __getattr__(name: str) -> Any:
