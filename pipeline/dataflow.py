@@ -52,6 +52,10 @@ def actor_env(gpus_per_actor: float) -> dict[str, str]:
     env.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout is for the run's summary
     if gpus_per_actor == 0:
         env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    from workers.memory import actor_memory_env  # malloc's arenas, vLLM's grammar cache: read at process start
+
+    for key, value in actor_memory_env(cpu=gpus_per_actor == 0).items():
+        env.setdefault(key, os.environ.get(key, value))  # the driver's own value wins
     return env
 
 

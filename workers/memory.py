@@ -53,6 +53,29 @@ SAMPLE_ROWS = 1000
 _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "fp8": 1, "float8": 1}
 
 
+# The environment a CPU extraction actor's process starts with (`actor_memory_env`; glibc and vLLM read it when
+# the process starts or the engine is built, so it goes in Ray's runtime_env, not os.environ of a running actor):
+# - glibc gives each thread that allocates an arena of its own, up to 8 per core. An actor has some 50 threads
+#   (the engine's, Ray Data's, XGrammar's compile pool, OpenMP), and what one arena frees another cannot reuse:
+#   on the sample job 620 MiB was free but held by malloc when the documents were done. Two arenas: 250 MiB, and
+#   the actor's peak RSS 0.36 GiB lower (docs/performance.md, "Actor memory").
+# - vLLM keeps every compiled XGrammar grammar in an LRU cache bounded by bytes (`VLLM_XGRAMMAR_CACHE_MB`, its
+#   default 512). Grounded decoding compiles one grammar per document, used only by that document's requests,
+#   so on a long run the cache fills to its bound and the process's RSS grows by more than that (the sample's
+#   grounded grammars are about 0.42 MiB each by XGrammar's count; `jobs/bench/grammar_cache.py`). 64 MiB holds
+#   the grammars of 64 sequences in flight twice over.
+ACTOR_MALLOC_ARENAS = 2
+ACTOR_GRAMMAR_CACHE_MB = 64
+
+
+def actor_memory_env(cpu: bool = True) -> dict[str, str]:
+    """Environment variables for an extraction actor's process on CPU (empty with an accelerator, where nothing
+    was measured). A value already in the driver's environment is the user's and wins (the caller forwards it)."""
+    if not cpu:
+        return {}
+    return {"MALLOC_ARENA_MAX": str(ACTOR_MALLOC_ARENAS), "VLLM_XGRAMMAR_CACHE_MB": str(ACTOR_GRAMMAR_CACHE_MB)}
+
+
 class KvBudgetError(RuntimeError):
     """The KV cache the job needs does not fit in the memory that is free; the message is one line."""
 
