@@ -12,6 +12,9 @@ asked for is counted. The actor's own process under Ray also holds Ray's core wo
 this does not; `jobs/bench/actor_memory.py` measures the real actor.
 
     nice -n 19 .venv/bin/python jobs/bench/actor_memory_parts.py [CONFIG] [--docs N] [--json OUT] [--env K=V ...]
+
+It restarts itself with `workers.memory.actor_memory_env` in its environment (glibc reads MALLOC_ARENA_MAX at
+start), as Ray starts the actor; `--no-actor-env` runs without it and without `actor_env` (the actor before).
 """
 
 from __future__ import annotations
@@ -131,6 +134,13 @@ def main() -> int:
     parser.add_argument("--env", action="append", default=[], help="K=V set before anything is imported")
     parser.add_argument("--no-actor-env", action="store_true", help="do not apply pipeline.dataflow.actor_env")
     args = parser.parse_args()
+    if not args.no_actor_env and "_PARTS_REEXEC" not in os.environ:
+        # glibc reads MALLOC_ARENA_MAX when the process starts: start again with the actor's memory environment,
+        # as Ray starts the actor's process with its runtime_env.
+        from workers.memory import actor_memory_env
+
+        memory = {k: os.environ.get(k, v) for k, v in actor_memory_env().items()}
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **memory, "_PARTS_REEXEC": "1"})
     steps: list[dict[str, Any]] = []
     sampler = Sampler()
     sampler.start()
