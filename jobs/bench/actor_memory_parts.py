@@ -126,6 +126,29 @@ class Sampler(threading.Thread):
             self.stop.wait(self.interval)
 
 
+def grammar_sizes(backend: Any, asked: set[str]) -> list[float]:
+    """XGrammar's own size (MiB) of three of the grammars the documents asked for, compiled again."""
+    from workers.engine.outputs import grammar_spec
+
+    sizes = []
+    for text in list(asked)[:3]:
+        compiled = backend.compiler.compile_json_schema(grammar_spec(json.loads(text)), any_whitespace=False,
+                                                        separators=(",", ":"))
+        sizes.append(round(compiled.memory_size_bytes / MIB, 2))
+    return sizes
+
+
+def start_as_the_actor() -> None:
+    """glibc reads MALLOC_ARENA_MAX when the process starts: start again with the actor's memory environment, as
+    Ray starts the actor's process with its runtime_env (once)."""
+    if "_PARTS_REEXEC" in os.environ:
+        return
+    from workers.memory import actor_memory_env
+
+    memory = {k: os.environ.get(k, v) for k, v in actor_memory_env().items()}
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **memory, "_PARTS_REEXEC": "1"})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", nargs="?", default=str(ROOT / "jobs/extract.yaml"))
@@ -134,13 +157,8 @@ def main() -> int:
     parser.add_argument("--env", action="append", default=[], help="K=V set before anything is imported")
     parser.add_argument("--no-actor-env", action="store_true", help="do not apply pipeline.dataflow.actor_env")
     args = parser.parse_args()
-    if not args.no_actor_env and "_PARTS_REEXEC" not in os.environ:
-        # glibc reads MALLOC_ARENA_MAX when the process starts: start again with the actor's memory environment,
-        # as Ray starts the actor's process with its runtime_env.
-        from workers.memory import actor_memory_env
-
-        memory = {k: os.environ.get(k, v) for k, v in actor_memory_env().items()}
-        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **memory, "_PARTS_REEXEC": "1"})
+    if not args.no_actor_env:
+        start_as_the_actor()
     steps: list[dict[str, Any]] = []
     sampler = Sampler()
     sampler.start()
@@ -227,16 +245,7 @@ def main() -> int:
          docs_per_s=round(len(ids) / seconds, 3), distinct_grammars=len(asked),
          grammar_cache_mib=round(cache / MIB, 1) if cache is not None else None,
          grammar_cache_limit_mib=round(limit / MIB, 1) if limit is not None else None)
-    one = None
-    if backend is not None and asked:
-        from workers.engine.outputs import grammar_spec
-
-        sizes = []
-        for text in list(asked)[:3]:
-            compiled = backend.compiler.compile_json_schema(grammar_spec(json.loads(text)), any_whitespace=False,
-                                                            separators=(",", ":"))
-            sizes.append(compiled.memory_size_bytes)
-        one = [round(s / MIB, 2) for s in sizes]
+    one = grammar_sizes(backend, asked) if backend is not None and asked else None
     parts = smaps(kv_bytes)
     sampler.stop.set()
     sampler.join()
