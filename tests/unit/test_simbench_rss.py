@@ -32,3 +32,20 @@ def test_a_child_peak_is_its_own_not_the_launchers() -> None:
     assert own is not None and own < 100 * 1024
     assert usage.ru_maxrss >= 200 * 1024  # what the bench used to report as the driver's
     assert own_peak_rss_kb(child.pid) is None  # reaped
+
+
+def test_private_rss_leaves_out_shared_memory_pages() -> None:
+    import mmap
+
+    from pipeline.tools.simbench import own_private_rss_kb
+
+    before = own_private_rss_kb(os.getpid())
+    shared = mmap.mmap(-1, 64 * 2**20, flags=mmap.MAP_SHARED)  # shared anonymous: counted in RssShmem
+    shared.write(b"\x01" * (64 * 2**20))
+    try:
+        after = own_private_rss_kb(os.getpid())
+        assert before is not None and after is not None
+        assert after - before < 32 * 1024  # the 64 MiB of shared pages are not in it
+        assert (own_peak_rss_kb(os.getpid()) or 0) - before >= 60 * 1024  # they are in VmHWM
+    finally:
+        shared.close()
