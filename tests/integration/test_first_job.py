@@ -107,9 +107,9 @@ def test_parse_the_page():
 
 @pytest.mark.engine
 @pytest.mark.slow
-def test_first_job_page_runs_as_written(tmp_path):
-    env = dict(os.environ)
-    env.pop("RAY_ADDRESS", None)
+def test_first_job_page_runs_as_written(tmp_path, cli_env):
+    # The page's runs join the session's Ray cluster (RAY_ADDRESS), each saving a local cluster's start and stop.
+    env = dict(cli_env)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     cwd = tmp_path
     for step in steps(PAGE.read_text()):

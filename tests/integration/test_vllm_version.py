@@ -43,11 +43,12 @@ sys.meta_path.insert(0, _FakeVllmVersion())
 '''
 
 
-def test_a_run_on_another_vllm_version_fails_at_engine_start_in_one_line_naming_the_hook(tmp_path, cli_env):
+def test_a_run_on_another_vllm_version_fails_at_engine_start_in_one_line_naming_the_hook(tmp_path, local_cli_env):
+    # A local cluster of the run's own: its workers inherit the PYTHONPATH that carries the fake.
     fake = tmp_path / "fake_vllm"
     fake.mkdir()
     (fake / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    env = dict(cli_env, PYTHONPATH=os.pathsep.join(filter(None, [str(fake), cli_env.get("PYTHONPATH")])))
+    env = dict(local_cli_env, PYTHONPATH=os.pathsep.join(filter(None, [str(fake), local_cli_env.get("PYTHONPATH")])))
     config = write_config(tmp_path, **{"input.limit": 2})
     result = run_cli(["run", str(config)], env)
     assert result.returncode == exit_codes.ENGINE, result.stderr[-3000:]
