@@ -58,12 +58,13 @@ _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2
 # - glibc gives each thread that allocates an arena of its own, up to 8 per core. An actor has some 50 threads
 #   (the engine's, Ray Data's, XGrammar's compile pool, OpenMP), and what one arena frees another cannot reuse:
 #   on the sample job 620 MiB was free but held by malloc when the documents were done. Two arenas: 250 MiB, and
-#   the actor's peak RSS 0.36 GiB lower (docs/performance.md, "Actor memory").
+#   the actor's peak RSS 0.35 GiB lower (docs/performance.md, "Actor memory on CPU").
 # - vLLM keeps every compiled XGrammar grammar in an LRU cache bounded by bytes (`VLLM_XGRAMMAR_CACHE_MB`, its
 #   default 512). Grounded decoding compiles one grammar per document, used only by that document's requests,
-#   so on a long run the cache fills to its bound and the process's RSS grows by more than that (the sample's
-#   grounded grammars are about 0.42 MiB each by XGrammar's count; `jobs/bench/grammar_cache.py`). 64 MiB holds
-#   the grammars of 64 sequences in flight twice over.
+#   so on a long run the cache fills to its bound and the process's RSS grows by more than that: compiling 1,400
+#   of the sample's grounded grammars (about 0.41 MiB each by XGrammar's count), RSS +1.14 GiB and still growing
+#   at 512 MiB, +0.55 GiB and flat after about 1,100 at 64 (`jobs/bench/grammar_cache.py`). 64 MiB holds the
+#   grammars of 64 sequences in flight twice over.
 ACTOR_MALLOC_ARENAS = 2
 ACTOR_GRAMMAR_CACHE_MB = 64
 
