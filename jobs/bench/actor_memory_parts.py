@@ -197,7 +197,8 @@ def main() -> int:
     if args.docs:
         texts, ids = texts[:args.docs], ids[:args.docs]
     spec = build_spec(loaded, "memory-parts")
-    spec = dataclasses.replace(spec, kv_sample=sample_document(texts, max_chars=16 * spec.max_model_len))
+    spec = dataclasses.replace(spec, kv_sample=sample_document(texts, max_chars=16 * spec.max_model_len,
+                                                               documents=len(texts)))
     started = time.perf_counter()
     engine = _start_engine(spec, False)
     kv_bytes = None
@@ -246,6 +247,8 @@ def main() -> int:
          grammar_cache_mib=round(cache / MIB, 1) if cache is not None else None,
          grammar_cache_limit_mib=round(limit / MIB, 1) if limit is not None else None)
     one = grammar_sizes(backend, asked) if backend is not None and asked else None
+    trimmed = ctypes.CDLL("libc.so.6").malloc_trim(0)  # what malloc holds free, given back: the ceiling of trimming
+    step("after malloc_trim(0)", released=bool(trimmed))
     parts = smaps(kv_bytes)
     sampler.stop.set()
     sampler.join()
