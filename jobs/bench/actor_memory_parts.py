@@ -14,7 +14,8 @@ this does not; `jobs/bench/actor_memory.py` measures the real actor.
     nice -n 19 .venv/bin/python jobs/bench/actor_memory_parts.py [CONFIG] [--docs N] [--json OUT] [--env K=V ...]
 
 It restarts itself with `workers.memory.actor_memory_env` in its environment (glibc reads MALLOC_ARENA_MAX at
-start), as Ray starts the actor; `--no-actor-env` runs without it and without `actor_env` (the actor before).
+start), as Ray starts the actor; `--no-actor-env` runs without it and without `actor_env`. The KV cache is sized for
+the sample's documents (52), as the driver sizes it since issue 27.
 """
 
 from __future__ import annotations
