@@ -112,6 +112,20 @@ def smaps(kv_bytes: int | None) -> dict[str, float]:
     return out
 
 
+class Trimmer(threading.Thread):
+    """malloc_trim(0) every `interval` s: what an actor that trimmed after each batch would hold."""
+
+    def __init__(self, interval: float) -> None:
+        super().__init__(daemon=True)
+        self.interval = interval
+
+    def run(self) -> None:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+        while True:
+            time.sleep(self.interval)
+            trim(0)
+
+
 class Sampler(threading.Thread):
     def __init__(self, interval: float = 0.25) -> None:
         super().__init__(daemon=True)
@@ -157,6 +171,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--env", action="append", default=[], help="K=V set before anything is imported")
     parser.add_argument("--no-actor-env", action="store_true", help="do not apply pipeline.dataflow.actor_env")
+    parser.add_argument("--trim-every", type=float, default=0.0,
+                        help="call glibc's malloc_trim(0) every this many seconds during the documents (0: never)")
     args = parser.parse_args()
     if not args.no_actor_env:
         start_as_the_actor()
@@ -235,6 +251,9 @@ def main() -> int:
             outcomes[k] = extractor.outcomes(chunks[k][0], chunks[k][1], None)
 
     threads = [threading.Thread(target=work, args=(s,)) for s in range(in_flight)]
+    if args.trim_every:
+        trimmer = Trimmer(args.trim_every)
+        trimmer.start()
     for t in threads:
         t.start()
     for t in threads:
