@@ -6,6 +6,9 @@ descendants (the driver's local Ray cluster: raylet, then its workers). Every `-
 actor's `/proc/PID/status`: `VmRSS`, `VmHWM` (the kernel's high-water mark, so a spike between polls counts),
 `RssAnon`, `RssFile`, `RssShmem`, `Threads`, and adds the RSS of the actor's children. Prints one JSON line
 (peaks in GiB, the parts at the peak, the exit code); `--json` also writes the series, to see when it grows.
+The actor's peak is `actor_vm_hwm_gib`, its own high-water mark. `actor_peak_rss_gib` adds its children's RSS
+(an engine core in a child process, with vLLM's V1 multiprocessing); a child the actor forks for a moment
+shares its pages copy-on-write and is counted twice there (seen: 5.47 GiB for one sample of a 2.74 GiB actor).
 
     nice -n 19 .venv/bin/python jobs/bench/actor_memory.py --json /tmp/mem.json -- \\
         .venv/bin/extract eval jobs/extract.yaml --gold jobs/sample/invoices_gold.jsonl --set output.uri=/tmp/OUT
