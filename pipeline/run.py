@@ -301,9 +301,7 @@ def _stream(
     id_field = streaming[0].input.schema.field(loaded.config.input.id_column)
     spec = build_spec(loaded, committer.run_id, routes)
     dataset = build_dataset(loaded, units, in_storage, id_field, spec, stats, routes)
-    # The modules (Ray's and Ray Data's too, imported by now) and the plan live as long as the run: the cyclic
-    # collector stops walking them at each full collection of the stream (public CPython; nothing is freed later).
-    gc.freeze()
+    gc.freeze()  # the modules and the plan live as long as the run: full collections of the stream skip them
     buffers: dict[str, list[pa.Table]] = defaultdict(list)
     counts: Counter[str] = Counter()
     done = dead = 0
