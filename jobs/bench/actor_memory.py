@@ -1,9 +1,10 @@
 """The extraction actor's memory during one command, by part, counting only the command's own actors.
 
-`jobs/bench/actor_rss.py` counts every process on the machine whose command line names `ExtractionActor`, so a
-test suite running beside it adds its actors to the peak. This one counts only the actors among the command's
-descendants (the driver's local Ray cluster: raylet, then its workers). Every `--interval` s it reads each
-actor's `/proc/PID/status`: `VmRSS`, `VmHWM` (the kernel's high-water mark, so a spike between polls counts),
+It counts only the actors among the command's descendants (the driver's local Ray cluster: raylet, then its
+workers); the earlier actor_rss.py, now removed, counted every process on the machine naming `ExtractionActor`,
+so a suite beside it added its actors to the peak.
+Every `--interval` s it reads each actor's `/proc/PID/status`: `VmRSS`, `VmHWM` (the kernel's high-water
+mark, so a spike between polls counts),
 `RssAnon`, `RssFile`, `RssShmem`, `Threads`, and adds the RSS of the actor's children. Prints one JSON line
 (peaks in GiB, the parts at the peak, the exit code); `--json` also writes the series, to see when it grows.
 The actor's peak is `actor_vm_hwm_gib`, its own high-water mark. `actor_peak_rss_gib` adds its children's RSS
