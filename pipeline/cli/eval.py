@@ -39,7 +39,6 @@ from pipeline.tools.evaluate import (
     render_markdown,
     write_report,
 )
-from pipeline.tools.evaluate.scores import Scores, score
 
 PLAIN_RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")  # as pipeline.tools.report checks a run record's
 
@@ -121,15 +120,6 @@ def _context(loaded: LoadedConfig, args: argparse.Namespace, output: RunOutput) 
     }
 
 
-def _scores(loaded: LoadedConfig, golds: dict[str, Any], output: RunOutput, options: EvalOptions) -> Scores:
-    """`evaluate`, with the rows' `_spans` for the calibration's leaf model where the rows have confidences."""
-    if output.confidence is None:
-        return evaluate(loaded, golds, output, options)
-    default = loaded.contract.json_schema if not getattr(loaded.contract, "per_row", False) else None
-    return score(golds, output.rows, output.dead_letters, lambda doc_id: output.schemas.get(doc_id, default),
-                 options, output.confidence, committed_spans(loaded, output.partitions))
-
-
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.run and (args.force or args.limit is not None or args.date):
         raise ConfigError("--force, --limit and --date apply to a fresh run, not to --run")
@@ -147,7 +137,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except EvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    scores = _scores(loaded, golds, output, options)
+    # the rows' `_spans`, for the calibration's leaf model, where the rows have confidences
+    spans = committed_spans(loaded, output.partitions) if output.confidence is not None else None
+    scores = evaluate(loaded, golds, output, options, spans)
     report = build_report(scores, _context(loaded, args, output), options)
     if args.fit_calibration:
         if not scores.confidence_points:
