@@ -104,20 +104,6 @@ def _f(value: float | None) -> str:
 # Honest figures for a calibration fitted on the same gold
 
 
-def cross_fitted(points: Sequence[tuple[str, str, float, bool]], folds: int = 2) -> list[tuple[float, bool]]:
-    """Honest points of a per-field isotonic calibration (format 1): each document's leaves mapped by a calibrator
-    fitted on the other folds' documents only. `points` are (document id, field, raw confidence, correct)."""
-    out = []
-    for k in range(folds):
-        train: dict[str, list[tuple[float, bool]]] = {}
-        for doc_id, name, conf, ok in points:
-            if fold(doc_id, folds) != k:
-                train.setdefault(name, []).append((conf, ok))
-        calibrator = Calibrator.fit(train)
-        out += [(calibrator(name, conf), ok) for doc_id, name, conf, ok in points if fold(doc_id, folds) == k]
-    return out
-
-
 def cross_fitted_leaves(points: Sequence[tuple[str, str, Leaf, bool]], folds: int = 2) -> list[tuple[float, bool]]:
     """Honest points of the leaf model (format 2, what `--fit-calibration` writes): each document's leaves scored by
     a model fitted on the other folds' documents only. `points` are (document id, field, `Leaf`, correct); a fold

@@ -75,14 +75,6 @@ def test_a_bad_calibration_file_is_refused(bad):
         Calibrator.from_json(bad)
 
 
-def test_cross_fitting_maps_each_document_by_the_others_only():
-    from pipeline.tools.calibration import cross_fitted
-
-    points = [(f"d{i}", "f", 0.9 if i % 2 else 0.1, bool(i % 2)) for i in range(40)]
-    mapped = cross_fitted(points)
-    assert len(mapped) == 40 and auroc(mapped) == 1.0
-
-
 def test_leaf_features_read_repeats_shapes_and_list_order_from_the_row():
     from workers.calibrator import leaf_features, shape
 
