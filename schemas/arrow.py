@@ -290,9 +290,8 @@ class RecordLayout:
         a column; a date's text cast when every one is YYYY-MM-DD), the others by their converters, row by row.
         A value Arrow will not take sends the records to `convert_rows`, which raises as before. A Python call
         per value was a third of the driver's commit CPU."""
-        builds = dict(zip([f.name for f in self.schema], self.builds, strict=True)) if self.builds else {}
-        fast = [pa.field(f.name, pa.string() if builds[f.name] == ISO_DATE else f.type) for f in self.schema
-                if builds.get(f.name)]
+        builds = self._builds_by_name()
+        fast = [_read_field(f, builds[f.name]) for f in self.schema if builds.get(f.name)]
         if not fast:
             return self.convert_rows(records)
         try:
@@ -343,9 +342,8 @@ class RecordLayout:
             return None
         if (np.frombuffer(raw, np.uint8)[offsets[:-1] - offsets[0]] != ord("{")).any():
             return None
-        builds = dict(zip(self.schema.names, self.builds, strict=True))
-        read = pa.schema([pa.field(f.name, pa.string() if builds[f.name] == ISO_DATE else f.type)
-                          for f in self.schema])
+        builds = self._builds_by_name()
+        read = pa.schema([_read_field(f, builds[f.name]) for f in self.schema])
         try:
             options = pj.ParseOptions(explicit_schema=read, unexpected_field_behavior="ignore")
             table = pj.read_json(pa.BufferReader(blob), parse_options=options,
@@ -364,6 +362,10 @@ class RecordLayout:
             columns[name] = column
         return columns
 
+    def _builds_by_name(self) -> dict[str, str | None]:
+        """Each field's `ArrowMapping.build` by its name (empty when the layout says none)."""
+        return dict(zip(self.schema.names, self.builds, strict=True)) if self.builds else {}
+
     def convert_rows(self, records: list[dict[str, Any]]) -> dict[str, pa.Array]:
         """Typed columns for JSON-form records, in schema order, each value through its field's converter."""
         columns: dict[str, pa.Array] = {}
@@ -371,6 +373,11 @@ class RecordLayout:
             values = [convert(r.get(name)) for r in records]
             columns[name] = pa.array(values, type=field.type)
         return columns
+
+
+def _read_field(field: pa.Field, build: str | None) -> pa.Field:
+    """The field as Arrow first reads it: an `ISO_DATE` field as its text (cast to a date after), else its type."""
+    return pa.field(field.name, pa.string() if build == ISO_DATE else field.type)
 
 
 def _negative_zero(column: pa.Array) -> bool:
