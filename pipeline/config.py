@@ -443,7 +443,7 @@ class LoadedConfig:
     @cached_property
     def calibration(self) -> dict[str, Any] | None:
         """output.calibration's content (a per-field calibration of _confidence), checked; None when unset."""
-        from workers.confidence import Calibrator
+        from workers.calibrator import Calibrator
 
         name = self.config.output.calibration
         if name is None:

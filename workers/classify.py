@@ -42,7 +42,8 @@ from schemas.contract import RecordRejected, SchemaContract
 from schemas.patterns import PatternBudgetExceeded
 from schemas.repeats import cut_output
 from schemas.spans import record_spans
-from workers.confidence import Calibrator, row_confidence
+from workers.calibrator import Calibrator
+from workers.confidence import row_confidence
 from workers.engine import REFUSED, EngineFatal, Generation
 from workers.outcome import DEAD_LETTER_REASONS, DeadLetterReason, Internal
 

@@ -25,10 +25,6 @@ import pyarrow as pa
 
 from schemas.spans import join_path, leaves
 
-# Calibration (`output.calibration`, fitted by `extract eval --fit-calibration`) lives in workers.calibrator; these
-# names stay importable from here.
-from workers.calibrator import POOLED, Calibrator, field_of, isotonic, leaf_features
-
 # The rows' columns (pipeline/output/tables.py), and the outcome table's that carry them from the actors.
 CONFIDENCE_TYPE = pa.map_(pa.string(), pa.float64())  # leaf path → confidence
 # leaf path → where the document writes the value (schemas.spans): [{start, end}], code-point offsets, end exclusive
@@ -184,7 +180,3 @@ def row_confidence(text: str, pieces: Sequence[str], logprobs: Sequence[float],
         return None
     kept = {path for path, _ in leaves(record, booleans=True)}
     return {path: value for path, value in confidence.items() if path in kept}
-
-
-__all__ = ["CONFIDENCE_TYPE", "POOLED", "SPANS_TYPE", "Calibrator", "field_of", "isotonic", "leaf_confidence",
-           "leaf_features", "leaf_spans", "minimum", "row_confidence", "token_offsets"]

@@ -26,6 +26,7 @@ import structlog
 from schemas.contract import SchemaContract
 from schemas.grounding import ground
 from schemas.row_schema import RowSchemaError, row_contract
+from workers.calibrator import Calibrator
 from workers.classify import (
     INVALID_INPUT_COLUMN,
     Outcome,
@@ -36,7 +37,6 @@ from workers.classify import (
     error_json,
     settle,
 )
-from workers.confidence import Calibrator
 from workers.engine import Generation, is_fatal
 from workers.outcome import OUTCOME_FIELDS, Col, DeadLetterReason, Internal, Kind
 from workers.prompt import Chat, feedback_text, prompt_for, with_feedback

@@ -63,7 +63,7 @@ class ExtractionSpec:
     ground_numbers: bool = False  # schema_policy.ground_numbers: plain number fields grounded as well
     repeated_items: str = "keep"  # schema_policy.repeated_items (cut, keep): lists end before a repeated item
     min_confidence: float | None = None  # output.min_confidence: a row below it is a `low_confidence` dead letter
-    calibration: dict[str, Any] | None = None  # output.calibration's content (workers.confidence.Calibrator)
+    calibration: dict[str, Any] | None = None  # output.calibration's content (workers.calibrator.Calibrator)
 
     @property
     def engine(self) -> EngineSpec:

@@ -54,7 +54,7 @@ def test_set_matched_lists_keep_the_predicted_index(unordered):
 
 
 def test_isotonic_calibration_is_monotone_and_fits_each_field_on_its_own():
-    from workers.confidence import Calibrator, field_of, isotonic
+    from workers.calibrator import Calibrator, field_of, isotonic
 
     xs, ys = isotonic([(0.1, False), (0.2, True), (0.3, False), (0.9, True)])
     assert ys == sorted(ys) and len(xs) == len(ys) == 3  # the violating pair pooled
@@ -69,7 +69,7 @@ def test_isotonic_calibration_is_monotone_and_fits_each_field_on_its_own():
 @pytest.mark.parametrize("bad", [{}, {"format": 1, "fields": {"x": {"raw": [0.1], "calibrated": []}}},
                                  {"format": 2, "fields": {}}])
 def test_a_bad_calibration_file_is_refused(bad):
-    from workers.confidence import Calibrator
+    from workers.calibrator import Calibrator
 
     with pytest.raises(ValueError):
         Calibrator.from_json(bad)
