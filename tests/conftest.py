@@ -64,7 +64,13 @@ def cli_env(ray_head):
     submitted to a cluster does: a run then skips the start and stop of a local cluster of its own (about 4 s
     each). Tests whose subject is the driver's own local cluster (its lifecycle, its processes, its noise) take
     `local_cli_env` instead."""
-    return {**os.environ, "RAY_ADDRESS": ray_head["address"], "RAY_AUTH_MODE": "token"}
+    return joining(ray_head)
+
+
+def joining(head: dict) -> dict[str, str]:
+    """This process's environment, for a child whose Ray runs join the cluster `head` (`start_ray_head`): its
+    address, and the token auth its head requires."""
+    return {**os.environ, "RAY_ADDRESS": head["address"], "RAY_AUTH_MODE": "token"}
 
 
 @pytest.fixture

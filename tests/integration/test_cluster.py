@@ -17,7 +17,7 @@ import duckdb
 import psutil
 import pytest
 
-from tests.conftest import ROOT, processes_of_cluster, write_config, write_docs
+from tests.conftest import ROOT, joining, processes_of_cluster, write_config, write_docs
 
 pytestmark = pytest.mark.engine
 
@@ -55,13 +55,6 @@ def config_for(folder: Path, output: str, simulated: dict | bool = False) -> Pat
            # batches in flight they finish together, and the run can commit between two looks)
            "workers.batch_size": 4, "workers.batches_in_flight": 1},
     )
-
-
-def driver_env(head: dict) -> dict[str, str]:
-    env = dict(os.environ)
-    env["RAY_ADDRESS"] = head["address"]
-    env["RAY_AUTH_MODE"] = "token"
-    return env
 
 
 def start_driver(config: Path, env: dict[str, str]) -> subprocess.Popen:
@@ -102,7 +95,7 @@ def last_manifest(output: Path) -> dict:
 def test_driver_sigkill_then_rerun_finishes_without_loss_or_duplicates(ray_head, resume_dir):
     output = resume_dir / "out-driver"
     config = config_for(resume_dir, str(output), simulated=SLOW_SIMULATION)
-    env = driver_env(ray_head)
+    env = joining(ray_head)
     proc = start_driver(config, env)
     wait_for(lambda: len(staged_units(output)) >= 2, proc)
     os.kill(proc.pid, signal.SIGKILL)
@@ -142,7 +135,7 @@ def _mentions(proc: psutil.Process, text: str) -> bool:
 def test_actor_sigkill_mid_batch_is_restarted_and_the_batch_redone_once(ray_head, resume_dir):
     output = resume_dir / "out-actor"
     config = config_for(resume_dir, str(output))
-    proc = start_driver(config, driver_env(ray_head))
+    proc = start_driver(config, joining(ray_head))
     wait_for(lambda: len(staged_units(output)) >= 1 and extraction_actor_pids(ray_head), proc)
     victims = extraction_actor_pids(ray_head)
     for pid in victims:

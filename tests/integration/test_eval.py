@@ -8,7 +8,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import ROOT, run_cli, write_config
+from tests.conftest import ROOT, joining, run_cli, write_config
 
 SAMPLE_GOLD = ROOT / "jobs" / "sample" / "invoices_gold.jsonl"
 
@@ -41,9 +41,7 @@ def sample_eval(tmp_path_factory, cli_env_module):
 @pytest.fixture(scope="module")
 def cli_env_module(ray_head):
     """`cli_env` for the module's fixture: runs join the session's Ray cluster."""
-    import os
-
-    return {**os.environ, "RAY_ADDRESS": ray_head["address"], "RAY_AUTH_MODE": "token"}
+    return joining(ray_head)
 
 
 @pytest.mark.engine

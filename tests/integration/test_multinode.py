@@ -4,7 +4,6 @@ The accounting must hold and every input document id must come out exactly once.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import sys
 import duckdb
 import pytest
 
-from tests.conftest import ROOT, start_ray_head, stop_ray_head, write_config, write_docs
+from tests.conftest import ROOT, joining, start_ray_head, stop_ray_head, write_config, write_docs
 
 pytestmark = pytest.mark.engine
 
@@ -39,7 +38,7 @@ def test_one_actor_per_node_and_every_id_once(two_nodes, tmp_path):
            "model.max_tokens": 160, "model.max_model_len": 1024,
            "workers.actors": 2, "workers.cpus_per_actor": 0.75, "workers.batch_size": 4},
     )
-    env = dict(os.environ, RAY_ADDRESS=two_nodes["address"], RAY_AUTH_MODE="token")
+    env = joining(two_nodes)
     result = subprocess.run([sys.executable, "-m", "pipeline", "run", str(config)], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]

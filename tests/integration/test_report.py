@@ -18,7 +18,7 @@ from pipeline.tools.report import (
     load_run,
     write_index,
 )
-from tests.conftest import SAMPLE, run_cli, write_config, write_docs
+from tests.conftest import SAMPLE, joining, run_cli, write_config, write_docs
 from tests.unit.test_report import check_r1, chromium, write_output
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -112,9 +112,7 @@ def sample_run(tmp_path_factory, cli_env_module):
 @pytest.fixture(scope="module")
 def cli_env_module(ray_head):
     """`cli_env` for the module's fixture: runs join the session's Ray cluster."""
-    import os
-
-    return {**os.environ, "RAY_ADDRESS": ray_head["address"], "RAY_AUTH_MODE": "token", "COLUMNS": "160"}
+    return {**joining(ray_head), "COLUMNS": "160"}
 
 
 @pytest.mark.engine

@@ -10,7 +10,6 @@ partitions committed by the real committer, to check crash points and the accoun
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import duckdb
@@ -22,7 +21,7 @@ from pipeline.output.commit import sweep
 from pipeline.output.manifest import read_manifest
 from pipeline.partition import Partition
 from pipeline.tools.retry import merge_partition, retry_job
-from tests.conftest import SAMPLE, run_cli, write_config, write_docs
+from tests.conftest import SAMPLE, joining, run_cli, write_config, write_docs
 
 # The merge tests of tests/unit/test_retry.py, collected here again on S3 (`committed` below).
 from tests.unit.test_retry import (  # noqa: F401 (collected by pytest from this module)
@@ -99,8 +98,7 @@ def retried(first_pass, ray_head):
     crashed_run = next(p for p in (output / "_runs").glob("*-retry-*.json"))
     after_crash = {"state": state_of(cfg), "manifest": manifest_of(output), "files": part_files(output),
                    "record": json.loads(crashed_run.read_text())}
-    env = {**os.environ, "RAY_ADDRESS": ray_head["address"], "RAY_AUTH_MODE": "token"}  # the session's cluster
-    done = run_cli(["retry", str(cfg), "--reason", "truncated", "--max-tokens", "512"], env)
+    done = run_cli(["retry", str(cfg), "--reason", "truncated", "--max-tokens", "512"], joining(ray_head))
     assert done.returncode == 0, done.stderr[-3000:]
     return {"before": before, "after_crash": after_crash, "cli": done, "crashed_run_id": crashed_run.stem}
 
