@@ -4,6 +4,7 @@ DuckDB checks input == rows + dead letters, ids unique."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -57,9 +58,18 @@ def config_for(folder: Path, output: str, simulated: dict | bool = False) -> Pat
     )
 
 
-def start_driver(config: Path, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "pipeline", "run", str(config)], env=env, cwd=ROOT,
+@contextlib.contextmanager
+def running_driver(config: Path, env: dict[str, str]):
+    """`extract run` in a child process; killed when the test leaves, passed or failed, so a driver left behind by a
+    failed assertion never holds the session cluster's CPUs through the tests after it."""
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "run", str(config)], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
 
 
 def staged_units(output: Path) -> list[Path]:
@@ -96,10 +106,10 @@ def test_driver_sigkill_then_rerun_finishes_without_loss_or_duplicates(ray_head,
     output = resume_dir / "out-driver"
     config = config_for(resume_dir, str(output), simulated=SLOW_SIMULATION)
     env = joining(ray_head)
-    proc = start_driver(config, env)
-    wait_for(lambda: len(staged_units(output)) >= 2, proc)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    with running_driver(config, env) as proc:
+        wait_for(lambda: len(staged_units(output)) >= 2, proc)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
     staged_at_kill = len(staged_units(output))
     assert staged_at_kill < N_DOCS // 4, "the run finished before it could be killed"
     assert not (output / "rows").exists()  # nothing half-committed is visible as output
@@ -135,12 +145,12 @@ def _mentions(proc: psutil.Process, text: str) -> bool:
 def test_actor_sigkill_mid_batch_is_restarted_and_the_batch_redone_once(ray_head, resume_dir):
     output = resume_dir / "out-actor"
     config = config_for(resume_dir, str(output))
-    proc = start_driver(config, joining(ray_head))
-    wait_for(lambda: len(staged_units(output)) >= 1 and extraction_actor_pids(ray_head), proc)
-    victims = extraction_actor_pids(ray_head)
-    for pid in victims:
-        os.kill(pid, signal.SIGKILL)
-    out, _ = proc.communicate(timeout=600)
+    with running_driver(config, joining(ray_head)) as proc:
+        wait_for(lambda: len(staged_units(output)) >= 1 and extraction_actor_pids(ray_head), proc)
+        victims = extraction_actor_pids(ray_head)
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out[-3000:]
     manifest = last_manifest(output)
     assert manifest["status"] == "committed"
