@@ -3,7 +3,6 @@ replaced and its batches redone, never dead-lettered."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
@@ -72,22 +71,20 @@ def test_a_dead_engine_is_replaced_and_its_batch_redone_without_engine_errors(tm
     assert killed, "no engine core was found to kill:\n" + output[-3000:]
     assert returncode == 0, output[-4000:]
     assert "actor.engine_dead" in output  # the actor saw its engine die and exited for a restart
-    seen = _query(config, local_cli_env, "SELECT doc_id FROM rows") + _query(config, local_cli_env,
-                                                                       "SELECT doc_id FROM dead_letters")
-    reasons = [r["reason"] for r in _query_rows(config, local_cli_env, "SELECT reason FROM dead_letters")]
+    seen = _committed(config, "SELECT doc_id FROM rows UNION ALL SELECT doc_id FROM dead_letters")
+    reasons = _committed(config, "SELECT reason FROM dead_letters")
     assert "engine_error" not in reasons
     ids = pq.read_table(SAMPLE).column("doc_id").to_pylist()[:docs]
     assert sorted(seen) == sorted(ids)  # every document once: nothing lost, nothing doubled by the redo
 
 
-def _query_rows(config, env, sql: str) -> list[dict]:
-    result = run_cli(["query", str(config), sql, "--format", "json"], env)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+def _committed(config, sql: str) -> list:
+    """The first column of `sql` over the committed output, read in this process (the CLI's `extract query` has
+    tests of its own)."""
+    from pipeline.config import load_config
+    from pipeline.output.query import run_query
 
-
-def _query(config, env, sql: str) -> list:
-    return [row["doc_id"] for row in _query_rows(config, env, sql)]
+    return [row[0] for row in run_query(load_config(config), sql).fetchall()]
 
 
 def test_when_the_restarts_are_used_up_the_run_stops_in_one_line_with_exit_3(tmp_path, local_cli_env):
