@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.tools import conformance as c
 from tests.conftest import run_cli
-from tests.fixtures.corpora import ROOTS
+from tests.fixtures.corpora import PRESENT, ROOTS, SHARED, TINY
 from tests.unit.test_conformance import user_folder
 
 # -- pure logic ----------------------------------------------------------------------------------------
@@ -31,9 +31,14 @@ CATEGORIES = ("minLength", "enum", "required")
 LIMIT = 3
 
 
-@pytest.fixture(scope="module", params=ROOTS)
+# The slice on the real engine runs once, on the external corpora when they are present and on the tiny ones
+# (tests/fixtures/corpora) when not: each run is an engine start and a generation per schema, and the harness is
+# the same code on either root (loading both roots is tested below, and in tests/unit/test_conformance.py).
+QUICK_ROOT = pytest.param(SHARED, id="shared") if PRESENT else pytest.param(TINY, id="tiny")
+
+
+@pytest.fixture(scope="module", params=[QUICK_ROOT])
 def quick_run(request, tmp_path_factory):
-    """The slice on the tiny corpora (tests/fixtures/corpora), and on the external ones when present."""
     import os
 
     root = request.param
