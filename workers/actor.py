@@ -29,7 +29,7 @@ from workers.engine import (
     is_fatal,
 )
 from workers.extractor import BatchExtractor
-from workers.memory import measure_need
+from workers.memory import keep_trimmed, measure_need, release_free_memory
 from workers.outcome import Internal
 from workers.reporter import reporter_for
 from workers.spec import ExtractionSpec
@@ -135,6 +135,9 @@ class ExtractionActor:
         if self.reporter is not None:
             engine.on_request_done = self.reporter.request_done  # counted as each request finishes
             engine.on_tokens = self.reporter.tokens  # and the tokens of every engine step, from the first one
+        if not accelerator:  # malloc's free pages back to the kernel: now, then every TRIM_SECONDS (workers.memory)
+            release_free_memory()
+            keep_trimmed()
         self._stage("ready")
 
     def _stage(self, stage: str) -> None:

@@ -12,7 +12,7 @@ invoices):
                    at most max_model_len, in whole KV blocks, less the whole blocks of the prefix every
                    prompt shares (the examples: prefix caching holds them once)
     need   = sequences × per sequence + the shared blocks + vLLM's null block, where sequences are those in
-             flight, at most the documents of the run
+             flight, at most the documents of the run and the engine's `max_num_seqs` when the job sets it
     budget = min(need, half the memory free now), and at least one max_model_len sequence + the null block
 
 where bytes per token = layers × KV heads × head dim × dtype size × 2 (keys and values). Without a `KvNeed`
@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +69,8 @@ _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2
 #   grammars of 64 sequences in flight twice over.
 ACTOR_MALLOC_ARENAS = 2
 ACTOR_GRAMMAR_CACHE_MB = 64
+# How often a CPU actor gives malloc's free pages back to the kernel (`keep_trimmed`).
+TRIM_SECONDS = 2.0
 
 
 def actor_memory_env(cpu: bool = True) -> dict[str, str]:
@@ -75,6 +79,46 @@ def actor_memory_env(cpu: bool = True) -> dict[str, str]:
     if not cpu:
         return {}
     return {"MALLOC_ARENA_MAX": str(ACTOR_MALLOC_ARENAS), "VLLM_XGRAMMAR_CACHE_MB": str(ACTOR_GRAMMAR_CACHE_MB)}
+
+
+def _malloc_trim() -> Any:
+    """glibc's `malloc_trim`, or None where the C library is not glibc."""
+    global _TRIM
+    if _TRIM is None:
+        try:
+            import ctypes
+
+            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = False
+    return _TRIM or None
+
+
+_TRIM: Any = None  # glibc's malloc_trim once looked up; False where there is none
+
+
+def release_free_memory() -> bool:
+    """glibc's `malloc_trim(0)`: give the kernel back the whole pages malloc holds free in every arena. Returns
+    whether anything was released; False (nothing done) where the C library is not glibc."""
+    trim = _malloc_trim()
+    return bool(trim(0)) if trim is not None else False
+
+
+def keep_trimmed(interval: float = TRIM_SECONDS) -> threading.Thread | None:
+    """A daemon thread that calls `release_free_memory` every `interval` s for the life of the process, or None
+    where there is no glibc (or `interval` is 0). Between engine steps malloc holds what the step freed; without it
+    the next step's transients (logits, probabilities, log-probabilities over the vocabulary) come on top."""
+    if interval <= 0 or _malloc_trim() is None:
+        return None
+
+    def trim() -> None:
+        while True:
+            time.sleep(interval)
+            release_free_memory()
+
+    thread = threading.Thread(target=trim, name="malloc-trim", daemon=True)
+    thread.start()
+    return thread
 
 
 class KvBudgetError(RuntimeError):
@@ -244,6 +288,8 @@ def cpu_kv_arguments(model_path: str, max_model_len: int, sequences: int, engine
         return {}, None
     if os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
         return {}, None
+    if engine_kwargs.get("max_num_seqs"):  # the engine runs no more at once, whatever is queued
+        sequences = min(sequences, int(engine_kwargs["max_num_seqs"]))
     budget = kv_budget(kv_shape(model_path, engine_kwargs.get("kv_cache_dtype") or engine_kwargs.get("dtype")),
                        max_model_len, sequences, free, need, int(engine_kwargs.get("block_size") or CPU_BLOCK_SIZE),
                        share_prefix)

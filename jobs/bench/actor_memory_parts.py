@@ -46,6 +46,14 @@ def status() -> dict[str, float]:
     return found
 
 
+def reset_peak() -> None:
+    """Start the kernel's high-water mark (`VmHWM`) again from the RSS now (Linux 4.0+: clear_refs 5)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
 class _MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in
                 ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
@@ -112,20 +120,6 @@ def smaps(kv_bytes: int | None) -> dict[str, float]:
     return out
 
 
-class Trimmer(threading.Thread):
-    """malloc_trim(0) every `interval` s: what an actor that trimmed after each batch would hold."""
-
-    def __init__(self, interval: float) -> None:
-        super().__init__(daemon=True)
-        self.interval = interval
-
-    def run(self) -> None:
-        trim = ctypes.CDLL("libc.so.6").malloc_trim
-        while True:
-            time.sleep(self.interval)
-            trim(0)
-
-
 class Sampler(threading.Thread):
     def __init__(self, interval: float = 0.25) -> None:
         super().__init__(daemon=True)
@@ -153,15 +147,17 @@ def grammar_sizes(backend: Any, asked: set[str]) -> list[float]:
     return sizes
 
 
-def start_as_the_actor() -> None:
-    """glibc reads MALLOC_ARENA_MAX when the process starts: start again with the actor's memory environment, as
-    Ray starts the actor's process with its runtime_env (once)."""
+def start_as_the_actor(extra: dict[str, str]) -> None:
+    """glibc reads MALLOC_ARENA_MAX (and its other MALLOC_* variables) when the process starts: start again with
+    the actor's memory environment and `extra` (`--env`), as Ray starts the actor's process with its runtime_env
+    (once)."""
     if "_PARTS_REEXEC" in os.environ:
         return
     from workers.memory import actor_memory_env
 
     memory = {k: os.environ.get(k, v) for k, v in actor_memory_env().items()}
-    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **memory, "_PARTS_REEXEC": "1"})
+    os.execve(sys.executable, [sys.executable, *sys.argv],
+              {**os.environ, **memory, **extra, "_PARTS_REEXEC": "1"})
 
 
 def main() -> int:
@@ -169,19 +165,26 @@ def main() -> int:
     parser.add_argument("config", nargs="?", default=str(ROOT / "jobs/extract.yaml"))
     parser.add_argument("--docs", type=int, default=0, help="documents to run (0: all of the sample)")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--env", action="append", default=[], help="K=V set before anything is imported")
+    parser.add_argument("--env", action="append", default=[],
+                        help="K=V in the environment from the start (glibc's MALLOC_* too)")
     parser.add_argument("--no-actor-env", action="store_true", help="do not apply pipeline.dataflow.actor_env")
-    parser.add_argument("--trim-every", type=float, default=0.0,
-                        help="call glibc's malloc_trim(0) every this many seconds during the documents (0: never)")
+    parser.add_argument("--set", action="append", default=[], dest="overrides",
+                        help="KEY=VALUE on the job's config, as `extract --set` (the value read as YAML)")
+    parser.add_argument("--trim-every", type=float, default=None,
+                        help="as the actor: malloc_trim(0) once warm, then every this many seconds (default: the "
+                             "actor's workers.memory.TRIM_SECONDS; 0: never, as before the actor trimmed)")
     args = parser.parse_args()
+    start_env = dict(kv.split("=", 1) for kv in args.env)
     if not args.no_actor_env:
-        start_as_the_actor()
+        start_as_the_actor(start_env)
     steps: list[dict[str, Any]] = []
     sampler = Sampler()
     sampler.start()
 
     def step(name: str, **extra: Any) -> None:
         steps.append({"step": name, **status(), **mallinfo(), **extra})
+        steps[-1]["step_peak"] = steps[-1].pop("VmHWM")  # the highest RSS since the step before (the kernel's)
+        reset_peak()
         print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
 
     step("python")
@@ -191,7 +194,7 @@ def main() -> int:
     from pipeline.dataflow import actor_env, build_spec
 
     env = {} if args.no_actor_env else actor_env(0)
-    env.update(dict(kv.split("=", 1) for kv in args.env))
+    env.update(start_env)
     os.environ.update(env)
     step("pipeline imported (pyarrow, ray, structlog)", env=env)
     import torch
@@ -202,11 +205,13 @@ def main() -> int:
     step("import vllm")
     import dataclasses
 
+    import yaml
+
     from workers.actor import _start_engine
     from workers.extractor import BatchExtractor
     from workers.memory import sample_document
 
-    loaded = load_config(args.config)
+    loaded = load_config(args.config, {k: yaml.safe_load(v) for k, v in (o.split("=", 1) for o in args.overrides)})
     cfg = loaded.config
     table = pq.read_table(ROOT / "jobs/sample/invoices.parquet")
     texts = table.column(cfg.input.text_column).to_pylist()
@@ -224,10 +229,17 @@ def main() -> int:
     except AttributeError:
         pass
     step("engine up (weights, KV cache)", seconds=round(time.perf_counter() - started, 1),
-         kv_mib=round((kv_bytes or 0) / MIB))
+         kv_mib=round((kv_bytes or 0) / MIB), smaps=smaps(kv_bytes))
     extractor = BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
     extractor.prepare()
     step("schema warm-up (first grammar, first forward)")
+    from workers.memory import TRIM_SECONDS, keep_trimmed, release_free_memory
+
+    trim_every = TRIM_SECONDS if args.trim_every is None else args.trim_every
+    if trim_every:  # what the actor does once warm (workers.actor)
+        release_free_memory()
+        keep_trimmed(trim_every)
+        step(f"trimmed once warm; then every {trim_every:.1f} s")
 
     from workers import vllm_compat
 
@@ -251,9 +263,6 @@ def main() -> int:
             outcomes[k] = extractor.outcomes(chunks[k][0], chunks[k][1], None)
 
     threads = [threading.Thread(target=work, args=(s,)) for s in range(in_flight)]
-    if args.trim_every:
-        trimmer = Trimmer(args.trim_every)
-        trimmer.start()
     for t in threads:
         t.start()
     for t in threads:
@@ -272,7 +281,9 @@ def main() -> int:
     parts = smaps(kv_bytes)
     sampler.stop.set()
     sampler.join()
-    result = {"steps": steps, "peak_rss_mib": sampler.peak, "smaps_at_end_mib": parts,
+    result = {"steps": steps, "peak_rss_mib": sampler.peak, "vm_hwm_mib": max(s["step_peak"] for s in steps),
+              "trim_every": trim_every,
+              "smaps_at_end_mib": parts,
               "grammar_memory_size_mib": one, "env": env}
     print(json.dumps({k: v for k, v in result.items() if k != "steps"}), file=sys.stderr)
     if args.json:
