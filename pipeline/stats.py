@@ -18,6 +18,7 @@ class RunStats:
         self.actors: list[dict[str, Any]] = []
         self.spans: dict[str, list[tuple[float, float]]] = {}  # actor → (start, end) of each batch's generation
         self.batches = 0
+        self.documents: dict[str, int] = {}  # actor → documents of its batches (a batch redone counts again)
 
     def record_actor(self, report: dict[str, Any]) -> None:
         self.actors.append(report)
@@ -28,12 +29,16 @@ class RunStats:
             if report["actor"] == actor:
                 report.setdefault("schema_compile_s", {}).update(seconds)
 
-    def record_batch(self, actor: str, started: float, ended: float) -> None:
+    def record_batch(self, actor: str, started: float, ended: float, documents: int = 0) -> None:
         self.spans.setdefault(actor, []).append((started, ended))
         self.batches += 1
+        self.documents[actor] = self.documents.get(actor, 0) + documents
 
     def snapshot(self) -> dict[str, Any]:
-        return {"actors": list(self.actors), "generation_s": busy_seconds(self.spans), "batches": self.batches}
+        """The actors' reports, each with the documents and batches it generated, for the run record."""
+        actors = [{**report, "documents": self.documents.get(report["actor"], 0),
+                   "batches": len(self.spans.get(report["actor"], []))} for report in self.actors]
+        return {"actors": actors, "generation_s": busy_seconds(self.spans), "batches": self.batches}
 
 
 def busy_seconds(spans: dict[str, list[tuple[float, float]]]) -> float:

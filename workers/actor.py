@@ -231,7 +231,7 @@ class ExtractionActor:
             if fresh:
                 self.stats.record_compiles.remote(self.name, fresh)
             if self.extractor.last_generation is not None:
-                self.stats.record_batch.remote(self.name, *self.extractor.last_generation)
+                self.stats.record_batch.remote(self.name, *self.extractor.last_generation, table.num_rows)
         if self.reporter is not None:
             self.reporter.batch_done(table)
         return table

@@ -282,11 +282,9 @@ def run_cell(out: Path, cluster: LocalCluster, docs: int, actors: int, partition
     result = run_driver(driver_command(config, info), cluster.driver_env(), output, cell / "driver.log")
     manifest = _run_manifest(output)
     timings = manifest.get("timings") or {}
-    nodes: dict[str, int] = {}
-    for actor in manifest.get("actors") or []:
-        nodes[str(actor.get("node"))[:8]] = nodes.get(str(actor.get("node"))[:8], 0) + 1
     first_output = timings.get("first_output_s")
     total = timings.get("total_s") or result["wall_s"]
+    nodes = per_node(manifest.get("actors") or [], total - first_output if first_output is not None else None)
     out_rows = (manifest.get("rows") or 0) + (manifest.get("dead_letters") or 0)
     return {
         "docs": docs, "actors": actors, "partitions": partitions, "exit": result["exit"], "outcomes": out_rows,
@@ -300,7 +298,8 @@ def run_cell(out: Path, cluster: LocalCluster, docs: int, actors: int, partition
         "plan_s": round(planned, 3),
         "staging_files_peak": result["staging_files_peak"], "staging_mb_peak": result["staging_mb_peak"],
         "first_commit_s": timings.get("first_commit_s"), "first_output_s": first_output,
-        "commit_s_per_partition": None, "actors_per_node": nodes,
+        "commit_s_per_partition": None, "per_node": nodes,
+        "actors_per_node": {node: n["actors"] for node, n in nodes.items()},
         "status": manifest.get("status"), "rows": manifest.get("rows"), "dead_letters": manifest.get("dead_letters"),
     }
 
@@ -439,6 +438,20 @@ def run_simulated_bench(out: Path, grid: dict[str, list[int]], batch_size: int =
     return report
 
 
+def per_node(actors: list[dict[str, Any]], generating_s: float | None) -> dict[str, dict[str, Any]]:
+    """Per node (its id's first 8 characters): the actors it held, the documents they generated (from the run
+    record; a batch redone after an actor restart counts twice) and documents/s over the run's time from its first
+    output to its end (`generating_s`)."""
+    nodes: dict[str, dict[str, Any]] = {}
+    for actor in actors:
+        node = nodes.setdefault(str(actor.get("node"))[:8], {"actors": 0, "documents": 0})
+        node["actors"] += 1
+        node["documents"] += int(actor.get("documents") or 0)
+    for node in nodes.values():
+        node["docs_per_s"] = round(node["documents"] / generating_s, 1) if generating_s else None
+    return nodes
+
+
 def grid_cells(grid: dict[str, Any]) -> list[tuple[int, int, int]]:
     """(docs, actors, partitions) of every cell: `grid["cells"]` as given, else the product of its lists (a
     partition holds at least 10 documents)."""
@@ -494,12 +507,26 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += [f"| Ray Data, one dummy actor → driver | {ray_c.get('rows_per_s')} | {ray_c.get('rows')} rows; "
                   f"{ray_c.get('rows_per_s_after_first')}/s from the first batch on |",
                   f"| end to end (best cell, wall) | {best} | |"]
+    lines += _per_node_lines(report["cells"])
     mem = report.get("memory") or {}
     if mem:
         lines += ["", f"Driver peak RSS at {mem['big']} documents over {mem['small']}: {mem['rss_ratio']} "
                   f"(goal <= 1.2); without the object store's shared pages (VmRSS - RssShmem, sampled every "
                   f"0.1 s): {mem.get('private_ratio')}."]
     return "\n".join(lines) + "\n"
+
+
+def _per_node_lines(cells: list[dict[str, Any]]) -> list[str]:
+    """Throughput per node, for each cell whose actors sat on more than one node."""
+    spread = [c for c in cells if len(c.get("per_node") or {}) > 1]
+    if not spread:
+        return []
+    lines = ["", "| docs | actors | partitions | node | actors on it | documents | documents/s |", "|---" * 7 + "|"]
+    for cell in spread:
+        for node, n in sorted(cell["per_node"].items()):
+            lines.append(f"| {cell['docs']} | {cell['actors']} | {cell['partitions']} | {node} | {n['actors']} | "
+                         f"{n['documents']} | {n['docs_per_s']} |")
+    return lines
 
 
 def render_chart(report: dict[str, Any], path: Path) -> None:

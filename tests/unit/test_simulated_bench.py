@@ -34,3 +34,20 @@ def test_markdown_has_a_row_per_cell_and_the_ceilings():
               "memory": {}}
     text = render_markdown(report)
     assert "| 10 | 1 | 1 | 0 | 5.0 |" in text and "| 100.0 |" in text and "| 50.0 |" in text
+
+
+def test_per_node_sums_each_nodes_actors_and_documents_over_the_generating_time():
+    from pipeline.tools.simbench import _per_node_lines, per_node
+
+    actors = [{"actor": "a", "node": "aaaaaaaa11", "documents": 300}, {"actor": "b", "node": "aaaaaaaa22",
+                                                                      "documents": 100},
+              {"actor": "c", "node": "bbbbbbbb33", "documents": 600}, {"actor": "d", "node": None}]
+    nodes = per_node(actors, 10.0)
+    assert nodes == {"aaaaaaaa": {"actors": 2, "documents": 400, "docs_per_s": 40.0},
+                     "bbbbbbbb": {"actors": 1, "documents": 600, "docs_per_s": 60.0},
+                     "None": {"actors": 1, "documents": 0, "docs_per_s": 0.0}}
+    assert per_node(actors, None)["aaaaaaaa"]["docs_per_s"] is None
+    lines = _per_node_lines([{"docs": 1000, "actors": 4, "partitions": 1, "per_node": nodes},
+                             {"docs": 10, "actors": 1, "partitions": 1, "per_node": {"x": nodes["bbbbbbbb"]}}])
+    assert "| 1000 | 4 | 1 | aaaaaaaa | 2 | 400 | 40.0 |" in lines
+    assert not any(line.startswith("| 10 |") for line in lines)  # one node: nothing to compare
