@@ -12,7 +12,7 @@ from tests.conftest import run_cli
 
 pytestmark = pytest.mark.engine
 
-ARMS = ("engine", "unconstrained", "retry", "pipeline", "pipeline_no_confidence")
+ARMS = ("engine", "engine_same_requests", "unconstrained", "retry", "pipeline", "pipeline_no_confidence")
 
 
 def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
@@ -32,7 +32,18 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
         assert 0 <= arm["field_accuracy"] <= 1
     assert report["arms"]["retry"]["retries"] >= 0
     assert report["arms"]["pipeline"]["driver_peak_rss_mb"] > 0
-    assert set(report["ratios"]) == {"pipeline_over_engine", "constrained_over_unconstrained_per_token",
+    # The pipeline's own requests in one engine call: the same prompts as the pipeline's actor sent (the job's
+    # examples or schema in them, so longer than the engine arm's bare prompts), one grounded grammar per document,
+    # and the job's sampling (the sample's presence penalty, and log-probabilities for _confidence).
+    same, pipeline = report["arms"]["engine_same_requests"], report["arms"]["pipeline"]
+    assert same["prompt_tokens"] == pipeline["prompt_tokens"] > report["arms"]["engine"]["prompt_tokens"]
+    assert same["engine_calls"] == 1 and same["requests"] == same["distinct_grammars"] == 2
+    assert same["sampling"] == {"presence_penalty": 1.0, "logprobs": 0}
+    assert same["output_tokens"] > 0 and same["generate_s"] > 0 and same["build_s"] >= 0
+    assert same["sequences_in_flight"] == 4  # the pipeline arm's batches: 1 document each, 4 in flight
+    assert set(report["ratios"]) == {"pipeline_over_engine", "pipeline_over_engine_same_requests",
+                                     "pipeline_over_engine_same_requests_tokens",
+                                     "constrained_over_unconstrained_per_token",
                                      "pipeline_over_retry", "pipeline_over_engine_tokens",
                                      "engine_speculation_speedup", "confidence_over_plain",
                                      "confidence_over_plain_tokens"}
