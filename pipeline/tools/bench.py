@@ -40,7 +40,7 @@ from pipeline.output.tables import read_columns
 from pipeline.plan import actor_env
 from pipeline.storage import Storage, storage_for
 from pipeline.tools.bench_requests import ARM as SAME_REQUESTS
-from pipeline.tools.bench_requests import describe, same_requests_arm
+from pipeline.tools.bench_requests import actor_cpu, describe, same_requests_arm
 from pipeline.tools.evaluate import score
 from pipeline.tools.synthetic import contract_record, make_corpus
 from schemas.contract import RecordRejected, SchemaContract
@@ -127,7 +127,7 @@ def same_requests(loaded: LoadedConfig, texts: list[str], golds: list[dict]) -> 
     for these documents (its prompts, grounded grammars, sampling and engine settings), in one engine call."""
     raw = same_requests_arm(loaded, [g["doc_id"] for g in golds], texts)
     timings = {k: round(raw.pop(k), 3) for k in ("build_s", "generate_s", "classify_s", "engine_init_s",
-                                                  "schema_compile_s")}
+                                                  "schema_compile_s", "cpu_s", "cores_used")}
     return {SAME_REQUESTS: _arm(SAME_REQUESTS, raw.pop("generations"), raw.pop("seconds"),
                                 raw.pop("prefill_plus_one_s"), len(texts), raw.pop("records"), golds,
                                 **timings, **raw)}
@@ -306,6 +306,7 @@ class _RssSampler(threading.Thread):
         self.pid = pid
         self.driver_peak = 0
         self.worker_peak = 0
+        self.worker_cpu: list[tuple[float, float]] = []  # (unix time, the actors' CPU seconds so far)
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -328,11 +329,15 @@ class _RssSampler(threading.Thread):
                             workers.setdefault(proc.pid, proc)
                     except (psutil.NoSuchProcess, psutil.AccessDenied):
                         pass
+            cpu = 0.0
             for pid, proc in list(workers.items()):
                 try:
                     self.worker_peak = max(self.worker_peak, proc.memory_info().rss)
+                    cpu += sum(proc.cpu_times()[:2])  # user + system seconds so far
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     del workers[pid]
+            if workers:
+                self.worker_cpu.append((time.time(), cpu))
             self.stop.wait(0.2)
 
 
@@ -396,6 +401,7 @@ def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], ext
         "schema_compile_s": t.get("schema_compile_s"),
         "driver_peak_rss_mb": round(sampler.driver_peak / 2**20, 1),
         "worker_peak_rss_mb": round(sampler.worker_peak / 2**20, 1),
+        **actor_cpu(sampler.worker_cpu, ready, finished),
         "dead_letters_by_reason": manifest["dead_letters_by_reason"],
     }
 
@@ -452,7 +458,7 @@ COLUMNS = [("docs/s", "docs_per_s"), ("tokens/s", "output_tokens_per_s"), ("ms/t
            ("first commit s", "time_to_first_commit_s"), ("first output after ready s", "first_output_after_ready_s"),
            ("first progress after ready s", "first_progress_after_ready_s"),
            ("first document after ready s", "first_document_after_ready_s"),
-           ("driver RSS MB", "driver_peak_rss_mb"),
+           ("driver RSS MB", "driver_peak_rss_mb"), ("engine CPU cores used", "cores_used"),
            ("worker RSS MB", "worker_peak_rss_mb")]
 
 

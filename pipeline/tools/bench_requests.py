@@ -94,9 +94,9 @@ def same_requests_arm(loaded: LoadedConfig, ids: list[str], texts: list[str]) ->
     try:
         extractor = BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
         extractor.prepare()  # the actor's warm-up of the job's schema
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         outcomes = extractor.outcomes(ids, texts)
-        ended = time.perf_counter()
+        ended, cpu_s = time.perf_counter(), time.process_time() - cpu_started
         calls = list(engine.calls)
         prefill_s = _prefill_plus_one(engine, calls[0]) if calls else 0.0
     finally:
@@ -109,6 +109,10 @@ def same_requests_arm(loaded: LoadedConfig, ids: list[str], texts: list[str]) ->
         "generate_s": generate_s,
         "classify_s": max(ended - started - build_s - generate_s, 0.0),
         "prefill_plus_one_s": build_s + prefill_s,
+        # CPU seconds of the process (all its threads) over the `outcomes` call, and the cores that is on average:
+        # on a shared machine, a figure well under the cores the engine uses says the arm was starved of CPU.
+        "cpu_s": cpu_s,
+        "cores_used": cpu_s / max(ended - started, 1e-9),
         "engine_calls": len(calls),
         "requests": sum(len(c.prompts) for c in calls),
         "distinct_grammars": len({repr(s) for c in calls for s in c.schemas}),
@@ -138,4 +142,15 @@ def describe(arm: dict[str, Any] | None) -> list[str]:
             f"{arm['distinct_grammars']} distinct grammars, sampling {arm['sampling']}, "
             f"{arm['prompt_tokens']} prompt tokens; {arm['build_s']} s building them (prompts, tokenizing, "
             f"grounding) and {arm['generate_s']} s generating (both timed), {arm['classify_s']} s classifying "
-            "(not timed, as in the engine arm)."]
+            f"(not timed, as in the engine arm); {arm['cpu_s']} CPU s, {arm['cores_used']} cores on average."]
+
+
+def actor_cpu(samples: list[tuple[float, float]], start: float, end: float) -> dict[str, float | None]:
+    """The pipeline arm's actors' CPU seconds from `start` to `end` (Unix seconds), from the bench's samples of
+    (time, CPU seconds so far), and the cores that is on average: to set beside this arm's `cores_used`."""
+    before = [cpu for t, cpu in samples if t <= start]
+    until = [cpu for t, cpu in samples if t <= end]
+    if not before or not until or end <= start:
+        return {"cpu_s": None, "cores_used": None}
+    cpu = until[-1] - before[-1]
+    return {"cpu_s": round(cpu, 3), "cores_used": round(cpu / (end - start), 3)}
