@@ -20,8 +20,9 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     # 24 output tokens: every arm, the retry loop and both price rounds still run; what they time is not checked
     # here, and the sample's outputs at --quick's 96 tokens made this the suite's slowest test (8 min on 2 busy
     # cores).
-    # The timeout is a guard against a hang, not a figure: four engines start (engine, price, same requests and the
-    # pipeline's two actors), and on 2 cores shared with other runs (load average 45) 900 s was not enough.
+    # The timeout is a guard against a hang, not a figure: five engines start (the engine arms', the price's, the
+    # same requests' and one per pipeline run), and on 2 cores shared with other runs (load average 45) 900 s was
+    # not enough.
     result = run_cli(["bench", "--quick", "--docs", "2", "--max-tokens", "24", "--price-rounds", "2",
                       "--out", str(out)], cli_env, timeout=2400)
     assert result.returncode == 0, result.stderr[-3000:]
