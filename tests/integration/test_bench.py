@@ -12,7 +12,7 @@ from tests.conftest import run_cli
 
 pytestmark = pytest.mark.engine
 
-ARMS = ("engine", "unconstrained", "retry", "pipeline", "pipeline_no_confidence")
+ARMS = ("engine", "engine_same_requests", "unconstrained", "retry", "pipeline", "pipeline_no_confidence")
 
 
 def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
@@ -20,8 +20,11 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     # 24 output tokens: every arm, the retry loop and both price rounds still run; what they time is not checked
     # here, and the sample's outputs at --quick's 96 tokens made this the suite's slowest test (8 min on 2 busy
     # cores).
+    # The timeout is a guard against a hang, not a figure: five engines start (the engine arms', the price's, the
+    # same requests' and one per pipeline run), and on 2 cores shared with other runs (load average 45) 900 s was
+    # not enough.
     result = run_cli(["bench", "--quick", "--docs", "2", "--max-tokens", "24", "--price-rounds", "2",
-                      "--out", str(out)], cli_env, timeout=900)
+                      "--out", str(out)], cli_env, timeout=2400)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "bench.json").read_text())
     # A job that speculates (the CPU default) also gets the engine arm without speculation.
@@ -32,7 +35,20 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
         assert 0 <= arm["field_accuracy"] <= 1
     assert report["arms"]["retry"]["retries"] >= 0
     assert report["arms"]["pipeline"]["driver_peak_rss_mb"] > 0
-    assert set(report["ratios"]) == {"pipeline_over_engine", "constrained_over_unconstrained_per_token",
+    # The pipeline's own requests in one engine call: the same prompts as the pipeline's actor sent (the job's
+    # examples or schema in them, so longer than the engine arm's bare prompts), one grounded grammar per document,
+    # and the job's sampling (the sample's presence penalty, and log-probabilities for _confidence).
+    same, pipeline = report["arms"]["engine_same_requests"], report["arms"]["pipeline"]
+    assert same["prompt_tokens"] == pipeline["prompt_tokens"] > report["arms"]["engine"]["prompt_tokens"]
+    assert same["engine_calls"] == 1 and same["requests"] == same["distinct_grammars"] == 2
+    assert same["sampling"] == {"presence_penalty": 1.0, "logprobs": 0}
+    assert same["output_tokens"] > 0 and same["generate_s"] > 0 and same["build_s"] >= 0
+    assert same["cpu_s"] > 0 and same["cores_used"] > 0  # the engine's process, over its timed call
+    assert pipeline["cores_used"] is None or pipeline["cores_used"] > 0  # its actor, from ready to the commit
+    assert same["sequences_in_flight"] == 4  # the pipeline arm's batches: 1 document each, 4 in flight
+    assert set(report["ratios"]) == {"pipeline_over_engine", "pipeline_over_engine_same_requests",
+                                     "pipeline_over_engine_same_requests_tokens",
+                                     "constrained_over_unconstrained_per_token",
                                      "pipeline_over_retry", "pipeline_over_engine_tokens",
                                      "engine_speculation_speedup", "confidence_over_plain",
                                      "confidence_over_plain_tokens"}

@@ -1,0 +1,156 @@
+"""`extract bench`'s arm `engine_same_requests`: the pipeline's own requests, straight to one engine in one call.
+
+The `engine` arm sends the user's prompt under the bare schema's grammar. The pipeline's actor sends more: the
+job's prompt (system message, the schema or few-shot examples as turns, the chat template), a grammar grounded in
+each document and bounded for `max_tokens`, the job's sampling (`model.sampling`: the presence penalty; the
+log-probabilities `_confidence` asks for), on an engine started with the actor's settings (its KV budget sized
+from the input, speculation from the document). So `pipeline ÷ engine` mixes what the pipeline's machinery costs
+with what those levers cost.
+
+This arm runs the actor's own code, not a copy of it: the engine comes from `workers.actor._start_engine` on the
+`ExtractionSpec` the driver builds (`pipeline.dataflow.build_spec`, with the input's KV sample as
+`build_dataset` adds it), and every document goes through one `BatchExtractor.outcomes` call, which builds each
+document's prompt and grammar, sends them all to the engine in one `generate` call and classifies the outputs as
+the actor does. Only Ray, Ray Data's batches, the threads and the staging and commit are left out, so
+`pipeline ÷ engine_same_requests` is what they cost.
+
+Timed: building the requests (prompts, tokenizing, grounding) and the generation, as the `engine` arm times its
+rendering, tokenizing and generation; classifying is reported beside (`classify_s`), not in `seconds`. The
+prefill-plus-one-token pass (for the decode-only figure) resends the same prompts and grounded schemas with
+max_tokens=1 from a cold prefix cache, after the timed run: its grammars are bounded for one token, so they are
+compiled again, as the timed run compiled its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from pipeline.config import LoadedConfig
+from pipeline.dataflow import actor_env, build_spec
+from pipeline.partition import partition_for
+from pipeline.planning import plan_input
+from pipeline.storage import storage_for
+from workers.actor import _start_engine
+from workers.engine import Generation, has_accelerator
+from workers.extractor import BatchExtractor
+from workers.memory import read_sample
+from workers.spec import ExtractionSpec
+
+ARM = "engine_same_requests"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """One `generate` call the extractor made: its requests, and when it started and ended (perf_counter)."""
+
+    prompts: list[list[int]]
+    schemas: list[dict[str, Any] | None]
+    temperature: float
+    started: float
+    ended: float
+    generations: list[Generation]
+
+
+class TimedEngine:
+    """The actor's engine as the extractor sees it, each `generate` call recorded; everything else passes through."""
+
+    def __init__(self, engine: Any) -> None:
+        self.inner = engine
+        self.calls: list[_Call] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def generate(self, prompts: list[list[int]], json_schemas: Sequence[dict[str, Any] | None], max_tokens: int,
+                 temperature: float, seeds: Sequence[int | None] | None = None) -> list[Generation]:
+        started = time.perf_counter()
+        generations = self.inner.generate(prompts, json_schemas, max_tokens, temperature, seeds)
+        schemas = list(json_schemas) if isinstance(json_schemas, list | tuple) else [json_schemas] * len(prompts)
+        self.calls.append(_Call(prompts, schemas, temperature, started, time.perf_counter(), generations))
+        return generations
+
+
+def actor_spec(loaded: LoadedConfig, run_id: str = "bench-same-requests") -> ExtractionSpec:
+    """The `ExtractionSpec` an actor of `extract run` gets for this config: the driver's `build_spec`, with the KV
+    sample `build_dataset` reads from the units it plans (one partition, no `{date}`)."""
+    spec = build_spec(loaded, run_id)
+    units = plan_input(loaded, partition_for(loaded.input_uri, None)).units
+    storage = storage_for(loaded.input_uri, loaded.s3_settings)
+    cpu = not loaded.config.workers.gpus_per_actor
+    return dataclasses.replace(spec, kv_sample=read_sample(storage, units, spec, cpu=cpu))
+
+
+def same_requests_arm(loaded: LoadedConfig, ids: list[str], texts: list[str]) -> dict[str, Any]:
+    """The arm's raw figures: the actor's engine and extractor, every document in one `outcomes` call. Returns the
+    timings (seconds), the engine's generations and each document's record or None (scored by the caller)."""
+    for key, value in actor_env(loaded.config.workers.gpus_per_actor).items():  # as the actor's runtime_env
+        os.environ.setdefault(key, value)
+    spec = actor_spec(loaded)
+    engine = TimedEngine(_start_engine(spec, has_accelerator()))
+    try:
+        extractor = BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
+        extractor.prepare()  # the actor's warm-up of the job's schema
+        started, cpu_started = time.perf_counter(), time.process_time()
+        outcomes = extractor.outcomes(ids, texts)
+        ended, cpu_s = time.perf_counter(), time.process_time() - cpu_started
+        calls = list(engine.calls)
+        prefill_s = _prefill_plus_one(engine, calls[0]) if calls else 0.0
+    finally:
+        engine.inner.close()
+    build_s = calls[0].started - started if calls else ended - started
+    generate_s = sum(c.ended - c.started for c in calls)
+    return {
+        "seconds": build_s + generate_s,
+        "build_s": build_s,
+        "generate_s": generate_s,
+        "classify_s": max(ended - started - build_s - generate_s, 0.0),
+        "prefill_plus_one_s": build_s + prefill_s,
+        # CPU seconds of the process (all its threads) over the `outcomes` call, and the cores that is on average:
+        # on a shared machine, a figure well under the cores the engine uses says the arm was starved of CPU.
+        "cpu_s": cpu_s,
+        "cores_used": cpu_s / max(ended - started, 1e-9),
+        "engine_calls": len(calls),
+        "requests": sum(len(c.prompts) for c in calls),
+        "distinct_grammars": len({repr(s) for c in calls for s in c.schemas}),
+        "engine_init_s": engine.init_seconds,
+        "schema_compile_s": sum(extractor.compile_seconds.values()),
+        "generations": [g for c in calls for g in c.generations],  # every attempt's (one, unless model.retry)
+        "truncated": sum(o.reason == "truncated" for o in outcomes),
+        "records": [o.record if o.is_row else None for o in outcomes],
+        "sequences_in_flight": spec.sequences_in_flight,
+        "sampling": dict(spec.sampling),
+    }
+
+
+def _prefill_plus_one(engine: TimedEngine, call: _Call) -> float:
+    """The first call's requests again with max_tokens=1, from a cold prefix cache: prefill plus one step."""
+    engine.inner._engine.reset_prefix_cache()  # EngineThread's VllmEngine; the engine thread is idle here
+    started = time.perf_counter()
+    engine.inner.generate(call.prompts, call.schemas, 1, call.temperature)
+    return time.perf_counter() - started
+
+
+def describe(arm: dict[str, Any] | None) -> list[str]:
+    """The markdown lines under the bench's table that say what the arm sent and where its time went."""
+    if not arm:
+        return []
+    return ["", f"{ARM}: {arm['requests']} requests in {arm['engine_calls']} engine call(s), "
+            f"{arm['distinct_grammars']} distinct grammars, sampling {arm['sampling']}, "
+            f"{arm['prompt_tokens']} prompt tokens; {arm['build_s']} s building them (prompts, tokenizing, "
+            f"grounding) and {arm['generate_s']} s generating (both timed), {arm['classify_s']} s classifying "
+            f"(not timed, as in the engine arm); {arm['cpu_s']} CPU s, {arm['cores_used']} cores on average."]
+
+
+def actor_cpu(samples: list[tuple[float, float]], start: float, end: float) -> dict[str, float | None]:
+    """The pipeline arm's actors' CPU seconds from `start` to `end` (Unix seconds), from the bench's samples of
+    (time, CPU seconds so far), and the cores that is on average: to set beside this arm's `cores_used`."""
+    before = [cpu for t, cpu in samples if t <= start]
+    until = [cpu for t, cpu in samples if t <= end]
+    if not before or not until or end <= start:
+        return {"cpu_s": None, "cores_used": None}
+    cpu = until[-1] - before[-1]
+    return {"cpu_s": round(cpu, 3), "cores_used": round(cpu / (end - start), 3)}
