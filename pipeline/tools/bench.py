@@ -24,7 +24,6 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -40,7 +39,8 @@ from pipeline.output.tables import read_columns
 from pipeline.plan import actor_env
 from pipeline.storage import Storage, storage_for
 from pipeline.tools.bench_requests import ARM as SAME_REQUESTS
-from pipeline.tools.bench_requests import actor_cpu, describe, same_requests_arm
+from pipeline.tools.bench_requests import describe, same_requests_arm
+from pipeline.tools.bench_sampler import RssSampler, actor_cpu
 from pipeline.tools.evaluate import score
 from pipeline.tools.synthetic import contract_record, make_corpus
 from schemas.contract import RecordRejected, SchemaContract
@@ -298,49 +298,6 @@ def _free_arms(engine: VllmEngine, loaded: LoadedConfig, prompts: list[list[int]
 
 # -- the pipeline arm -----------------------------------------------------------------------------------
 
-class _RssSampler(threading.Thread):
-    """Peak RSS of a process and of the extraction actors, sampled every 0.2 s."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid = pid
-        self.driver_peak = 0
-        self.worker_peak = 0
-        self.worker_cpu: list[tuple[float, float]] = []  # (unix time, the actors' CPU seconds so far)
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        import psutil
-
-        workers: dict[int, Any] = {}
-        last_scan = 0.0
-        while not self.stop.is_set():
-            try:
-                self.driver_peak = max(self.driver_peak, psutil.Process(self.pid).memory_info().rss)
-            except psutil.NoSuchProcess:
-                pass
-            # Looking for new actors reads every process's command line: every 2 s, not at each sample, so the
-            # sampler takes little CPU from the arm it measures.
-            if time.monotonic() - last_scan >= 2.0:
-                last_scan = time.monotonic()
-                for proc in psutil.process_iter(["cmdline"]):
-                    try:
-                        if "ExtractionActor" in " ".join(proc.info["cmdline"] or []):
-                            workers.setdefault(proc.pid, proc)
-                    except (psutil.NoSuchProcess, psutil.AccessDenied):
-                        pass
-            cpu = 0.0
-            for pid, proc in list(workers.items()):
-                try:
-                    self.worker_peak = max(self.worker_peak, proc.memory_info().rss)
-                    cpu += sum(proc.cpu_times()[:2])  # user + system seconds so far
-                except (psutil.NoSuchProcess, psutil.AccessDenied):
-                    del workers[pid]
-            if workers:
-                self.worker_cpu.append((time.time(), cpu))
-            self.stop.wait(0.2)
-
-
 def _committed_records(storage: Storage, output: str, golds: list[dict]) -> list[dict[str, Any] | None]:
     """The committed row of each gold document (dates as ISO text, as the engine arms' records), or None."""
     rows = read_columns(storage, committed(storage, output)[0].uri("rows", output)).to_pylist()
@@ -353,19 +310,26 @@ def _committed_records(storage: Storage, output: str, golds: list[dict]) -> list
     return records
 
 
-def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], extra: list[str]) -> dict[str, Any]:
+def _sampled_run(config: Path, output: Path, extra: list[str]) -> tuple[RssSampler, float]:
+    """`extract run` in a child process on a cluster of its own, like a user's first run, its RSS and CPU sampled;
+    returns the sampler and the Unix time it started."""
     env = dict(os.environ)
-    env.pop("RAY_ADDRESS", None)  # a cluster of its own, like a user's first `extract run`
+    env.pop("RAY_ADDRESS", None)
     started = time.time()
     proc = subprocess.Popen([sys.executable, "-m", "pipeline", "run", str(config), "--output", str(output),
                              "--force", *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sampler = _RssSampler(proc.pid)
+    sampler = RssSampler(proc.pid)
     sampler.start()
-    out, err = proc.communicate()
+    _, err = proc.communicate()
     sampler.stop.set()
     sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"pipeline arm failed ({proc.returncode}): {err[-2000:]}")
+    return sampler, started
+
+
+def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], extra: list[str]) -> dict[str, Any]:
+    sampler, started = _sampled_run(config, output, extra)
     storage = storage_for(str(output))
     manifest = run_manifests(storage, str(output))[-1].to_dict()
     finished = datetime.fromisoformat(manifest["finished_at"]).timestamp()

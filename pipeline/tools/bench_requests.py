@@ -143,14 +143,3 @@ def describe(arm: dict[str, Any] | None) -> list[str]:
             f"{arm['prompt_tokens']} prompt tokens; {arm['build_s']} s building them (prompts, tokenizing, "
             f"grounding) and {arm['generate_s']} s generating (both timed), {arm['classify_s']} s classifying "
             f"(not timed, as in the engine arm); {arm['cpu_s']} CPU s, {arm['cores_used']} cores on average."]
-
-
-def actor_cpu(samples: list[tuple[float, float]], start: float, end: float) -> dict[str, float | None]:
-    """The pipeline arm's actors' CPU seconds from `start` to `end` (Unix seconds), from the bench's samples of
-    (time, CPU seconds so far), and the cores that is on average: to set beside this arm's `cores_used`."""
-    before = [cpu for t, cpu in samples if t <= start]
-    until = [cpu for t, cpu in samples if t <= end]
-    if not before or not until or end <= start:
-        return {"cpu_s": None, "cores_used": None}
-    cpu = until[-1] - before[-1]
-    return {"cpu_s": round(cpu, 3), "cores_used": round(cpu / (end - start), 3)}
