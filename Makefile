@@ -22,7 +22,7 @@ browser:
 
 test: $(STAMP)
 	bash infra/install-chromium.sh --if-possible
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=30  # two test processes, a module each at a time (docs/testing.md); the 30 slowest tests
+	$(PY) -m pytest -q --durations=30  # the 30 slowest tests, to see where the time goes
 
 # The first tier: pure logic, in under a minute. tests/integration holds the tests marked (or auto-marked by
 # their fixtures) `engine` (a vLLM engine, a Ray cluster, a compile child) or `slow` (an S3 server, child
