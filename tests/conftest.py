@@ -96,13 +96,6 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-# Under `pytest -n 2` (pytest-xdist, as `make test` runs the suite) two test processes share the machine's 2 cores.
-# Each engine then gets one torch thread: Ray leaves an OMP_NUM_THREADS it finds alone, and the clusters a worker
-# starts (its `ray_head`, its in-process `ray_cluster`, a CLI run's own) pass it to their actors. Two engines of two
-# threads each on two cores wait on each other's threads at every step.
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-
 # moto accepts any credentials; they must be set before Ray starts so its workers inherit them.
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
@@ -249,19 +242,7 @@ SLOW_FIXTURES = frozenset({"s3_endpoint", "cli_env", "local_cli_env"})
 UNIT = Path(__file__).resolve().parent / "unit"
 
 
-# The modules that take longest (each a minute or more of engine and cluster start-ups, `--durations`) go first, so
-# that under `pytest -n 2 --dist loadfile` the two workers do not end on one long module while the other idles.
-LONGEST_FIRST = ("test_first_job", "test_bench", "test_engine_failures", "test_conformance", "test_cluster",
-                 "test_side_by_side", "test_multinode", "test_retry", "test_noise", "test_report", "test_eval")
-
-
-def _longest_first(item) -> int:
-    name = Path(str(item.fspath)).stem
-    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
-
-
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=_longest_first)  # stable: the order within a module, and of the other modules, is kept
     misplaced = []
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
