@@ -191,8 +191,22 @@ def start_ray_head(cpus: float, worker_nodes: int = 0, worker_cpus: float = 1):
     """`ray start --head` (dashboard and Jobs API), plus `worker_nodes` more nodes on this machine.
 
     The cluster has its own temp dir, so it is neither found by nor in the way of other clusters, and
-    `stop_ray_head` stops only its processes.
+    `stop_ray_head` stops only its processes. Ray's own start gives up after about a minute when the machine is too
+    busy to start its processes: a head that fails so is stopped and started once more, on new ports.
     """
+    import subprocess
+
+    for attempt in range(2):
+        try:
+            return _start_ray_head_once(cpus, worker_nodes, worker_cpus)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            reason = (getattr(exc, "stderr", None) or b"")
+            reason = reason.decode(errors="replace") if isinstance(reason, bytes) else reason
+            if attempt:
+                raise RuntimeError(f"`ray start` failed twice: {reason[-2000:]}") from exc
+
+
+def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> dict:
     import subprocess
     import tempfile
 
@@ -202,17 +216,22 @@ def start_ray_head(cpus: float, worker_nodes: int = 0, worker_cpus: float = 1):
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     env.pop("RAY_ADDRESS", None)
     ray_bin = str(Path(sys.executable).parent / "ray")
-    subprocess.run(
-        [ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dashboard}",
-         "--dashboard-host=127.0.0.1", f"--temp-dir={temp_dir}", f"--num-cpus={cpus}", "--include-dashboard=true",
-         "--disable-usage-stats", f"--ray-client-server-port={free_port()}", *_node_ports()],
-        check=True, env=env, capture_output=True, timeout=180,
-    )
-    env["RAY_AUTH_MODE"] = "token"
-    for _ in range(worker_nodes):
-        subprocess.run([ray_bin, "start", f"--address=127.0.0.1:{port}", f"--num-cpus={worker_cpus}",
-                        "--disable-usage-stats", *_node_ports()],
-                       check=True, env=env, capture_output=True, timeout=180)
+    try:
+        subprocess.run(
+            [ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dashboard}",
+             "--dashboard-host=127.0.0.1", f"--temp-dir={temp_dir}", f"--num-cpus={cpus}",
+             "--include-dashboard=true", "--disable-usage-stats", f"--ray-client-server-port={free_port()}",
+             *_node_ports()],
+            check=True, env=env, capture_output=True, timeout=180,
+        )
+        env["RAY_AUTH_MODE"] = "token"
+        for _ in range(worker_nodes):
+            subprocess.run([ray_bin, "start", f"--address=127.0.0.1:{port}", f"--num-cpus={worker_cpus}",
+                            "--disable-usage-stats", *_node_ports()],
+                           check=True, env=env, capture_output=True, timeout=180)
+    except BaseException:
+        kill_processes_mentioning(temp_dir)  # what did start of it
+        raise
     return {"address": f"127.0.0.1:{port}", "dashboard": f"http://127.0.0.1:{dashboard}", "temp_dir": temp_dir}
 
 
