@@ -57,10 +57,13 @@ def test_the_drafter_cache_is_not_turned_on_where_there_is_an_accelerator(clean_
 
 
 @pytest.mark.slow  # imports vLLM
-def test_engine_kwargs_are_checked_against_the_pinned_engine_args():
-    from workers.engine import unknown_engine_kwargs
+def test_engine_arg_names_read_from_the_source_are_the_dataclass_fields():
+    """`extract validate` reads EngineArgs' fields from vLLM's source without importing it: the same names as the
+    imported dataclass has, on the pinned vLLM."""
+    from workers.engine.args import engine_arg_names, imported_engine_arg_names
 
-    assert unknown_engine_kwargs({"enforce_eager": True, "kv_cache_memory_bytes": 1, "dtype": "float32"}) == []
-    assert unknown_engine_kwargs({"enforce_eagre": True}) == ["enforce_eagre"]
+    static = engine_arg_names()
+    assert static == imported_engine_arg_names()
+    assert {"enforce_eager", "kv_cache_memory_bytes", "speculative_config"} <= static
 
 
