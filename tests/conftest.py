@@ -96,6 +96,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# The session's head requires its token of drivers (Ray 2.60), this process's too (`ray_cluster`); Ray reads the
+# mode when it is imported, so it is set here, before any test module imports Ray. Local clusters use the token by
+# default anyway.
+os.environ.setdefault("RAY_AUTH_MODE", "token")
 # moto accepts any credentials; they must be set before Ray starts so its workers inherit them.
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
@@ -103,11 +107,13 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 
 @pytest.fixture(scope="session")
-def ray_cluster():
-    """One local Ray cluster for every in-process job of the session."""
+def ray_cluster(ray_head):
+    """The session's Ray cluster (`ray_head`), joined by this process for every in-process job of the session: one
+    cluster for both kinds of run, not a second one beside it whose own processes (GCS, raylet, dashboard, log
+    monitor, Ray Data's actors) would take their share of the 2 cores for the whole session."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    ray.init(address=ray_head["address"], logging_level="WARNING")
     yield
     ray.shutdown()
 
