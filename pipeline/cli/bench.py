@@ -32,7 +32,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     max_tokens = args.max_tokens or (96 if args.quick else None)  # a smoke run need not finish invoices
     rounds = args.price_rounds if args.price_rounds is not None else (1 if args.quick else 3)
     report = run_bench(Path(args.config), docs, Path(args.out), scaling=args.scaling, memory_scale=args.memory_scale,
-                       max_tokens=max_tokens, price_rounds=rounds)
+                       max_tokens=max_tokens, price_rounds=rounds, naive=args.naive)
     print((Path(args.out) / "bench.md").read_text())
     print(f"wrote {args.out}/bench.json, bench.md, bench.png")
     return 0 if report else 1
@@ -75,6 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--out", default="out/bench", help="folder for bench.json, bench.md, bench.png")
     bench.add_argument("--quick", action="store_true", help="a few documents: a smoke run")
     bench.add_argument("--scaling", action="store_true", help="also run the pipeline with 2 actors")
+    bench.add_argument("--naive", action="store_true", help="also run the arm `naive` (vLLM's defaults, the user's "
+                       "prompt, the plain grammar; one more engine start) and the ratios pipeline/naive")
     bench.add_argument("--max-tokens", type=int, help="output budget of every arm (default: the config's; 96 with "
                        "--quick)")
     bench.add_argument("--price-rounds", type=int, metavar="N",

@@ -11,6 +11,8 @@ Arms, one after another, on the same model, engine settings and documents:
   pipeline_no_confidence
                  the same run with `output.confidence: false` (no log-probabilities): what `_confidence` costs,
                  as the ratio `confidence_over_plain` (when the job has confidence on, as by default)
+  naive          (with `naive=True`) vLLM's defaults, the user's prompt, the plain grammar, one call
+                 (`pipeline.tools.bench_naive`); ratios `pipeline_over_naive` in docs/s and in correct leaves/s
 
 Per-token cost is decode only: each arm is also timed with max_tokens=1 (prefill plus one step), from a
 cold prefix cache, and that time is subtracted. Writes DIR/bench.json, DIR/bench.md and DIR/bench.png.
@@ -38,11 +40,12 @@ from pipeline.output.manifest import committed, run_manifests
 from pipeline.output.tables import read_columns
 from pipeline.plan import actor_env
 from pipeline.storage import Storage, storage_for
+from pipeline.tools.bench_naive import ARM as NAIVE
+from pipeline.tools.bench_naive import NAIVE_ENV, leaf_fields, leaf_scores, naive_arm, naive_ratios
 from pipeline.tools.bench_requests import ARM as SAME_REQUESTS
 from pipeline.tools.bench_requests import describe, same_requests_arm
 from pipeline.tools.bench_sampler import RssSampler, actor_cpu
-from pipeline.tools.evaluate import score
-from pipeline.tools.synthetic import contract_record, make_corpus
+from pipeline.tools.synthetic import make_corpus
 from schemas.contract import RecordRejected, SchemaContract
 from workers.bundled_model import resolve_model_path
 from workers.classify import classify, json_candidate
@@ -63,11 +66,7 @@ def accuracy(records: list[dict[str, Any] | None], golds: list[dict[str, Any]]) 
     """Field accuracy as `extract eval` scores it (`pipeline.tools.evaluate.score`, its normalisation and number
     tolerance): correct leaves over the gold records' non-null leaves, where a document without a record (None)
     misses all of its own. The synthetic golds are compared in the sample contract's shape (`contract_record`)."""
-    expected = {g["doc_id"]: {k: v for k, v in contract_record(g).items() if k != "doc_id"} for g in golds}
-    pairs = list(zip(golds, records, strict=True))
-    rows = {g["doc_id"]: r for g, r in pairs if r is not None}
-    dead = {g["doc_id"]: "no_record" for g, r in pairs if r is None}
-    return score(expected, rows, dead, lambda _: None).overall.recall or 0.0
+    return leaf_scores(records, golds).recall or 0.0
 
 
 def parse_free_text(text: str, contract: SchemaContract, document: str) -> tuple[dict[str, Any] | None, str]:
@@ -104,7 +103,7 @@ def _arm(name: str, generations: list[Generation], seconds: float, prefill_secon
         "prefill_plus_one_s": round(prefill_seconds, 3),
         "decode_ms_per_token": round(1000 * max(seconds - prefill_seconds, 0.0) / decode_steps, 3),
         "valid_rate": round(sum(r is not None for r in records) / n_docs, 4),
-        "field_accuracy": round(accuracy(records, golds), 4),
+        **leaf_fields(records, golds, seconds),
         **extra,
     }
 
@@ -119,6 +118,10 @@ def _arms_child(config: str, overrides: dict[str, Any], texts: list[str], golds:
                 price_rounds: int, part: str) -> dict[str, Any]:
     if part == "same_requests":
         return same_requests(load_config(config, overrides), texts, golds)
+    if part == NAIVE:
+        raw = naive_arm(load_config(config, overrides), texts)
+        return {NAIVE: _arm(NAIVE, raw.pop("generations"), raw.pop("seconds"), raw.pop("prefill_plus_one_s"),
+                            len(texts), raw.pop("records"), golds, **raw)}
     return in_process_arms(load_config(config, overrides), texts, golds, price_rounds, part)
 
 
@@ -354,7 +357,7 @@ def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], ext
         "output_tokens_per_s": round(manifest["tokens"].get("output", 0) / steady, 1),
         "ms_per_output_token": round(1000 * steady / max(manifest["tokens"].get("output", 1), 1), 3),
         "valid_rate": round(manifest["rows"] / n_docs, 4),
-        "field_accuracy": round(accuracy(records, golds), 4),
+        **leaf_fields(records, golds, steady),
         "time_to_first_output_s": t.get("first_output_s"),
         "time_to_first_commit_s": t.get("first_commit_s"),
         "first_output_after_ready_s": after_ready("first_output_s"),
@@ -412,11 +415,13 @@ def ratios(arms: dict[str, dict[str, Any]], price: dict[str, Any]) -> dict[str, 
                                      arms.get("pipeline_no_confidence", {}).get("docs_per_s")),
         "confidence_over_plain_tokens": div(arms["pipeline"]["output_tokens_per_s"],
                                             arms.get("pipeline_no_confidence", {}).get("output_tokens_per_s")),
+        **naive_ratios(arms),  # None without the naive arm
     }
 
 
 COLUMNS = [("docs/s", "docs_per_s"), ("tokens/s", "output_tokens_per_s"), ("ms/token", "ms_per_output_token"),
            ("decode ms/token", "decode_ms_per_token"), ("valid", "valid_rate"), ("field acc.", "field_accuracy"),
+           ("correct leaves", "correct_leaves"), ("correct leaves/s", "correct_leaves_per_s"),
            ("retries", "retries"), ("engine init s", "engine_init_s"), ("compile s", "schema_compile_s"),
            ("first output s", "time_to_first_output_s"),
            ("first commit s", "time_to_first_commit_s"), ("first output after ready s", "first_output_after_ready_s"),
@@ -447,7 +452,9 @@ def render_markdown(report: dict[str, Any]) -> str:
              "pipeline_over_retry": ">= 1.5", "pipeline_over_engine_tokens": ">= 0.95 (output tokens/s)",
              "engine_speculation_speedup": "(no goal: engine docs/s with the job's speculation over without)",
              "confidence_over_plain": ">= 0.9 (docs/s with _confidence over without)",
-             "confidence_over_plain_tokens": "(output tokens/s with _confidence over without)"}
+             "confidence_over_plain_tokens": "(output tokens/s with _confidence over without)",
+             "pipeline_over_naive": ">= 1.3 (docs/s over vLLM's defaults, the user's prompt, the plain grammar)",
+             "pipeline_over_naive_correct_leaves": ">= 10 (correct leaves/s, the same two arms)"}
     for key, value in report["ratios"].items():
         lines.append(f"| {key} | {value} | {goals[key]} |")
     price = report["constraint_price"]
@@ -520,7 +527,7 @@ def _memory_arm(config: Path, out: Path, docs: int, memory_scale: int, extra: li
 
 
 def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_scale: int = 0,
-              max_tokens: int | None = None, price_rounds: int = 3) -> dict[str, Any]:
+              max_tokens: int | None = None, price_rounds: int = 3, naive: bool = False) -> dict[str, Any]:
     out = out.resolve()  # the pipeline arm's --output would otherwise resolve against the config's folder
     out.mkdir(parents=True, exist_ok=True)
     ids, texts, golds = make_corpus(docs, SEED, prefix="bench")
@@ -539,6 +546,8 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
     # The pipeline's requests on its actor's engine, in one call, in a child started with the actor's environment.
     arms.update(_in_child(str(config), {**overrides, **settings}, texts, golds, price_rounds, "same_requests",
                           env=actor_env(loaded.config.workers.gpus_per_actor)))
+    if naive:  # vLLM's defaults: an engine of its own (bench_naive), so not in --quick unless asked
+        arms.update(_in_child(str(config), overrides, texts, golds, price_rounds, NAIVE, env=NAIVE_ENV))
     (out / "bench.partial.json").write_text(json.dumps({"arms": arms, "constraint_price": price}, indent=2))
     extra = ["--set", f"input.uri={corpus.resolve()}", "--set", "input.limit=null"]
     for key, value in settings.items():

@@ -32,7 +32,7 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     for name in report["arms"]:
         arm = report["arms"][name]
         assert arm["docs"] == 2 and arm["docs_per_s"] > 0 and 0 <= arm["valid_rate"] <= 1
-        assert 0 <= arm["field_accuracy"] <= 1
+        assert 0 <= arm["field_accuracy"] <= 1 and arm["correct_leaves"] >= 0
     assert report["arms"]["retry"]["retries"] >= 0
     assert report["arms"]["pipeline"]["driver_peak_rss_mb"] > 0
     # The pipeline's own requests in one engine call: the same prompts as the pipeline's actor sent (the job's
@@ -51,9 +51,12 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
                                      "constrained_over_unconstrained_per_token",
                                      "pipeline_over_retry", "pipeline_over_engine_tokens",
                                      "engine_speculation_speedup", "confidence_over_plain",
-                                     "confidence_over_plain_tokens"}
+                                     "confidence_over_plain_tokens",
+                                     "pipeline_over_naive", "pipeline_over_naive_correct_leaves"}
     # The sample job has _confidence on (the default): the same run without it is an arm, whose rows carry none.
     assert report["ratios"]["confidence_over_plain"] is not None
+    # The naive arm is `extract bench --naive` (an engine of its own), not part of the quick bench.
+    assert "naive" not in report["arms"] and report["ratios"]["pipeline_over_naive"] is None
     plain_rows = sorted((out / "pipeline-plain-output" / "rows").rglob("*.parquet"))
     if plain_rows:  # at 24 tokens most invoices are truncated: there may be no row to look at
         files = ", ".join(f"'{f}'" for f in plain_rows)
