@@ -97,7 +97,8 @@ def unknown_engine_kwargs(engine_kwargs: dict[str, Any]) -> list[str]:
 
 def engine_arg_names() -> frozenset[str]:
     """The fields of the installed vLLM's `EngineArgs` dataclass, read from its source file without importing
-    vLLM: the import (torch, transformers) took 9-13 s of `extract validate`'s 24 s on 2 cores, for a set of names.
+    vLLM: the import (torch, transformers) was nearly all of `extract validate`'s time, for a set of names (the
+    sample job on 2 cores: 24.1 s with it, 1.9 s without; docs/testing.md).
     Where the source does not declare them as plain annotated fields of `class EngineArgs`, the dataclass is
     imported and asked instead (`tests/integration/test_pins.py` checks that both give the same names)."""
     import importlib.util
