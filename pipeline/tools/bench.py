@@ -41,10 +41,11 @@ from pipeline.output.tables import read_columns
 from pipeline.plan import actor_env
 from pipeline.storage import Storage, storage_for
 from pipeline.tools.bench_naive import ARM as NAIVE
-from pipeline.tools.bench_naive import NAIVE_ENV, leaf_fields, leaf_scores, naive_arm, naive_ratios
+from pipeline.tools.bench_naive import NAIVE_ENV, naive_arm, naive_ratios
 from pipeline.tools.bench_requests import ARM as SAME_REQUESTS
 from pipeline.tools.bench_requests import describe, same_requests_arm
 from pipeline.tools.bench_sampler import RssSampler, actor_cpu
+from pipeline.tools.bench_scoring import leaf_fields
 from pipeline.tools.synthetic import make_corpus
 from schemas.contract import RecordRejected, SchemaContract
 from workers.bundled_model import resolve_model_path
@@ -58,15 +59,6 @@ SEED = 4242
 MAX_RETRIES = 2
 IN_FLIGHT = 4  # the pipeline arm's batches in flight per actor
 RETRY_SUFFIX = "\nAnswer with only a JSON object that matches this JSON Schema:\n{schema}"
-
-
-# -- scoring -------------------------------------------------------------------------------------------
-
-def accuracy(records: list[dict[str, Any] | None], golds: list[dict[str, Any]]) -> float:
-    """Field accuracy as `extract eval` scores it (`pipeline.tools.evaluate.score`, its normalisation and number
-    tolerance): correct leaves over the gold records' non-null leaves, where a document without a record (None)
-    misses all of its own. The synthetic golds are compared in the sample contract's shape (`contract_record`)."""
-    return leaf_scores(records, golds).recall or 0.0
 
 
 def parse_free_text(text: str, contract: SchemaContract, document: str) -> tuple[dict[str, Any] | None, str]:

@@ -10,7 +10,7 @@ Two things are not vLLM's defaults: on CPU the KV cache is a fixed byte budget s
 (`workers.memory.cpu_kv_arguments`), never a share of the machine; and the job's own `engine_kwargs` are kept
 (`enforce_eager`, a test's `kv_cache_memory_bytes`), except the keys that are the pipeline's levers (`LEVERS`).
 
-Also here: the correct leaves every arm reports (`leaf_fields`, the scorer of `accuracy`: `extract eval`'s)."""
+Its records are scored as every arm's are (`pipeline.tools.bench_scoring`)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ import time
 from typing import Any
 
 from pipeline.config import LoadedConfig
-from pipeline.tools.evaluate import score
-from pipeline.tools.synthetic import contract_record
 
 ARM = "naive"
 # The engine_kwargs keys that are the pipeline's levers: the naive arm leaves them at vLLM's defaults.
@@ -42,29 +40,6 @@ def naive_engine_arguments(model_path: str, max_model_len: int, engine_kwargs: d
         kv_args, _ = cpu_kv_arguments(model_path, max_model_len, sequences, kept, free, None, share_prefix=True)
         args.update(kv_args)
     return args
-
-
-def expected_records(golds: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The synthetic golds in the sample contract's shape (`contract_record`), by doc_id."""
-    return {g["doc_id"]: {k: v for k, v in contract_record(g).items() if k != "doc_id"} for g in golds}
-
-
-def leaf_scores(records: list[dict[str, Any] | None], golds: list[dict[str, Any]]) -> Any:
-    """`extract eval`'s overall `FieldStats` of `records` against `golds` (None: a document without a record,
-    which misses all of its leaves)."""
-    pairs = list(zip(golds, records, strict=True))
-    rows = {g["doc_id"]: r for g, r in pairs if r is not None}
-    dead = {g["doc_id"]: "no_record" for g, r in pairs if r is None}
-    return score(expected_records(golds), rows, dead, lambda _: None).overall
-
-
-def leaf_fields(records: list[dict[str, Any] | None], golds: list[dict[str, Any]], seconds: float
-                ) -> dict[str, Any]:
-    """An arm's field accuracy (correct over gold non-null leaves), its correct leaves, and those per second
-    of the same `seconds` its docs/s is measured over."""
-    stats = leaf_scores(records, golds)
-    return {"field_accuracy": round(stats.recall or 0.0, 4), "correct_leaves": stats.correct,
-            "correct_leaves_per_s": round(stats.correct / seconds, 3) if seconds > 0 else None}
 
 
 def naive_ratios(arms: dict[str, dict[str, Any]]) -> dict[str, float | None]:

@@ -10,7 +10,7 @@ from pipeline.config import ConfigError
 from pipeline.output.layout import OutputLayout
 from pipeline.partition import DateError, day_range, parse_day, partition_for
 from pipeline.storage import LocalStorage
-from pipeline.tools.bench import accuracy
+from pipeline.tools.bench_scoring import accuracy
 from pipeline.tools.synthetic import contract_record, make_corpus
 from pipeline.units import plan_partition
 
