@@ -62,7 +62,7 @@ def _cpu_settings() -> dict[str, Any]:
 SIMULATED = "simulated"  # the `model.path` that selects the simulated engine
 
 
-def _start_engine(spec: ExtractionSpec, accelerator: bool) -> EngineThread:
+def start_engine(spec: ExtractionSpec, accelerator: bool) -> EngineThread:
     """The actor's engine, or `EngineStartError` with one line the driver shows as it is. `model.path: simulated`
     gives the simulated engine (`workers.simulated`): no model, latencies and outputs drawn from its settings."""
     if spec.model_path == SIMULATED:
@@ -108,7 +108,7 @@ class ExtractionActor:
         self.reporter = reporter_for(spec.run_id, self.name)  # live counts for the driver's display
         self._stage("loading model")
         schemas, backend = spec.schema, spec.engine.backend
-        engine = _start_engine(spec, accelerator)
+        engine = start_engine(spec, accelerator)
         self._stage("compiling schemas")
         self.extractor = BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
         # Pre-warm every schema known up front: the job's, or each one listed in input.schema_table.

@@ -1,7 +1,7 @@
 """Where the extraction actor's memory goes: its RSS after each step of its life, in one process, outside Ray.
 
 The steps are the actor's own (`workers.actor`): the environment Ray gives it (`pipeline.dataflow.actor_env`),
-`import torch`, `import vllm`, the engine as the actor starts it (`_start_engine`: the KV budget sized from the
+`import torch`, `import vllm`, the engine as the actor starts it (`start_engine`: the KV budget sized from the
 job's sample, the weights), the schema warm-up (`BatchExtractor.prepare`: the first grammar), then the job's
 documents in `workers.batches_in_flight` threads of `workers.batch_size` documents, as Ray Data calls an actor.
 At each step it reads `/proc/self/status` (RSS, anonymous, file-backed, threads) and glibc's `mallinfo2` (bytes
@@ -207,7 +207,7 @@ def main() -> int:
 
     import yaml
 
-    from workers.actor import _start_engine
+    from workers.actor import start_engine
     from workers.extractor import BatchExtractor
     from workers.memory import sample_document
 
@@ -222,7 +222,7 @@ def main() -> int:
     spec = dataclasses.replace(spec, kv_sample=sample_document(texts, max_chars=16 * spec.max_model_len,
                                                                documents=len(texts)))
     started = time.perf_counter()
-    engine = _start_engine(spec, False)
+    engine = start_engine(spec, False)
     kv_bytes = None
     try:
         kv_bytes = int(engine._engine.llm.llm_engine.vllm_config.cache_config.kv_cache_memory_bytes or 0) or None

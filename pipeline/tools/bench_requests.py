@@ -7,7 +7,7 @@ log-probabilities `_confidence` asks for), on an engine started with the actor's
 from the input, speculation from the document). So `pipeline ÷ engine` mixes what the pipeline's machinery costs
 with what those levers cost.
 
-This arm runs the actor's own code, not a copy of it: the engine comes from `workers.actor._start_engine` on the
+This arm runs the actor's own code, not a copy of it: the engine comes from `workers.actor.start_engine` on the
 `ExtractionSpec` the driver builds (`pipeline.dataflow.build_spec`, with the input's KV sample as
 `build_dataset` adds it), and every document goes through one `BatchExtractor.outcomes` call, which builds each
 document's prompt and grammar, sends them all to the engine in one `generate` call and classifies the outputs as
@@ -34,7 +34,7 @@ from pipeline.dataflow import actor_env, build_spec
 from pipeline.partition import partition_for
 from pipeline.planning import plan_input
 from pipeline.storage import storage_for
-from workers.actor import _start_engine
+from workers.actor import start_engine
 from workers.engine import Generation, has_accelerator
 from workers.extractor import BatchExtractor
 from workers.memory import read_sample
@@ -90,7 +90,7 @@ def same_requests_arm(loaded: LoadedConfig, ids: list[str], texts: list[str]) ->
     for key, value in actor_env(loaded.config.workers.gpus_per_actor).items():  # as the actor's runtime_env
         os.environ.setdefault(key, value)
     spec = actor_spec(loaded)
-    engine = TimedEngine(_start_engine(spec, has_accelerator()))
+    engine = TimedEngine(start_engine(spec, has_accelerator()))
     try:
         extractor = BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
         extractor.prepare()  # the actor's warm-up of the job's schema
