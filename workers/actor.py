@@ -219,6 +219,9 @@ class ExtractionActor:
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them."""
+        # With `actor.batch` at the end, a batch cut off in flight (a killed driver or actor) is a start without an
+        # end: jobs/bench/resume_at_scale.py counts the work redone after a kill from the two.
+        log.debug("actor.batch_start", actor=self.name, documents=batch.num_rows)
         table = self._extract(batch) if self.journal is None or not batch.num_rows else self._journaled(batch)
         span = self.extractor.last_generation
         log.debug("actor.batch", actor=self.name, documents=batch.num_rows,

@@ -13,9 +13,10 @@ committed partitions hold half the documents. Then, once the first run's actors 
 - finished by the actors and not kept: every `actor.batch` of the first run, less the kept documents; these were
   generated and are generated again by the rerun (in Ray Data's queues or the driver's buffers at the kill, or
   finished by an actor after it);
-- interrupted: a batch an actor had in flight at the kill and never finished. No line says a batch started, so
-  this is bounded: an actor has at most `batches_in_flight` batches in flight, less those it finished after the
-  kill. Redone is at least the first figure and at most the sum of both.
+- interrupted: a batch an actor had in flight at the kill and never finished: started (`actor.batch_start`) and
+  not finished, counted exactly. Logs from before that line bound it instead: an actor has at most
+  `batches_in_flight` batches in flight, less those it finished after the kill, and redone is at least the first
+  figure and at most the sum of both.
 The rerun is timed from its launch to each actor ready (the run manifest's `ready_unix`) and to the first batch's
 generation start (its earliest `actor.batch` `started_unix`); its manifest is read, the documents it received
 counted, and every document checked to be committed exactly once. Writes OUT/resume-DOCS-Aa-Pp.json.
@@ -78,14 +79,17 @@ def events(text: str, name: str) -> list[dict[str, Any]]:
 
 
 def redone(batches: list[dict[str, Any]], kill_unix: float, kept: int, actors: int, batches_in_flight: int,
-           batch_size: int) -> dict[str, Any]:
+           batch_size: int, starts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What the first run generated and the rerun generates again, from its actors' `actor.batch` events (each with
     `actor`, `documents` and `unix`, the time it was logged), the time of the kill and the documents kept.
 
     Finished and not kept: everything the actors finished, less what was kept (the rerun redoes exactly the
     documents not kept). Interrupted: an actor holds at most `batches_in_flight` batches; one it finished after
     the kill was in flight and is counted as finished, so at most `batches_in_flight - finished after the kill`
-    batches of each actor were cut off (an actor that never logged counts fully)."""
+    batches of each actor were cut off (an actor that never logged counts fully).
+
+    With `starts` (the first run's `actor.batch_start` events), the interrupted documents are counted: started
+    less finished, per actor; `redone` is then exact and the goal is judged on it."""
     finished = sum(int(b["documents"]) for b in batches)
     after: dict[str, int] = {}
     for b in batches:
@@ -95,12 +99,28 @@ def redone(batches: list[dict[str, Any]], kill_unix: float, kept: int, actors: i
     cut_batches = sum(max(0, batches_in_flight - after.get(a, 0)) for a in seen)
     cut_batches += max(0, actors - len(seen)) * batches_in_flight
     not_kept = max(0, finished - kept)
-    return {"finished_by_actors": finished, "finished_after_kill": sum(
+    exact = _interrupted(batches, starts) if starts else {}
+    if exact:
+        exact["redone"] = not_kept + exact["interrupted"]
+    return {**exact, "finished_by_actors": finished, "finished_after_kill": sum(
                 int(b["documents"]) for b in batches if b.get("unix") is not None and b["unix"] > kill_unix),
             "finished_not_kept": not_kept, "interrupted_at_most": cut_batches * batch_size,
             "redone_at_least": not_kept, "redone_at_most": not_kept + cut_batches * batch_size,
             "goal_at_most": actors * batch_size,
-            "goal_met": not_kept + cut_batches * batch_size <= actors * batch_size}
+            "goal_met": (exact["redone"] if exact else not_kept + cut_batches * batch_size) <= actors * batch_size}
+
+
+def _interrupted(batches: list[dict[str, Any]], starts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Documents started and never finished, per actor and in all, and the batches they were in."""
+    per_actor: dict[str, list[int]] = {}
+    for sign, events_ in ((1, starts), (-1, batches)):
+        for event in events_:
+            counts = per_actor.setdefault(event["actor"], [0, 0])
+            counts[0] += sign * int(event["documents"])
+            counts[1] += sign
+    cut = {actor: {"documents": d, "batches": b} for actor, (d, b) in sorted(per_actor.items()) if d or b}
+    return {"interrupted": sum(c["documents"] for c in cut.values()),
+            "interrupted_batches": sum(c["batches"] for c in cut.values()), "interrupted_per_actor": cut}
 
 
 # -- the runs ------------------------------------------------------------------------------------------------
@@ -209,7 +229,7 @@ def measure(args: argparse.Namespace, cell: Path, config: Path, info: dict[str, 
     manifest = _run_manifest(output)
     batches = events(first_logs, "actor.batch")
     accounting = redone(batches, first["kill_unix"] or launch, kept, args.actors, args.batches_in_flight,
-                        args.batch_size)
+                        args.batch_size, events(first_logs, "actor.batch_start"))
     rerun_received = sum(int(e["rows"]) for e in events((cell / "second.log").read_text(errors="replace"),
                                                         "driver.batch"))
     total, distinct = exactly_once(output)
@@ -230,12 +250,13 @@ def recount(report: dict[str, Any], cell: Path) -> dict[str, Any]:
     """The report's counts again from the cell's saved logs (first.log, second.log, first-workers.log)."""
     first = events((cell / "first.log").read_text(errors="replace"), "driver.batch")
     second = events((cell / "second.log").read_text(errors="replace"), "driver.batch")
-    batches = events((cell / "first-workers.log").read_text(errors="replace"), "actor.batch")
+    workers_log = (cell / "first-workers.log").read_text(errors="replace")
+    batches, starts = events(workers_log, "actor.batch"), events(workers_log, "actor.batch_start")
     kept = report["kept_after_kill"]
     received = sum(int(e["rows"]) for e in first)
     return {**report, "received_by_driver_before_kill": received, "received_not_kept": max(0, received - kept),
             **redone(batches, report["first_driver"]["kill_unix"], kept, report["actors"],
-                     report["batches_in_flight"], report["batch_size"]),
+                     report["batches_in_flight"], report["batch_size"], starts),
             "rerun_documents_received": sum(int(e["rows"]) for e in second)}
 
 

@@ -58,3 +58,20 @@ def test_redone_misses_the_goal_when_finished_batches_were_lost_beyond_one_an_ac
     got = redone(batches, kill_unix=10.0, kept=1500, actors=1, batches_in_flight=2, batch_size=500)
     assert got["finished_not_kept"] == 1500 and got["interrupted_at_most"] == 1000
     assert got["redone_at_most"] == 2500 and not got["goal_met"]
+
+
+def test_redone_is_exact_with_the_batch_start_lines():
+    redone = _script().redone
+    # a: 3 started, 2 finished (one cut off in flight); b: 2 started, 2 finished; c: 1 started, none finished.
+    starts = [_batch("a", 500, 0.5), _batch("a", 500, 1.5), _batch("a", 500, 2.5), _batch("b", 500, 0.5),
+              _batch("b", 500, 1.6), _batch("c", 200, 0.7)]
+    batches = [_batch("a", 500, 1.0), _batch("a", 500, 2.0), _batch("b", 500, 1.5), _batch("b", 500, 11.0)]
+    got = redone(batches, kill_unix=10.0, kept=1500, actors=3, batches_in_flight=1, batch_size=500, starts=starts)
+    assert got["interrupted"] == 700 and got["interrupted_batches"] == 2
+    assert got["interrupted_per_actor"] == {"a": {"documents": 500, "batches": 1},
+                                            "c": {"documents": 200, "batches": 1}}
+    assert got["redone"] == 500 + 700 and got["goal_at_most"] == 1500 and got["goal_met"]
+    # the bounds stay, for comparison with logs that have no start lines
+    assert got["redone_at_least"] == 500 and got["redone_at_most"] == 1500
+    over = redone(batches, 10.0, 1500, 3, 1, 500, starts + [_batch("b", 500, 9.0), _batch("b", 500, 9.5)])
+    assert over["redone"] == 2200 and not over["goal_met"]
