@@ -216,12 +216,16 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
     import subprocess
     import tempfile
 
+    from pipeline.tools.localcluster import ensure_auth_token
+
     temp_dir = tempfile.mkdtemp(prefix="rh", dir="/tmp")  # short: Ray puts sockets under it
     port, dashboard = free_port(), free_port()
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     env.pop("RAY_ADDRESS", None)
     ray_bin = str(Path(sys.executable).parent / "ray")
+    env["RAY_AUTH_MODE"] = "token"  # as set for this process above: the head, its workers and every driver
+    ensure_auth_token(ray_bin, env)  # a machine that never ran Ray has no token, and `ray start` makes none
     try:
         subprocess.run(
             [ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dashboard}",
@@ -230,7 +234,6 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
              *_node_ports()],
             check=True, env=env, capture_output=True, timeout=180,
         )
-        env["RAY_AUTH_MODE"] = "token"
         for _ in range(worker_nodes):
             subprocess.run([ray_bin, "start", f"--address=127.0.0.1:{port}", f"--num-cpus={worker_cpus}",
                             "--disable-usage-stats", *_node_ports()],

@@ -27,6 +27,18 @@ def _node_ports() -> list[str]:
             f"--object-manager-port={_port()}"]
 
 
+def ensure_auth_token(ray: str, env: dict[str, str]) -> None:
+    """Make sure a Ray auth token exists (`~/.ray/auth_token`, or the one `env` points to) before a head starts.
+
+    Ray 2.60 heads and drivers use token auth (`RAY_AUTH_MODE=token`), and `ray start` in that mode refuses to
+    start where no token is found; only `ray.init` of a local cluster makes one. On a machine that never ran Ray
+    (a fresh CI machine), a `ray start --head` is then the first and fails. `ray get-auth-token --generate` writes
+    one where none exists and leaves an existing one alone."""
+    done = subprocess.run([ray, "get-auth-token", "--generate"], env=env, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:  # its stdout is the token: never shown
+        raise RuntimeError(f"ray get-auth-token --generate failed: {done.stderr.strip()[-800:]}")
+
+
 class LocalCluster:
     """A Ray head and worker raylets on loopback, with their own temp dir; `stop` ends only their processes.
 
@@ -38,6 +50,8 @@ class LocalCluster:
         self.node_ports: list[int] = []
         env = self.env()
         ray = str(Path(sys.executable).parent / "ray")
+        env["RAY_AUTH_MODE"] = "token"  # every node, and the drivers (`driver_env`), on one token
+        ensure_auth_token(ray, env)
         for i, n in enumerate(cpus):
             manager = _port()
             self.node_ports.append(manager)
@@ -48,7 +62,6 @@ class LocalCluster:
                         "--include-dashboard=false", f"--ray-client-server-port={_port()}", *common]
             else:
                 args = [ray, "start", f"--address=127.0.0.1:{self.port}", *common]
-                env["RAY_AUTH_MODE"] = "token"  # the head made a token (as tests/conftest.py's clusters do)
             done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=180)
             if done.returncode != 0:
                 self.stop()
