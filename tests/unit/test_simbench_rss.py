@@ -39,9 +39,13 @@ def test_private_rss_leaves_out_shared_memory_pages() -> None:
 
     from pipeline.tools.simbench import own_private_rss_kb
 
+    # Written 1 MiB at a time: one 64 MiB bytes object is 64 MiB of private memory too, which the allocator of a
+    # process that has run the integration tests (torch, vLLM loaded) kept (the whole 64 MiB counted, in a CI run).
+    chunk = b"\x01" * 2**20
     before = own_private_rss_kb(os.getpid())
     shared = mmap.mmap(-1, 64 * 2**20, flags=mmap.MAP_SHARED)  # shared anonymous: counted in RssShmem
-    shared.write(b"\x01" * (64 * 2**20))
+    for _ in range(64):
+        shared.write(chunk)
     try:
         after = own_private_rss_kb(os.getpid())
         assert before is not None and after is not None
