@@ -4,6 +4,8 @@ cluster makes a token, and the first such run came later). The clusters we start
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,8 +17,6 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_token_is_made_where_none_is_and_an_existing_one_is_kept(tmp_path):
-    import os
-
     ray = str(Path(sys.executable).parent / "ray")
     env = {**os.environ, "HOME": str(tmp_path), "RAY_AUTH_MODE": "token"}
     env.pop("RAY_AUTH_TOKEN", None)
@@ -36,8 +36,6 @@ def test_a_local_cluster_starts_on_a_machine_that_never_ran_ray(tmp_path, monkey
     cluster = LocalCluster([1])  # raised "ray start failed: ... no authentication token was found" before
     try:
         assert (tmp_path / ".ray" / "auth_token").exists()
-        import subprocess
-
         done = subprocess.run([str(Path(sys.executable).parent / "ray"), "status", f"--address={cluster.address}"],
                               env=cluster.driver_env(), capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
