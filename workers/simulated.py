@@ -39,6 +39,7 @@ from typing import Any
 from schemas.examples import load_examples_file
 from schemas.refs import resolve_ref
 from workers.engine import REFUSED, Generation
+from workers.engine.outputs import tell_hooks
 
 CHARS_PER_TOKEN = 4
 SENTINEL = "\x00simulated-document\x00"
@@ -63,22 +64,6 @@ def start_simulated(spec: Any) -> SimulatedEngine:
 
 def count_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
-
-
-class _Output:
-    """What the actor's per-request hook reads of a finished request (`outputs[0].token_ids`), as vLLM's."""
-
-    __slots__ = ("outputs",)
-
-    def __init__(self, tokens: int) -> None:
-        self.outputs = (_Completion(tokens),)
-
-
-class _Completion:
-    __slots__ = ("token_ids",)
-
-    def __init__(self, tokens: int) -> None:
-        self.token_ids = range(tokens)
 
 
 class SimulatedEngine:
@@ -183,13 +168,7 @@ class SimulatedEngine:
         return json.dumps(record_for(schema, random.Random(digest)), ensure_ascii=False, separators=(",", ":"))
 
     def _done(self, generation: Generation) -> None:
-        for hook, value in ((self.on_tokens, generation.output_tokens),
-                            (self.on_request_done, _Output(generation.output_tokens))):
-            if hook is not None:
-                try:
-                    hook(value)
-                except Exception:  # noqa: BLE001 - the display is best effort, as in EngineThread
-                    pass
+        tell_hooks(self, generation)
 
 
 class _Scheduler:

@@ -111,3 +111,29 @@ def longest_token_chars(tokenizer: Any) -> int | None:
     return max(1, longest)
 
 
+class _Output:
+    """What the actor's per-request hook reads of a finished request (`outputs[0].token_ids`), as vLLM's."""
+
+    __slots__ = ("outputs",)
+
+    def __init__(self, tokens: int) -> None:
+        self.outputs = (_Completion(tokens),)
+
+
+class _Completion:
+    __slots__ = ("token_ids",)
+
+    def __init__(self, tokens: int) -> None:
+        self.token_ids = range(tokens)
+
+
+def tell_hooks(engine: Any, generation: Generation) -> None:
+    """An engine's `on_tokens` and `on_request_done` hooks (the live display), for a request that finished as
+    `generation`: for the engines that do not see vLLM's step outputs (the simulated one, a shared host's client)."""
+    for hook, value in ((engine.on_tokens, generation.output_tokens),
+                        (engine.on_request_done, _Output(generation.output_tokens))):
+        if hook is not None:
+            try:
+                hook(value)
+            except Exception:  # noqa: BLE001 - the display is best effort, as in EngineThread
+                pass
