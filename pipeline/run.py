@@ -76,6 +76,10 @@ def connect_ray() -> None:
         lifecycle.probe_address(address)
     else:
         lifecycle.stop_orphaned_ray()  # the local cluster of a driver that was killed: its recorded processes
+        # A local cluster ends with the run, and a shared engine host (EXTRACT_ENGINE_HOST=shared) with it: the
+        # actors start engines of their own, as they would have (workers.engine.host).
+        if os.environ.get("EXTRACT_ENGINE_HOST", "own") != "own":
+            os.environ["EXTRACT_ENGINE_HOST"] = "own"
     try:
         ray.init(address=address or None, log_to_driver=True, include_dashboard=False if not address else None,
                  logging_level=logs.ray_logging_level())

@@ -29,6 +29,7 @@ from workers.engine import (
     has_accelerator,
     is_fatal,
 )
+from workers.engine.host import HostedEngine, shared_mode
 from workers.extractor import BatchExtractor
 from workers.memory import keep_trimmed, measure_need, release_free_memory
 from workers.outcome import Internal
@@ -59,6 +60,12 @@ def _cpu_settings() -> dict[str, Any]:
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
 
 
+def _in_ray() -> bool:
+    """Whether this process is connected to a Ray cluster (an actor is; a bench's engine child is not)."""
+    ray = sys.modules.get("ray")
+    return bool(ray is not None and ray.is_initialized())
+
+
 SIMULATED = "simulated"  # the `model.path` that selects the simulated engine
 
 
@@ -71,10 +78,15 @@ def start_engine(spec: ExtractionSpec, accelerator: bool) -> EngineThread:
         return start_simulated(spec)  # type: ignore[return-value]
     try:
         path = resolve_model_path(spec.model_path)
-        return EngineThread(**engine_arguments(
+        llm_args = engine_arguments(
             path, spec.max_model_len, spec.tensor_parallel_size, spec.engine_kwargs,
             accelerator, spec.backend, sequences=spec.sequences_in_flight,
-            kv_need=None if accelerator else measure_need(spec, path, VllmEngine.prompt_token_ids)))
+            kv_need=None if accelerator else measure_need(spec, path, VllmEngine.prompt_token_ids))
+        if shared_mode() and _in_ray():  # EXTRACT_ENGINE_HOST=shared: an engine that outlives the run
+            if not accelerator:  # (workers.engine.host)
+                return HostedEngine(llm_args, spec.sampling, spec.grammar_bounds)  # type: ignore[return-value]
+            log.warning("engine_host.not_on_accelerator", action="this actor starts an engine of its own")
+        return EngineThread(**llm_args)
     except EngineStartError:
         raise
     except Exception as exc:  # the budget, the model's files: one line, whatever the cause

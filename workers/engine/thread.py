@@ -106,6 +106,12 @@ class EngineThread:
             raise job.error
         return generations(prompts, job.outputs)
 
+    def reset_prefix_cache(self) -> None:
+        """Forget cached prompt prefixes. Only while no request runs (the caller makes sure of it): a shared host
+        (`workers.engine.host`) does it as a run attaches, so that its outputs are those of a fresh engine."""
+        assert self._engine is not None
+        self._engine.reset_prefix_cache()
+
     def close(self) -> None:
         if self._thread.is_alive():
             self._jobs.put(None)
