@@ -1,0 +1,96 @@
+"""Shared engine hosts (`EXTRACT_ENGINE_HOST=shared`, `workers.engine.host`) on the session's real Ray cluster: a
+second run of the same job attaches to the engine the first one left, and a host that is gone is started anew."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.engine
+
+NAMESPACE = "extract-engines"
+
+
+def hosts() -> dict[str, int]:
+    """Every engine host on the cluster: its name → its process id."""
+    import ray
+
+    names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["namespace"] == NAMESPACE]
+    found = {}
+    for name in names:
+        try:
+            found[name] = ray.get(ray.get_actor(name, namespace=NAMESPACE).info.remote(), timeout=120)["pid"]
+        except Exception:  # noqa: BLE001 - a host exiting as we look (idle): not one of ours
+            continue
+    return found
+
+
+def run_sample(tmp_path, env, name: str) -> dict:
+    out = tmp_path / name
+    result = run_cli(["run", "jobs/extract.yaml", "--limit", "2", "--set", f"output.uri={out}"],
+                     dict(env, EXTRACT_ENGINE_HOST="shared", EXTRACT_ENGINE_HOST_IDLE_S="60"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    manifest = json.loads(next((out / "_runs").glob("*.json")).read_text())
+    assert manifest["status"] == "committed" and manifest["rows"] + manifest["dead_letters"] == 2, manifest
+    return manifest
+
+
+def test_a_second_run_attaches_to_the_first_runs_engine_and_a_host_that_is_gone_is_started_anew(
+        tmp_path, cli_env, ray_cluster):
+    import ray
+
+    run_sample(tmp_path, cli_env, "first")
+    after_first = hosts()
+    assert after_first, "the run left no engine host on the cluster"
+    run_sample(tmp_path, cli_env, "second")
+    assert hosts() == after_first  # the same host, the same process: no engine started
+    for name in after_first:
+        ray.kill(ray.get_actor(name, namespace=NAMESPACE))
+    run_sample(tmp_path, cli_env, "third")
+    after_third = hosts()
+    assert set(after_third) == set(after_first)  # the same engine, so the same name
+    assert not set(after_third.values()) & set(after_first.values())  # in a new process
+
+
+def test_a_host_killed_mid_run_is_replaced_and_every_document_is_committed_once(tmp_path, cli_env, ray_cluster):
+    """The host dies while a call of the run is in it: the actor attaches to a new host and sends the call again
+    (a second death would make it exit, for Ray to restart it); nothing is lost, duplicated or dead-lettered."""
+    import subprocess
+    import sys
+    import time
+
+    import duckdb
+    import ray
+
+    from tests.conftest import ROOT
+
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", "run", "jobs/extract.yaml", "--limit", "6",
+                             "--set", f"output.uri={out}", "--set", "workers.batch_size=2"],
+                            cwd=ROOT, env=dict(cli_env, EXTRACT_ENGINE_HOST="shared", EXTRACT_ENGINE_HOST_IDLE_S="60"),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    killed = None
+    try:
+        deadline = time.monotonic() + 900
+        while killed is None and proc.poll() is None and time.monotonic() < deadline:
+            for name in hosts():
+                handle = ray.get_actor(name, namespace=NAMESPACE)
+                if ray.get(handle.info.remote(), timeout=60)["in_flight"]:
+                    ray.kill(handle)
+                    killed = name
+                    break
+            time.sleep(0.5)
+        output, _ = proc.communicate(timeout=1200)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert killed, "the run had no request in a host to kill:\n" + output[-3000:]
+    assert proc.returncode == 0, output[-3000:]
+    rows, dead = sorted(out.glob("rows/**/*.parquet")), sorted(out.glob("dead_letters/**/*.parquet"))
+    ids = [r[0] for f in rows + dead for r in duckdb.sql(f"SELECT doc_id FROM read_parquet('{f}')").fetchall()]
+    assert len(ids) == len(set(ids)) == 6
+    reasons = {r[0] for f in dead for r in duckdb.sql(f"SELECT reason FROM read_parquet('{f}')").fetchall()}
+    assert "engine_error" not in reasons
