@@ -96,9 +96,9 @@ class EngineHost:
         threading.Thread(target=self._exit_when_idle, args=(idle_s,), name="engine-host-idle", daemon=True).start()
 
     def info(self) -> dict[str, Any]:
-        """What an attaching actor needs of the engine. With no run in flight, the prefix cache is emptied first:
-        a cache warmed by the last run changes a CPU engine's numerics, so a run would not get the rows a fresh
-        engine gives (as it does with an engine of its own)."""
+        """What an attaching actor needs of the engine. With no run in flight, the prefix cache is emptied first, so
+        a run does not start from the last run's cached prompts. (A warm host's rows can still differ from a fresh
+        engine's in a field or two: measured, cause not found; docs/operations.md.)"""
         engine = self.engine
         with self.lock:
             self.last_used = time.monotonic()
