@@ -74,6 +74,9 @@ HOOKS: tuple[Hook, ...] = (
          "the compile child builds llguidance's tokenizer exactly as vLLM's guidance backend does"),
     Hook("xgrammar_compiler_settings", "vllm.v1.structured_output.backend_xgrammar:XgrammarBackend.__post_init__",
          "the compile child copies how vLLM builds its XGrammar compiler (max_threads=8)"),
+    Hook("penalties", "vllm.v1.sample.ops.penalties:apply_penalties",
+         "vLLM's penalties build int64 token counts and seven more logits-sized tensors per step, for every draft "
+         "row; with only a presence penalty a mask and an indexed subtraction give the same logits"),
     Hook("node_free_memory", "vllm.utils.cpu_resource_utils:get_memory_node_info",
          "the CPU worker checks a KV budget against node 0's free memory; workers.memory mirrors its rule"),
 )
@@ -301,6 +304,32 @@ def restore_mask_kernel() -> None:
 
 def original_mask_kernel() -> Any:
     return _original_mask
+
+
+# -- the sampling penalties ----------------------------------------------------------------------------
+
+_original_penalties: Any = None
+
+
+def install_penalties(kernel: Any) -> None:
+    """Put `kernel` in place of vLLM's `apply_penalties` where its V1 samplers call it (idempotent)."""
+    global _original_penalties
+    if _original_penalties is None:
+        _original_penalties = hook("penalties")
+        _replace("penalties", kernel)
+
+
+def restore_penalties() -> None:
+    """Give vLLM's samplers back vLLM's own `apply_penalties`."""
+    global _original_penalties
+    if _original_penalties is not None:
+        _replace("penalties", _original_penalties)
+        _original_penalties = None
+
+
+def original_penalties() -> Any:
+    """vLLM's own `apply_penalties` (the one in place now, when nothing was installed)."""
+    return _original_penalties if _original_penalties is not None else hook("penalties")
 
 
 # -- the compile child ---------------------------------------------------------------------------------

@@ -24,8 +24,9 @@ ARM = "naive"
 # The engine_kwargs keys that are the pipeline's levers: the naive arm leaves them at vLLM's defaults.
 LEVERS = ("speculative_config", "structured_outputs_config", "max_num_seqs", "max_num_batched_tokens",
           "enable_prefix_caching")
-# XGrammar's own mask kernel (workers.bitmask), and vLLM's engine core in its own process, as vLLM starts it.
-NAIVE_ENV = {"EXTRACT_MASK_KERNEL": "xgrammar", "TOKENIZERS_PARALLELISM": "false"}
+# XGrammar's own mask kernel (workers.bitmask), vLLM's own penalties (workers.penalties), and vLLM's engine core
+# in its own process, as vLLM starts it.
+NAIVE_ENV = {"EXTRACT_MASK_KERNEL": "xgrammar", "EXTRACT_PENALTY_KERNEL": "vllm", "TOKENIZERS_PARALLELISM": "false"}
 
 
 def naive_engine_arguments(model_path: str, max_model_len: int, engine_kwargs: dict[str, Any], sequences: int,

@@ -40,7 +40,8 @@ def test_naive_engine_has_vllm_defaults_for_the_levers_and_keeps_the_jobs_other_
     assert ours["speculative_config"] and ours["structured_outputs_config"]["disable_any_whitespace"]
 
 
-def test_naive_kv_cache_is_a_byte_budget_like_the_engine_arms_never_a_share(model):
+def test_naive_kv_cache_is_a_byte_budget_like_the_engine_arms_never_a_share(model, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")  # the engine arm's default max_num_seqs (32) caps nothing here
     args = naive_engine_arguments(model, 4096, {}, sequences=16, accelerator=False, free=64 * GIB)
     engine_arm = engine_arguments(model, 4096, 1, {}, accelerator=False, sequences=16, free_memory=64 * GIB)
     assert args["kv_cache_memory_bytes"] == engine_arm["kv_cache_memory_bytes"]

@@ -58,3 +58,35 @@ def test_the_kernel_scan_guard_gives_llvmlite_an_empty_namespace():
     assert numba.njit(lambda x: x + 1)(1) == 2  # llvmlite still works behind it
 
 
+
+
+def test_a_cpu_engine_runs_eight_sequences_a_step_per_thread_unless_the_job_says_otherwise(monkeypatch):
+    from workers.engine.args import cpu_sequences
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # Ray sets it to an actor's CPUs
+    assert cpu_sequences() == 16 and cpu_sequences(threads=6) == 48
+    monkeypatch.setenv("OMP_NUM_THREADS", "not a number")
+    assert cpu_sequences() == 8 * len(__import__("os").sched_getaffinity(0))
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert engine_arguments("m", 2048, 1, {}, accelerator=False, free_memory=8 << 30)["max_num_seqs"] == 16
+    assert engine_arguments("m", 2048, 1, {"max_num_seqs": 64}, False, free_memory=8 << 30)["max_num_seqs"] == 64
+    assert "max_num_seqs" not in engine_arguments("m", 2048, 4, {}, accelerator=True)  # vLLM's own on a GPU
+
+
+def test_the_cpu_kv_cache_is_sized_for_the_sequences_a_step_runs(monkeypatch, tmp_path):
+    import json
+
+    from workers.memory import KvNeed
+
+    (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 30, "num_attention_heads": 9,
+                                                      "num_key_value_heads": 3, "hidden_size": 576,
+                                                      "torch_dtype": "bfloat16"}))
+    need = KvNeed(prompt_tokens=300, max_tokens=200, source="test")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    eight = engine_arguments(str(tmp_path), 4096, 1, {}, False, sequences=64, free_memory=64 << 30, kv_need=need)
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    thirty_two = engine_arguments(str(tmp_path), 4096, 1, {}, False, sequences=64, free_memory=64 << 30,
+                                  kv_need=need)
+    every = engine_arguments(str(tmp_path), 4096, 1, {"max_num_seqs": 64}, False, sequences=64,
+                             free_memory=64 << 30, kv_need=need)
+    assert eight["kv_cache_memory_bytes"] < thirty_two["kv_cache_memory_bytes"] < every["kv_cache_memory_bytes"]

@@ -132,10 +132,10 @@ def test_an_explicit_budget_still_wins_over_the_job_s_need():
 def test_engine_arguments_add_the_drafts_lookahead(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 30, "num_attention_heads": 9,
                                                       "num_key_value_heads": 3, "hidden_size": 576}))
-    need = KvNeed(prompt_tokens=120, max_tokens=128)  # 248 tokens: 2 blocks; + 8 drafts: 256, still 2
+    need = KvNeed(prompt_tokens=120, max_tokens=128)  # 248 tokens: 2 blocks; + 4 drafts: 252, still 2
     speculating = engine_arguments(str(tmp_path), 256, 1, {}, False, sequences=8, free_memory=64 * GIB, kv_need=need)
     assert speculating["kv_cache_memory_bytes"] == (8 * 2 + 1) * BLOCK * SMOL.bytes_per_token
-    need = KvNeed(prompt_tokens=130, max_tokens=126)  # 256 tokens, + 8 drafts: 3 blocks
+    need = KvNeed(prompt_tokens=130, max_tokens=126)  # 256 tokens, + 4 drafts: 3 blocks
     speculating = engine_arguments(str(tmp_path), 1024, 1, {}, False, sequences=8, free_memory=64 * GIB, kv_need=need)
     plain = engine_arguments(str(tmp_path), 1024, 1, {"speculative_config": None}, False, sequences=8,
                              free_memory=64 * GIB, kv_need=need)

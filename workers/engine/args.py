@@ -4,6 +4,7 @@ the job's `engine_kwargs`."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,22 @@ log = structlog.get_logger("workers.engine")
 # generation against 32-34 s without (README, "Speculation from the document"). Not a GPU default, as it is
 # unmeasured there: verifying drafts the model rejects spends compute a large batch may not have spare.
 # `engine_kwargs: {speculative_config: null}` turns it off.
-PROMPT_LOOKUP: dict[str, Any] = {"method": "ngram", "num_speculative_tokens": 8, "prompt_lookup_min": 3,
+# Four drafts a step since 2026-12-03 (eight before): each draft is one more row of every logits-sized tensor
+# of a step (logits, masks, penalties, log-probabilities), and with four the sample job's actor peaked at
+# 1.98 GiB against 2.08-2.09 with eight, its generation 76.6 and 82.9 s against 75.9 and 91.7 s (interleaved,
+# 16 sequences a step, one quiet machine whose speed drifted between runs; docs/performance.md).
+PROMPT_LOOKUP: dict[str, Any] = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 3,
                                  "prompt_lookup_max": 5}
+
+# The sequences a CPU engine runs in one step, per thread of the engine (our default `max_num_seqs` on CPU; a
+# job's `engine_kwargs.max_num_seqs` wins). vLLM's own CPU default is 256, so the engine ran every request the
+# actor had in flight (64 for the sample job) at once. Measured on the sample job, 2 cores, a quiet machine,
+# `extract eval` (docs/performance.md, "A step of 16 sequences"): generation 63.1 s at 64 sequences, 61.9 s at
+# 32, 54.1 and 49.9 s at 16, 76.2 s at 8; the actor's peak RSS 3.05, 2.47, 2.16 and 2.10, 1.82 GiB, as the KV
+# cache is sized for the sequences a step runs and each step's logits-sized transients scale with them. F1 0.723-
+# 0.734 at every size. On 2 cores a step of 16 sequences × 9 positions (8 drafts then) already keeps both busy; more
+# cores need more sequences to keep them busy, hence per thread. Not a GPU default: nothing was measured there.
+CPU_SEQUENCES_PER_THREAD = 8
 
 
 def speculates(llm_args: dict[str, Any]) -> bool:
@@ -72,6 +87,7 @@ def engine_arguments(
         "structured_outputs_config": {"backend": backend, "disable_any_whitespace": True},
     }
     if not accelerator:
+        engine_kwargs = {"max_num_seqs": cpu_sequences(), **engine_kwargs}
         if kv_need is not None:  # the drafts' slots: vLLM allocates them ahead of each decode step
             drafts = engine_kwargs.get("speculative_config", PROMPT_LOOKUP) or {}
             kv_need = dataclasses.replace(kv_need, lookahead=int(drafts.get("num_speculative_tokens") or 0))
@@ -79,7 +95,8 @@ def engine_arguments(
                                            share_prefix=bool(engine_kwargs.get("enable_prefix_caching", True)))
         args.update(kv_args)
         if budget is not None:
-            log.info("engine.kv_budget", sequences=sequences, max_model_len=max_model_len, **budget.describe())
+            log.info("engine.kv_budget", sequences=sequences, max_num_seqs=engine_kwargs.get("max_num_seqs"),
+                     max_model_len=max_model_len, **budget.describe())
         args["speculative_config"] = dict(PROMPT_LOOKUP)
     user = dict(engine_kwargs)
     so_user = user.pop("structured_outputs_config", None)
@@ -87,6 +104,16 @@ def engine_arguments(
         args["structured_outputs_config"] = {**args["structured_outputs_config"], **so_user}
     args.update(user)
     return args
+
+
+def cpu_sequences(threads: int | None = None) -> int:
+    """Our default `max_num_seqs` on CPU: `CPU_SEQUENCES_PER_THREAD` per thread the engine computes with
+    (`threads`, else the process's OMP_NUM_THREADS, which Ray sets to an actor's CPUs, else the CPUs this process
+    may run on)."""
+    if threads is None:
+        omp = os.environ.get("OMP_NUM_THREADS", "")
+        threads = int(omp) if omp.isdigit() and int(omp) > 0 else len(os.sched_getaffinity(0))
+    return CPU_SEQUENCES_PER_THREAD * max(1, threads)
 
 
 def unknown_engine_kwargs(engine_kwargs: dict[str, Any]) -> list[str]:

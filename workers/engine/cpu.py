@@ -36,15 +36,20 @@ def cpu_patches(llm_args: dict[str, Any], accelerator: bool) -> dict[str, Any]:
     scan and drafter differ, so there they would change what nobody measured.
 
     - the logits mask: our vectorised kernel unless EXTRACT_MASK_KERNEL=xgrammar (workers/bitmask.py);
+    - the penalties: ours where only a presence penalty is set, unless EXTRACT_PENALTY_KERNEL=vllm
+      (workers/penalties.py);
     - the prompt-lookup drafter's kernel in numba's disk cache (imports numba, hence llvmlite: first);
     - the kernel-scan guard that lets a second engine start in a process where the first speculated, and
       the shield that lets one start where Flask is loaded."""
     if accelerator:
-        return {"mask_kernel": "device", "drafter_cache": False, "kernel_scan_guard": False}
-    from workers import bitmask
+        return {"mask_kernel": "device", "penalty_kernel": "vllm", "drafter_cache": False,
+                "kernel_scan_guard": False}
+    from workers import bitmask, penalties
 
     mask_kernel = bitmask.use(os.environ.get("EXTRACT_MASK_KERNEL", "fast"))
+    penalty_kernel = penalties.use(os.environ.get("EXTRACT_PENALTY_KERNEL", "lean"))
     cached = _cache_drafter_kernel(llm_args)
     vllm_compat.guard_kernel_scan()
     vllm_compat.shield_kernel_rebind()
-    return {"mask_kernel": mask_kernel, "drafter_cache": cached, "kernel_scan_guard": True}
+    return {"mask_kernel": mask_kernel, "penalty_kernel": penalty_kernel, "drafter_cache": cached,
+            "kernel_scan_guard": True}

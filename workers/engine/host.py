@@ -45,7 +45,8 @@ MODE_ENV, IDLE_ENV = "EXTRACT_ENGINE_HOST", "EXTRACT_ENGINE_HOST_IDLE_S"
 IDLE_SECONDS = 600.0
 CONNECT_TRIES = 10
 # The environment an engine reads at its start: part of the key, and passed on to the host's process.
-ENGINE_ENV_PREFIXES = ("VLLM_", "EXTRACT_MASK_KERNEL", "MALLOC_", "OMP_", "TOKENIZERS_", "XGRAMMAR_", "HF_")
+ENGINE_ENV_PREFIXES = ("VLLM_", "EXTRACT_MASK_KERNEL", "EXTRACT_PENALTY_KERNEL", "MALLOC_", "OMP_", "TOKENIZERS_",
+                       "XGRAMMAR_", "HF_")
 
 
 def shared_mode() -> bool:
