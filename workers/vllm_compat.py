@@ -281,55 +281,54 @@ def cache_drafter_kernel() -> None:
 
 # -- the logits mask -----------------------------------------------------------------------------------
 
-_original_mask: Any = None
+_swapped: dict[str, Any] = {}  # hook name -> the original its target held before we put ours there
+
+
+def _install(name: str, replacement: Any) -> Any:
+    """Put `replacement` where hook `name`'s target is (idempotent); returns the original."""
+    if name not in _swapped:
+        _swapped[name] = hook(name)
+        _replace(name, replacement)
+    return _swapped[name]
+
+
+def _restore(name: str) -> None:
+    """Give hook `name`'s target back its original, if ours is in place."""
+    if name in _swapped:
+        _replace(name, _swapped.pop(name))
 
 
 def install_mask_kernel(kernel: Any) -> Any:
     """Put `kernel` in place of XGrammar's `apply_token_bitmask_inplace` in this process (idempotent); returns
     XGrammar's own kernel, which `kernel` hands what it does not handle."""
-    global _original_mask
-    if _original_mask is None:
-        _original_mask = hook("mask_kernel")
-        _replace("mask_kernel", kernel)
-    return _original_mask
+    return _install("mask_kernel", kernel)
 
 
 def restore_mask_kernel() -> None:
     """Give XGrammar's `apply_token_bitmask_inplace` back its own kernel."""
-    global _original_mask
-    if _original_mask is not None:
-        _replace("mask_kernel", _original_mask)
-        _original_mask = None
+    _restore("mask_kernel")
 
 
 def original_mask_kernel() -> Any:
-    return _original_mask
+    return _swapped.get("mask_kernel")
 
 
 # -- the sampling penalties ----------------------------------------------------------------------------
 
-_original_penalties: Any = None
-
 
 def install_penalties(kernel: Any) -> None:
     """Put `kernel` in place of vLLM's `apply_penalties` where its V1 samplers call it (idempotent)."""
-    global _original_penalties
-    if _original_penalties is None:
-        _original_penalties = hook("penalties")
-        _replace("penalties", kernel)
+    _install("penalties", kernel)
 
 
 def restore_penalties() -> None:
     """Give vLLM's samplers back vLLM's own `apply_penalties`."""
-    global _original_penalties
-    if _original_penalties is not None:
-        _replace("penalties", _original_penalties)
-        _original_penalties = None
+    _restore("penalties")
 
 
 def original_penalties() -> Any:
     """vLLM's own `apply_penalties` (the one in place now, when nothing was installed)."""
-    return _original_penalties if _original_penalties is not None else hook("penalties")
+    return _swapped["penalties"] if "penalties" in _swapped else hook("penalties")
 
 
 # -- the compile child ---------------------------------------------------------------------------------

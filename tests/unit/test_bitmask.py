@@ -80,7 +80,7 @@ def test_one_dimensional():
 def test_install_routes_cpu_calls_and_leaves_other_backends_to_xgrammar(monkeypatch):
     from workers import vllm_compat
 
-    monkeypatch.setattr(vllm_compat, "_original_mask", None)
+    monkeypatch.setattr(vllm_compat, "_swapped", {})
     original = xgrammar.apply_token_bitmask_inplace
     monkeypatch.setattr(xgrammar, "apply_token_bitmask_inplace", original)
     assert fast.install() and fast.install()  # idempotent
@@ -102,7 +102,7 @@ def test_install_routes_cpu_calls_and_leaves_other_backends_to_xgrammar(monkeypa
 def test_use_switches_kernels_and_names_a_bad_one(monkeypatch):
     from workers import vllm_compat
 
-    monkeypatch.setattr(vllm_compat, "_original_mask", None)
+    monkeypatch.setattr(vllm_compat, "_swapped", {})
     original = xgrammar.apply_token_bitmask_inplace
     monkeypatch.setattr(xgrammar, "apply_token_bitmask_inplace", original)
     assert fast.use("fast") == "fast" and xgrammar.apply_token_bitmask_inplace is fast.apply_token_bitmask_inplace
