@@ -90,3 +90,10 @@ def test_the_cpu_kv_cache_is_sized_for_the_sequences_a_step_runs(monkeypatch, tm
     every = engine_arguments(str(tmp_path), 4096, 1, {"max_num_seqs": 64}, False, sequences=64,
                              free_memory=64 << 30, kv_need=need)
     assert eight["kv_cache_memory_bytes"] < thirty_two["kv_cache_memory_bytes"] < every["kv_cache_memory_bytes"]
+
+
+def test_a_speculative_config_that_is_not_a_mapping_is_named():
+    import pytest
+
+    with pytest.raises(ValueError, match="speculative_config must be a mapping .* not str '{method: ngram"):
+        engine_arguments("m", 2048, 1, {"speculative_config": "{method: ngram}"}, accelerator=False)

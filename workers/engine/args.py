@@ -86,6 +86,7 @@ def engine_arguments(
         # Compact JSON: no free whitespace, so the model cannot loop on blanks and spends no tokens on them.
         "structured_outputs_config": {"backend": backend, "disable_any_whitespace": True},
     }
+    check_speculative_config(engine_kwargs.get("speculative_config"))
     if not accelerator:
         engine_kwargs = {"max_num_seqs": cpu_sequences(), **engine_kwargs}
         if kv_need is not None:  # the drafts' slots: vLLM allocates them ahead of each decode step
@@ -104,6 +105,13 @@ def engine_arguments(
         args["structured_outputs_config"] = {**args["structured_outputs_config"], **so_user}
     args.update(user)
     return args
+
+
+def check_speculative_config(drafts: Any) -> None:
+    """A job's `speculative_config` is a mapping or null; anything else is named before vLLM sees it."""
+    if drafts is not None and not isinstance(drafts, dict):
+        raise ValueError(f"model.engine_kwargs.speculative_config must be a mapping (for example {{method: ngram, "
+                         f"num_speculative_tokens: 4}}) or null, not {type(drafts).__name__} {str(drafts)[:60]!r}")
 
 
 def cpu_sequences(threads: int | None = None) -> int:
