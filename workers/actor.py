@@ -29,6 +29,7 @@ from workers.engine import (
     has_accelerator,
     is_fatal,
 )
+from workers.engine.args import usable_cores
 from workers.engine.host import HostedEngine, shared_mode
 from workers.extractor import BatchExtractor
 from workers.memory import keep_trimmed, measure_need, release_free_memory
@@ -55,8 +56,7 @@ def _cpu_settings() -> dict[str, Any]:
         threads = torch.get_num_threads() if torch is not None else None
     except Exception:  # noqa: BLE001 - a broken torch: nothing to report
         threads = None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"torch_threads": threads, "cores": cores, "nice": os.nice(0) if hasattr(os, "nice") else None,
+    return {"torch_threads": threads, "cores": usable_cores(), "nice": os.nice(0) if hasattr(os, "nice") else None,
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
 
 

@@ -11,8 +11,7 @@ of the logits' shape), then the frequency and presence products (two more). The 
 `lean_penalties` gives the same logits, bit for bit, for that case: one boolean mask of the output tokens and
 an indexed subtraction of each row's presence penalty where the mask is set. Any row with a frequency penalty,
 a repetition penalty other than 1 or a negative presence penalty sends the whole call to vLLM's own function,
-unchanged
-(`tests/integration/test_penalties.py` compares the two on random inputs).
+unchanged (`tests/integration/test_penalties.py` compares the two on random inputs).
 
 Why it is not equal only by luck: vLLM subtracts `presence * mask` (0 or the penalty, in float32) from every
 logit; x - 0.0 == x for every float x, -inf and -0.0 included, and x - p * 1.0 == x - p. (A negative penalty

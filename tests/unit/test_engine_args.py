@@ -58,15 +58,13 @@ def test_the_kernel_scan_guard_gives_llvmlite_an_empty_namespace():
     assert numba.njit(lambda x: x + 1)(1) == 2  # llvmlite still works behind it
 
 
-
-
 def test_a_cpu_engine_runs_eight_sequences_a_step_per_thread_unless_the_job_says_otherwise(monkeypatch):
-    from workers.engine.args import cpu_sequences
+    from workers.engine.args import cpu_sequences, usable_cores
 
     monkeypatch.setenv("OMP_NUM_THREADS", "2")  # Ray sets it to an actor's CPUs
     assert cpu_sequences() == 16 and cpu_sequences(threads=6) == 48
     monkeypatch.setenv("OMP_NUM_THREADS", "not a number")
-    assert cpu_sequences() == 8 * len(__import__("os").sched_getaffinity(0))
+    assert cpu_sequences() == 8 * usable_cores()
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     assert engine_arguments("m", 2048, 1, {}, accelerator=False, free_memory=8 << 30)["max_num_seqs"] == 16
     assert engine_arguments("m", 2048, 1, {"max_num_seqs": 64}, False, free_memory=8 << 30)["max_num_seqs"] == 64

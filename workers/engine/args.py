@@ -32,11 +32,11 @@ PROMPT_LOOKUP: dict[str, Any] = {"method": "ngram", "num_speculative_tokens": 4,
 # The sequences a CPU engine runs in one step, per thread of the engine (our default `max_num_seqs` on CPU; a
 # job's `engine_kwargs.max_num_seqs` wins). vLLM's own CPU default is 256, so the engine ran every request the
 # actor had in flight (64 for the sample job) at once. Measured on the sample job, 2 cores, a quiet machine,
-# `extract eval` (docs/performance.md, "A step of 16 sequences"): generation 63.1 s at 64 sequences, 61.9 s at
-# 32, 54.1 and 49.9 s at 16, 76.2 s at 8; the actor's peak RSS 3.05, 2.47, 2.16 and 2.10, 1.82 GiB, as the KV
-# cache is sized for the sequences a step runs and each step's logits-sized transients scale with them. F1 0.723-
-# 0.734 at every size. On 2 cores a step of 16 sequences × 9 positions (8 drafts then) already keeps both busy; more
-# cores need more sequences to keep them busy, hence per thread. Not a GPU default: nothing was measured there.
+# `extract eval` (docs/performance.md, "Actor memory on CPU", third pass): generation 63.1 s at 64 sequences,
+# 61.9 s at 32, 54.1 and 49.9 s at 16, 76.2 s at 8; the actor's peak RSS 3.05, 2.47, 2.16 and 2.10, 1.82 GiB, as
+# the KV cache is sized for the sequences a step runs and each step's logits-sized transients scale with them;
+# F1 0.723-0.734 at every size. Per thread because a step's model work grows with its sequences and more threads
+# need more of it to stay busy; measured on 2 cores only. Not a GPU default: nothing was measured there.
 CPU_SEQUENCES_PER_THREAD = 8
 
 
@@ -120,8 +120,13 @@ def cpu_sequences(threads: int | None = None) -> int:
     may run on)."""
     if threads is None:
         omp = os.environ.get("OMP_NUM_THREADS", "")
-        threads = int(omp) if omp.isdigit() and int(omp) > 0 else len(os.sched_getaffinity(0))
+        threads = int(omp) if omp.isdigit() and int(omp) > 0 else usable_cores()
     return CPU_SEQUENCES_PER_THREAD * max(1, threads)
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity where the OS has one, else the machine's)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def unknown_engine_kwargs(engine_kwargs: dict[str, Any]) -> list[str]:
