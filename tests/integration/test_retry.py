@@ -1,9 +1,12 @@
 """`extract retry`: dead letters reprocessed with new settings, merged back in one atomic commit.
 
-The engine tests run the sample job on a real Ray cluster and vLLM engine with a budget so small
-that most invoices are `truncated`, then retry them with a larger one. The first retry is made to
-crash between writing its files and its manifest; the rerun (through the CLI) resumes it. Everything
-is checked with DuckDB over the committed files. The local tests drive the merge step alone on
+The cluster tests run the sample job on the session's real Ray cluster with a budget so small that the
+invoices come out `truncated`, then retry them with a larger one. The first retry is made to crash between
+writing its files and its manifest; the rerun (through the CLI) resumes it. Everything is checked with DuckDB
+over the committed files. The engine is the simulated one (workers/simulated.py) answering each invoice with its
+gold record: the retry's subject is what happens around the engine (which dead letters are retried, the merge,
+the crash, the resume), and an output longer than `max_tokens` is cut off as vLLM cuts it. (Until 2026-12-03
+these ran vLLM: three engine starts, about 100 s of the suite.) The local tests drive the merge step alone on
 partitions committed by the real committer, to check crash points and the accounting guard cheaply.
 """
 
@@ -37,16 +40,16 @@ from tests.unit.test_retry import (  # noqa: F401 (collected by pytest from this
     test_merge_refuses_an_outcome_that_would_duplicate_an_id,
 )
 
-ENGINE = {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20}
-# Sample invoices, which the bundled model (with grounded fields) turns into rows with a full budget, so a
-# retry has something to recover; one of them padded with notes so that its prompt (about 1,770 tokens with
-# the examples) fits beside the first pass's 40 output tokens but not beside the retry's 512 in 2,048: it
-# stays dead whatever the model does (now `input_too_long`); plus a blank one, dead-lettered as empty_input
-# and never retried.
+GOLD = SAMPLE.parent / "invoices_gold.jsonl"
+# Sample invoices, whose gold records (the simulated engine's answers) are rows with a full budget, so a retry
+# has something to recover; one of them padded with notes so that its prompt fits beside the first pass's 40
+# output tokens but not beside the retry's 512 in 2,048 (the simulated tokenizer counts 4 characters a token;
+# the first pass truncating it and the retry finding it too long check the arithmetic): it stays dead
+# (`input_too_long`); plus a blank one, dead-lettered as empty_input and never retried.
 PICKED = {"inv-0000", "inv-0001", "inv-0002", "inv-0003", "inv-0004", "inv-0005", "inv-0006", "inv-0007",
           "inv-0014", "inv-0015", "inv-0017"}
 PADDED = "inv-0008"
-NOTES = "Notes: goods remain the property of the seller until paid in full. " * 40
+NOTES = "Notes: goods remain the property of the seller until paid in full. " * 68  # its prompt: about 1,800 tokens
 DOCS = len(PICKED) + 2
 
 
@@ -82,8 +85,13 @@ def first_pass(ray_cluster, tmp_path_factory):
     picked += [{"doc_id": f"{r['doc_id']}-padded", "text": f"{r['text']}\n{NOTES}"} for r in sample
                if r["doc_id"] == PADDED]
     docs = write_docs(folder / "docs.parquet", [r["doc_id"] for r in picked], [r["text"] for r in picked])
-    cfg = write_config(folder, **{"input.uri": str(docs), "model.max_tokens": 40, "model.max_model_len": 2048,
-                                  "model.engine_kwargs": ENGINE, "workers.batch_size": DOCS})
+    gold = {g.pop("doc_id"): g for g in map(json.loads, GOLD.read_text().splitlines())}
+    answers = folder / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"document": r["text"], "output": gold[r["doc_id"].removesuffix("-padded")]})
+                               + "\n" for r in picked if r["doc_id"] != "blank"))
+    cfg = write_config(folder, simulated={"outputs": str(answers)},
+                       **{"input.uri": str(docs), "model.max_tokens": 40, "model.max_model_len": 2048,
+                          "workers.batch_size": DOCS})
     manifest = run_job(load_config(cfg))
     assert manifest.status == "committed" and manifest.input_rows == DOCS
     return cfg, folder / "out", state_of(cfg), manifest_of(folder / "out")
