@@ -46,7 +46,11 @@ def test_one_actor_per_node_and_every_id_once(two_nodes, tmp_path):
     assert len({a["node"] for a in manifest["actors"]}) == 2, manifest["actors"]
     assert manifest["input_rows"] == 16 == manifest["rows"] + manifest["dead_letters"]
     # Each actor's record says what it generated (nothing was redone here), so the bench can give each node's share.
-    assert sum(a["documents"] for a in manifest["actors"]) == 16 and all(a["batches"] for a in manifest["actors"])
+    # Not that both actors got work: when one actor is ready seconds before the other (a busy machine), it can take
+    # every batch, and placement, this test's subject, is the same (failed once so, 2026-12-03, at 0 batches).
+    assert sum(a["documents"] for a in manifest["actors"]) == 16
+    assert all(isinstance(a["batches"], int) and a["batches"] >= 0 for a in manifest["actors"])
+    assert sum(a["batches"] for a in manifest["actors"]) >= 16 // 4
     ids = [r[0] for r in duckdb.connect().execute(
         f"SELECT doc_id FROM read_parquet('{output}/rows/*.parquet') UNION ALL "
         f"SELECT doc_id FROM read_parquet('{output}/dead_letters/*.parquet')").fetchall()]
