@@ -22,18 +22,6 @@ def _cache_drafter_kernel(llm_args: dict[str, Any]) -> bool:
     return True
 
 
-def count_at_least(x: Any, values: Any) -> Any:
-    """Per row of `x`, how many entries are >= that row's value in `values` (shape (rows, 1)): vLLM's
-    `batched_count_greater_than` (the rank of a sampled token's log-probability), eager.
-
-    vLLM wraps this one line in `torch.compile` so that on a GPU its (rows × vocabulary) boolean is never made.
-    On CPU compiling it costs each engine about 4 s of its first log-probability request (measured: the sample
-    job's warm-up, 7.6 s with it and 3.4-3.9 s without), and the boolean is small: rows are the step's sequences
-    times drafts plus one (80 at 16 sequences and 4 drafts: 3.9 MB at 49,152 tokens). The counts are the same
-    integers (`tests/integration/test_logprob_ranks.py`)."""
-    return (x >= values).sum(-1)
-
-
 def _guard_kernel_scan() -> None:
     vllm_compat.guard_kernel_scan()
 
@@ -50,21 +38,18 @@ def cpu_patches(llm_args: dict[str, Any], accelerator: bool) -> dict[str, Any]:
     - the logits mask: our vectorised kernel unless EXTRACT_MASK_KERNEL=xgrammar (workers/bitmask.py);
     - the penalties: ours where only a presence penalty is set, unless EXTRACT_PENALTY_KERNEL=vllm
       (workers/penalties.py);
-    - the ranks of sampled tokens' log-probabilities counted eagerly, not by a kernel torch compiles in every
-      process (`count_at_least`);
     - the prompt-lookup drafter's kernel in numba's disk cache (imports numba, hence llvmlite: first);
     - the kernel-scan guard that lets a second engine start in a process where the first speculated, and
       the shield that lets one start where Flask is loaded."""
     if accelerator:
-        return {"mask_kernel": "device", "penalty_kernel": "vllm", "logprob_ranks": "vllm", "drafter_cache": False,
+        return {"mask_kernel": "device", "penalty_kernel": "vllm", "drafter_cache": False,
                 "kernel_scan_guard": False}
     from workers import bitmask, penalties
 
     mask_kernel = bitmask.use(os.environ.get("EXTRACT_MASK_KERNEL", "fast"))
     penalty_kernel = penalties.use(os.environ.get("EXTRACT_PENALTY_KERNEL", "lean"))
-    vllm_compat.install_logprob_ranks(count_at_least)
     cached = _cache_drafter_kernel(llm_args)
     vllm_compat.guard_kernel_scan()
     vllm_compat.shield_kernel_rebind()
-    return {"mask_kernel": mask_kernel, "penalty_kernel": penalty_kernel, "logprob_ranks": "eager",
-            "drafter_cache": cached, "kernel_scan_guard": True}
+    return {"mask_kernel": mask_kernel, "penalty_kernel": penalty_kernel, "drafter_cache": cached,
+            "kernel_scan_guard": True}
