@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -26,7 +25,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from pipeline.config import load_config  # noqa: E402
 from pipeline.plan import actor_env  # noqa: E402
-from pipeline.tools.bench import IN_FLIGHT, SEED, _in_child, pipeline_arm  # noqa: E402
+from pipeline.tools.bench import SEED, _in_child, pipeline_arm, pipeline_settings  # noqa: E402
 from pipeline.tools.synthetic import make_corpus  # noqa: E402
 
 KEYS = ("seconds", "output_tokens", "prompt_tokens", "output_tokens_per_s", "docs_per_s", "cores_used", "cpu_s",
@@ -50,11 +49,7 @@ def main() -> None:
     if args.max_tokens:
         overrides["model.max_tokens"] = args.max_tokens
     loaded = load_config(args.config, overrides)
-    settings = {"workers.cpus_per_actor": os.cpu_count() or 1, "workers.batch_size": max(1, -(-args.docs // IN_FLIGHT)),
-                "workers.batches_in_flight": IN_FLIGHT, "model.max_tokens": loaded.config.model.max_tokens}
-    extra = ["--set", f"input.uri={corpus}", "--set", "input.limit=null"]
-    for key, value in settings.items():
-        extra += ["--set", f"{key}={value}"]
+    settings, extra = pipeline_settings(args.docs, loaded, corpus)
     rounds = []
     for n in range(args.rounds):
         arms: dict = {}

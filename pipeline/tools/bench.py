@@ -518,6 +518,17 @@ def _memory_arm(config: Path, out: Path, docs: int, memory_scale: int, extra: li
             "ratio": round(large / small, 3) if small else None}
 
 
+def pipeline_settings(docs: int, loaded: LoadedConfig, corpus: Path) -> tuple[dict[str, Any], list[str]]:
+    """The pipeline arm's settings (one actor on every core, its documents in `IN_FLIGHT` batches, all in flight),
+    and the `--set` flags that run it on `corpus`; `engine_same_requests` starts its engine with the same settings."""
+    settings = {"workers.cpus_per_actor": os.cpu_count() or 1, "workers.batch_size": max(1, -(-docs // IN_FLIGHT)),
+                "workers.batches_in_flight": IN_FLIGHT, "model.max_tokens": loaded.config.model.max_tokens}
+    extra = ["--set", f"input.uri={corpus.resolve()}", "--set", "input.limit=null"]
+    for key, value in settings.items():
+        extra += ["--set", f"{key}={value}"]
+    return settings, extra
+
+
 def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_scale: int = 0,
               max_tokens: int | None = None, price_rounds: int = 3, naive: bool = False) -> dict[str, Any]:
     out = out.resolve()  # the pipeline arm's --output would otherwise resolve against the config's folder
@@ -533,17 +544,13 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
     # The engine arm uses every core and sees every document at once. So does the pipeline's one actor: its
     # documents come in 4 batches, all in flight together in its one engine. (The larger memory run feeds the
     # same batches continuously, 4 at a time.)
-    settings = {"workers.cpus_per_actor": os.cpu_count() or 1, "workers.batch_size": max(1, -(-docs // IN_FLIGHT)),
-                "workers.batches_in_flight": IN_FLIGHT, "model.max_tokens": loaded.config.model.max_tokens}
+    settings, extra = pipeline_settings(docs, loaded, corpus)
     # The pipeline's requests on its actor's engine, in one call, in a child started with the actor's environment.
     arms.update(_in_child(str(config), {**overrides, **settings}, texts, golds, price_rounds, "same_requests",
                           env=actor_env(loaded.config.workers.gpus_per_actor)))
     if naive:  # vLLM's defaults: an engine of its own (bench_naive), so not in --quick unless asked
         arms.update(_in_child(str(config), overrides, texts, golds, price_rounds, NAIVE, env=NAIVE_ENV))
     (out / "bench.partial.json").write_text(json.dumps({"arms": arms, "constraint_price": price}, indent=2))
-    extra = ["--set", f"input.uri={corpus.resolve()}", "--set", "input.limit=null"]
-    for key, value in settings.items():
-        extra += ["--set", f"{key}={value}"]
     arms["pipeline"] = pipeline_arm(Path(config), out / "pipeline-output", docs, golds, extra)
     if loaded.config.output.confidence:
         # The same run without `_confidence` (no log-probabilities asked of the engine): what confidence costs.
