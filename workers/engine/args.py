@@ -164,7 +164,18 @@ def dataclass_fields_in_source(path: Path, class_name: str) -> frozenset[str] | 
     `path`: its annotated assignments, `ClassVar`s left out. None when the file has no such class."""
     import ast
 
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    source = path.read_text(encoding="utf-8")
+    for _ in range(3):
+        try:
+            tree = ast.parse(source)
+            break
+        except SystemError:
+            # CPython 3.11 before 3.11.8 raises "AST constructor recursion depth mismatch" now and then in a
+            # process with other threads (python/cpython#106905; seen once in a clean-clone run beside Ray's
+            # threads). The parse is pure: try again, and else let the caller import the dataclass.
+            continue
+    else:
+        return None
     for node in tree.body:
         if not (isinstance(node, ast.ClassDef) and node.name == class_name):
             continue
