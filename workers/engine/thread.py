@@ -17,6 +17,12 @@ from workers.engine.vllm_engine import VllmEngine
 
 log = structlog.get_logger("workers.engine")
 
+# A step that returns no output within IDLE_STEP_S did no model work (`EngineThread._serve`): the thread then waits
+# for a caller's job before the next step, IDLE_WAIT_MIN_S at first, doubling up to IDLE_WAIT_MAX_S while idle.
+IDLE_STEP_S = 0.002
+IDLE_WAIT_MIN_S = 0.001
+IDLE_WAIT_MAX_S = 0.008
+
 
 class _Job:
     """One caller's prompts in the engine thread: filled in as its requests finish."""
@@ -137,14 +143,27 @@ class EngineThread:
             self._abort_all(owner, fatal)
 
     def _serve(self, engine: Any, owner: dict[str, tuple[_Job, int]]) -> None:
-        """Step while any request is unfinished; between steps, add whatever callers sent (wait when idle)."""
+        """Step while any request is unfinished; between steps, add whatever callers sent (wait when idle).
+
+        A step that returns nothing at once did no model work: its requests wait for their grammars, which vLLM
+        compiles on threads of its own (a schema's first compile takes seconds). Stepping again at once would spin
+        this thread through the scheduler a few thousand times a second, on the cores the compile needs (the
+        sample's schema compiled 30% slower beside a spinning Python thread: docs/performance.md). So after such a
+        step the thread waits for a caller's job, up to `idle_wait` (1 ms, doubling to `IDLE_WAIT_MAX_S`)."""
         deltas = Deltas()
+        idle_wait = 0.0
         while True:
-            if not self._take_jobs(engine, owner):
+            if not self._take_jobs(engine, owner, idle_wait):
                 return
             if not owner:
                 continue
-            tokens, finished = deltas.collect(step(engine))
+            started = time.perf_counter()
+            outputs = step(engine)
+            if outputs or time.perf_counter() - started > IDLE_STEP_S:
+                idle_wait = 0.0
+            else:
+                idle_wait = min(max(2 * idle_wait, IDLE_WAIT_MIN_S), IDLE_WAIT_MAX_S)
+            tokens, finished = deltas.collect(outputs)
             self._tokens_made(tokens)
             for output in finished:
                 entry = owner.pop(output.request_id, None)
@@ -157,13 +176,20 @@ class EngineThread:
                     job.done.set()
                 self._request_done(output)
 
-    def _take_jobs(self, engine: Any, owner: dict[str, tuple[_Job, int]]) -> bool:
-        """Add the jobs that arrived (waiting for one when nothing runs); False once the engine is closed."""
+    def _take_jobs(self, engine: Any, owner: dict[str, tuple[_Job, int]], idle_wait: float = 0.0) -> bool:
+        """Add the jobs that arrived (waiting for one when nothing runs, or up to `idle_wait` s when the last step
+        did nothing); False once the engine is closed."""
         while True:
             try:
-                job = self._jobs.get(block=not owner)
+                if not owner:
+                    job = self._jobs.get()
+                elif idle_wait > 0:
+                    job = self._jobs.get(timeout=idle_wait)
+                else:
+                    job = self._jobs.get_nowait()
             except queue.Empty:
                 return True
+            idle_wait = 0.0  # a job came: take the others without waiting
             if job is None:
                 self._abort_all(owner, RuntimeError("the engine was closed"))
                 assert self._engine is not None

@@ -1,0 +1,93 @@
+"""`EngineThread._serve` between steps: after a step that did no model work (its requests wait for their grammars)
+the thread waits for a caller's job, a little longer each time, instead of stepping again at once; a step that
+makes tokens, or takes time, ends the waiting. No vLLM: a stand-in engine and a recording job queue."""
+
+from __future__ import annotations
+
+import queue
+import time
+from types import SimpleNamespace
+
+from workers.engine.thread import IDLE_STEP_S, IDLE_WAIT_MAX_S, IDLE_WAIT_MIN_S, EngineThread
+
+
+def _thread(steps: list, waits: list[float], rounds: int) -> EngineThread:
+    """An EngineThread without an engine, whose `_take_jobs` records the wait it is given and ends the loop after
+    `rounds` calls."""
+    thread = EngineThread.__new__(EngineThread)
+    thread.on_tokens = None
+    thread.on_request_done = None
+
+    def take(engine, owner, idle_wait=0.0):
+        waits.append(idle_wait)
+        return len(waits) < rounds
+
+    thread._take_jobs = take
+    return thread
+
+
+class _Engine:
+    """Steps as scripted: "empty" returns nothing at once, "slow" returns nothing after IDLE_STEP_S (a prefill
+    chunk), "tokens" returns one streamed token of a request that is not finished."""
+
+    def __init__(self, script: list[str]) -> None:
+        self.script = list(script)
+
+    def step(self):
+        kind = self.script.pop(0) if self.script else "empty"
+        if kind == "slow":
+            time.sleep(IDLE_STEP_S * 2)
+            return []
+        if kind == "tokens":
+            return [SimpleNamespace(request_id="x", outputs=[SimpleNamespace(token_ids=[7])], finished=False)]
+        return []
+
+
+def test_steps_that_do_nothing_wait_for_a_job_longer_each_time_up_to_the_cap():
+    waits: list[float] = []
+    thread = _thread([], waits, rounds=7)
+    thread._serve(_Engine(["empty"] * 6), {"x": (None, 0)})
+    assert waits[0] == 0.0  # the first look at the queue, before any step
+    assert waits[1:] == [IDLE_WAIT_MIN_S, 2 * IDLE_WAIT_MIN_S, 4 * IDLE_WAIT_MIN_S, IDLE_WAIT_MAX_S,
+                         IDLE_WAIT_MAX_S, IDLE_WAIT_MAX_S]
+
+
+def test_a_step_that_makes_tokens_or_takes_time_ends_the_waiting():
+    waits: list[float] = []
+    thread = _thread([], waits, rounds=6)
+    thread._serve(_Engine(["empty", "empty", "tokens", "empty", "slow"]), {"x": (None, 0)})
+    assert waits == [0.0, IDLE_WAIT_MIN_S, 2 * IDLE_WAIT_MIN_S, 0.0, IDLE_WAIT_MIN_S, 0.0]
+
+
+class _Queue:
+    """A job queue that records how each `get` was asked for, and holds `items`."""
+
+    def __init__(self, items: list) -> None:
+        self.items = list(items)
+        self.asked: list[str] = []
+
+    def _next(self):
+        if not self.items:
+            raise queue.Empty
+        return self.items.pop(0)
+
+    def get(self, block: bool = True, timeout: float | None = None):
+        self.asked.append(f"wait {timeout}" if timeout is not None else "block")
+        return self._next()
+
+    def get_nowait(self):
+        self.asked.append("now")
+        return self._next()
+
+
+def test_take_jobs_waits_only_when_told_and_takes_the_rest_without_waiting():
+    thread = EngineThread.__new__(EngineThread)
+    added: list = []
+    thread._add = lambda engine, job, owner: added.append(job)
+    thread._jobs = _Queue(["a", "b"])
+    assert thread._take_jobs(None, {"x": (None, 0)}, idle_wait=0.004) is True
+    # It waited for the first job; once one came, the next were taken as they were, then it went back to stepping.
+    assert thread._jobs.asked == ["wait 0.004", "now", "now"] and added == ["a", "b"]
+    thread._jobs = _Queue([])
+    assert thread._take_jobs(None, {"x": (None, 0)}) is True
+    assert thread._jobs.asked == ["now"]  # requests in flight, the last step busy: no waiting at all
