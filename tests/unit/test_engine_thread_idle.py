@@ -1,6 +1,7 @@
-"""`EngineThread._serve` between steps: after a step that did no model work (its requests wait for their grammars)
-the thread waits for a caller's job, a little longer each time, instead of stepping again at once; a step that
-makes tokens, or takes time, ends the waiting. No vLLM: a stand-in engine and a recording job queue."""
+"""The loops that step vLLM, between steps (`IdleSteps`): after a step that did no model work (its requests wait for
+their grammars) `EngineThread._serve` waits for a caller's job, and `run_to_completion` sleeps, a little longer
+each time, instead of stepping again at once; a step that makes tokens, or takes time, ends the waiting. No vLLM:
+a stand-in engine and a recording job queue."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import queue
 import time
 from types import SimpleNamespace
 
-from workers.engine.thread import IDLE_STEP_S, IDLE_WAIT_MAX_S, IDLE_WAIT_MIN_S, EngineThread
+from workers.engine import requests
+from workers.engine.requests import IDLE_STEP_S, IDLE_WAIT_MAX_S, IDLE_WAIT_MIN_S, run_to_completion
+from workers.engine.thread import EngineThread
 
 
 def _thread(steps: list, waits: list[float], rounds: int) -> EngineThread:
@@ -38,9 +41,19 @@ class _Engine:
         if kind == "slow":
             time.sleep(IDLE_STEP_S * 2)
             return []
-        if kind == "tokens":
-            return [SimpleNamespace(request_id="x", outputs=[SimpleNamespace(token_ids=[7])], finished=False)]
+        if kind in ("tokens", "done"):
+            return [_Output(finished=kind == "done")]
         return []
+
+
+class _Output(SimpleNamespace):
+    """A streamed `RequestOutput` of request "x": one token."""
+
+    def __init__(self, finished: bool) -> None:
+        super().__init__(request_id="x", outputs=[SimpleNamespace(token_ids=[7])], finished=finished)
+
+    def add(self, other: _Output, aggregate: bool) -> None:
+        self.finished = other.finished
 
 
 def test_steps_that_do_nothing_wait_for_a_job_longer_each_time_up_to_the_cap():
@@ -91,3 +104,13 @@ def test_take_jobs_waits_only_when_told_and_takes_the_rest_without_waiting():
     thread._jobs = _Queue([])
     assert thread._take_jobs(None, {"x": (None, 0)}) is True
     assert thread._jobs.asked == ["now"]  # requests in flight, the last step busy: no waiting at all
+
+
+def test_run_to_completion_sleeps_after_idle_steps_and_not_after_busy_ones(monkeypatch):
+    monkeypatch.setattr(requests, "add_requests", lambda engine, prompts, params, refuse: {"x": 0})
+    slept: list[float] = []
+    monkeypatch.setattr(requests.time, "sleep", slept.append)
+    outputs = run_to_completion(_Engine(["empty", "empty", "tokens", "empty", "done"]), [[1]], [None])
+    assert [o.request_id for o in outputs] == ["x"]
+    # No sleep before the first step, nor after the step that made tokens.
+    assert slept == [IDLE_WAIT_MIN_S, 2 * IDLE_WAIT_MIN_S, IDLE_WAIT_MIN_S]

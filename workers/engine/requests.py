@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -54,6 +55,33 @@ def step(engine: Any) -> list[Any]:
         raise EngineFatal(f"the engine failed a step: {type(exc).__name__}: {exc}") from exc
 
 
+# A step that returns no output within IDLE_STEP_S did no model work: its requests wait for their grammars, which
+# vLLM compiles on threads of its own (a schema's first compile takes seconds). Stepping again at once spins the
+# stepping thread through vLLM's scheduler a few thousand times a second, on the cores the compile needs (the
+# sample's schema compiled 30% slower beside a spinning Python thread: docs/performance.md). So the loops that
+# step (`EngineThread._serve`, `run_to_completion`) wait before the next step: IDLE_WAIT_MIN_S at first, doubling
+# up to IDLE_WAIT_MAX_S while the steps stay idle; a step that makes tokens or takes time ends the waiting.
+IDLE_STEP_S = 0.002
+IDLE_WAIT_MIN_S = 0.001
+IDLE_WAIT_MAX_S = 0.008
+
+
+class IdleSteps:
+    """`step(engine)` that also keeps `wait`: the seconds to wait before the next step (0 after a busy step)."""
+
+    def __init__(self) -> None:
+        self.wait = 0.0
+
+    def step(self, engine: Any) -> list[Any]:
+        started = time.perf_counter()
+        outputs = step(engine)
+        if outputs or time.perf_counter() - started > IDLE_STEP_S:
+            self.wait = 0.0
+        else:
+            self.wait = min(max(2 * self.wait, IDLE_WAIT_MIN_S), IDLE_WAIT_MAX_S)
+        return outputs
+
+
 class Deltas:
     """The streamed outputs of requests in flight, merged per request until each finishes."""
 
@@ -92,10 +120,12 @@ def run_to_completion(engine: Any, prompts: list[list[int]], params: list[Any]) 
         outputs[index] = refused
 
     pending = add_requests(engine, prompts, params, refuse)
-    deltas = Deltas()
+    deltas, idle = Deltas(), IdleSteps()
     try:
         while pending:
-            for output in deltas.collect(step(engine))[1]:
+            if idle.wait:
+                time.sleep(idle.wait)
+            for output in deltas.collect(idle.step(engine))[1]:
                 index = pending.pop(output.request_id, None)
                 if index is not None:
                     outputs[index] = output

@@ -12,16 +12,10 @@ import structlog
 
 from workers.engine.errors import EngineFatal, EngineStartError, explain_start_failure
 from workers.engine.outputs import Generation, Refused, generations
-from workers.engine.requests import Deltas, add_requests, step
+from workers.engine.requests import Deltas, IdleSteps, add_requests
 from workers.engine.vllm_engine import VllmEngine
 
 log = structlog.get_logger("workers.engine")
-
-# A step that returns no output within IDLE_STEP_S did no model work (`EngineThread._serve`): the thread then waits
-# for a caller's job before the next step, IDLE_WAIT_MIN_S at first, doubling up to IDLE_WAIT_MAX_S while idle.
-IDLE_STEP_S = 0.002
-IDLE_WAIT_MIN_S = 0.001
-IDLE_WAIT_MAX_S = 0.008
 
 
 class _Job:
@@ -143,27 +137,15 @@ class EngineThread:
             self._abort_all(owner, fatal)
 
     def _serve(self, engine: Any, owner: dict[str, tuple[_Job, int]]) -> None:
-        """Step while any request is unfinished; between steps, add whatever callers sent (wait when idle).
-
-        A step that returns nothing at once did no model work: its requests wait for their grammars, which vLLM
-        compiles on threads of its own (a schema's first compile takes seconds). Stepping again at once would spin
-        this thread through the scheduler a few thousand times a second, on the cores the compile needs (the
-        sample's schema compiled 30% slower beside a spinning Python thread: docs/performance.md). So after such a
-        step the thread waits for a caller's job, up to `idle_wait` (1 ms, doubling to `IDLE_WAIT_MAX_S`)."""
-        deltas = Deltas()
-        idle_wait = 0.0
+        """Step while any request is unfinished; between steps, add whatever callers sent (wait when idle). After
+        a step that did no model work (`IdleSteps`) the wait before the next is spent waiting for a caller's job."""
+        deltas, idle = Deltas(), IdleSteps()
         while True:
-            if not self._take_jobs(engine, owner, idle_wait):
+            if not self._take_jobs(engine, owner, idle.wait):
                 return
             if not owner:
                 continue
-            started = time.perf_counter()
-            outputs = step(engine)
-            if outputs or time.perf_counter() - started > IDLE_STEP_S:
-                idle_wait = 0.0
-            else:
-                idle_wait = min(max(2 * idle_wait, IDLE_WAIT_MIN_S), IDLE_WAIT_MAX_S)
-            tokens, finished = deltas.collect(outputs)
+            tokens, finished = deltas.collect(idle.step(engine))
             self._tokens_made(tokens)
             for output in finished:
                 entry = owner.pop(output.request_id, None)
