@@ -14,7 +14,7 @@ from workers.engine.requests import IDLE_STEP_S, IDLE_WAIT_MAX_S, IDLE_WAIT_MIN_
 from workers.engine.thread import EngineThread
 
 
-def _thread(steps: list, waits: list[float], rounds: int) -> EngineThread:
+def _thread(waits: list[float], rounds: int) -> EngineThread:
     """An EngineThread without an engine, whose `_take_jobs` records the wait it is given and ends the loop after
     `rounds` calls."""
     thread = EngineThread.__new__(EngineThread)
@@ -31,7 +31,7 @@ def _thread(steps: list, waits: list[float], rounds: int) -> EngineThread:
 
 class _Engine:
     """Steps as scripted: "empty" returns nothing at once, "slow" returns nothing after IDLE_STEP_S (a prefill
-    chunk), "tokens" returns one streamed token of a request that is not finished."""
+    chunk), "tokens" returns one streamed token of a request that is not finished, "done" its last token."""
 
     def __init__(self, script: list[str]) -> None:
         self.script = list(script)
@@ -58,7 +58,7 @@ class _Output(SimpleNamespace):
 
 def test_steps_that_do_nothing_wait_for_a_job_longer_each_time_up_to_the_cap():
     waits: list[float] = []
-    thread = _thread([], waits, rounds=7)
+    thread = _thread(waits, rounds=7)
     thread._serve(_Engine(["empty"] * 6), {"x": (None, 0)})
     assert waits[0] == 0.0  # the first look at the queue, before any step
     assert waits[1:] == [IDLE_WAIT_MIN_S, 2 * IDLE_WAIT_MIN_S, 4 * IDLE_WAIT_MIN_S, IDLE_WAIT_MAX_S,
@@ -67,7 +67,7 @@ def test_steps_that_do_nothing_wait_for_a_job_longer_each_time_up_to_the_cap():
 
 def test_a_step_that_makes_tokens_or_takes_time_ends_the_waiting():
     waits: list[float] = []
-    thread = _thread([], waits, rounds=6)
+    thread = _thread(waits, rounds=6)
     thread._serve(_Engine(["empty", "empty", "tokens", "empty", "slow"]), {"x": (None, 0)})
     assert waits == [0.0, IDLE_WAIT_MIN_S, 2 * IDLE_WAIT_MIN_S, 0.0, IDLE_WAIT_MIN_S, 0.0]
 
