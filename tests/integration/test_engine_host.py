@@ -28,9 +28,10 @@ def hosts() -> dict[str, int]:
     return found
 
 
-def run_sample(tmp_path, env, name: str) -> dict:
+def run_sample(tmp_path, env, name: str, *sets: str) -> dict:
     out = tmp_path / name
-    result = run_cli(["run", "jobs/extract.yaml", "--limit", "2", "--set", f"output.uri={out}"],
+    sets = tuple(x for s in sets for x in ("--set", s))
+    result = run_cli(["run", "jobs/extract.yaml", "--limit", "2", "--set", f"output.uri={out}", *sets],
                      dict(env, EXTRACT_ENGINE_HOST="shared", EXTRACT_ENGINE_HOST_IDLE_S="60"))
     assert result.returncode == 0, result.stderr[-3000:]
     manifest = json.loads(next((out / "_runs").glob("*.json")).read_text())
@@ -42,11 +43,13 @@ def test_a_second_run_attaches_to_the_first_runs_engine_and_a_host_that_is_gone_
         tmp_path, cli_env, ray_cluster):
     import ray
 
-    run_sample(tmp_path, cli_env, "first")
+    first = run_sample(tmp_path, cli_env, "first")
     after_first = hosts()
     assert after_first, "the run left no engine host on the cluster"
-    run_sample(tmp_path, cli_env, "second")
+    # Another sampling (no presence penalty): per request in vLLM, so the same engine serves it.
+    second = run_sample(tmp_path, cli_env, "second", "model.sampling.presence_penalty=0.0")
     assert hosts() == after_first  # the same host, the same process: no engine started
+    assert second["config_hash"] != first["config_hash"]
     for name in after_first:
         ray.kill(ray.get_actor(name, namespace=NAMESPACE))
     run_sample(tmp_path, cli_env, "third")

@@ -8,8 +8,10 @@ sampling, grammar bounds and engine environment, on the same node) attaches to t
 its grammars compiled. It is what a user's many small runs want (a nightly backfill of small partitions, a
 notebook's runs, a test suite), and what a long run does not need: one engine start is nothing beside hours.
 
-- **Key.** The host's name is a digest of everything the engine is started and sampled with; a run that differs
-  in any of it gets a host of its own. Sampling is part of it because it is engine-wide state (`use_sampling`).
+- **Key.** The host's name is a digest of everything the engine is started with (`LLM(...)`'s arguments and the
+  engine's environment) and of its node; a run that differs in any of it gets a host of its own. Sampling and the
+  grammar-only bounds are not part of it: each call carries its run's own (`model.sampling`, `_confidence`'s
+  log-probabilities, `schema_policy`'s bounds are per request in vLLM), so runs that differ only there share one.
 - **Lifetime.** A host exits after `EXTRACT_ENGINE_HOST_IDLE_S` seconds (default 600) without a request, or when
   its engine fails for good (`EngineFatal`), so that the next run starts a fresh one. It dies with the cluster.
 - **Failures.** A host whose engine fails to start answers the attaching actor with the one-line reason, which
@@ -31,12 +33,15 @@ import threading
 import time
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from workers.engine.errors import EngineFatal, EngineStartError, is_fatal
 from workers.engine.outputs import Generation, tell_hooks
+
+if TYPE_CHECKING:  # no vLLM import in an actor that attaches
+    from workers.engine.vllm_engine import Sampling
 
 log = structlog.get_logger("workers.engine")
 
@@ -62,11 +67,9 @@ def engine_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith(ENGINE_ENV_PREFIXES)}
 
 
-def host_name(llm_args: dict[str, Any], sampling: dict[str, Any], bounds: Any, env: dict[str, str],
-              node: str | None) -> str:
-    """The host's actor name: a digest of what its engine is started and sampled with, and of its node."""
-    text = json.dumps({"args": llm_args, "sampling": sampling, "bounds": list(bounds), "env": env, "node": node},
-                      sort_keys=True, default=str)
+def host_name(llm_args: dict[str, Any], env: dict[str, str], node: str | None) -> str:
+    """The host's actor name: a digest of what its engine is started with, and of its node."""
+    text = json.dumps({"args": llm_args, "env": env, "node": node}, sort_keys=True, default=str)
     return "engine-" + hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -74,7 +77,7 @@ class EngineHost:
     """The Ray actor that holds one `EngineThread` for every run that attaches to it (a threaded actor: each
     caller's `generate` waits on a thread of its own while the engine thread serves them all)."""
 
-    def __init__(self, llm_args: dict[str, Any], sampling: dict[str, Any], bounds: Any, idle_s: float) -> None:
+    def __init__(self, llm_args: dict[str, Any], idle_s: float) -> None:
         from workers import logs
         from workers.engine.thread import EngineThread
         from workers.memory import keep_trimmed, release_free_memory
@@ -88,7 +91,6 @@ class EngineHost:
         started = time.perf_counter()
         try:
             self.engine = EngineThread(**llm_args)
-            self.engine.use_sampling(sampling, tuple(bounds))
         except EngineStartError as exc:
             self.error = str(exc)  # answered to the actor that attaches (`info`), which raises it
         self.init_seconds = time.perf_counter() - started
@@ -113,12 +115,14 @@ class EngineHost:
     def compile(self, json_schema: dict[str, Any]) -> float | None:
         return self._call(lambda: self.engine.compile(json_schema))
 
-    def warm(self, json_schema: dict[str, Any]) -> float:
-        return self._call(lambda: self.engine.warm(json_schema))
+    def warm(self, json_schema: dict[str, Any], using: Sampling) -> float:
+        return self._call(lambda: self.engine.warm(json_schema, _sampling(using)))
 
     def generate(self, prompts: list[list[int]], json_schema: Any, max_tokens: int, temperature: float,
-                 seeds: Sequence[int | None] | None = None) -> list[Generation]:
-        return self._call(lambda: self.engine.generate(prompts, json_schema, max_tokens, temperature, seeds))
+                 seeds: Sequence[int | None] | None, using: Sampling) -> list[Generation]:
+        """The caller's requests under its own sampling and grammar bounds (`using`)."""
+        return self._call(lambda: self.engine.generate(prompts, json_schema, max_tokens, temperature, seeds,
+                                                       _sampling(using)))
 
     def _call(self, call: Any) -> Any:
         if self.engine is None:
@@ -168,11 +172,12 @@ class HostedEngine:
         started = time.perf_counter()
         node = ray.get_runtime_context().get_node_id()
         env = engine_env()
-        self.name = host_name(llm_args, sampling, bounds, env, node)
+        self.name = host_name(llm_args, env, node)
+        self.using: Sampling = (dict(sampling), tuple(bounds))  # sent with each call: the host has no run's own
         self.on_request_done: Any = None
         self.on_tokens: Any = None
         self.tokenizer = SimpleNamespace(tokenizer=_tokenizer(llm_args["model"]))
-        self._start = (llm_args, sampling, bounds, env, node)
+        self._start = (llm_args, env, node)
         info = self._connect()
         self.max_model_len = int(info["max_model_len"])
         self.max_chars_per_token = info["max_chars_per_token"]
@@ -186,10 +191,11 @@ class HostedEngine:
         return VllmEngine.prompt_token_ids(self.tokenizer, prompt)  # type: ignore[arg-type]
 
     def use_sampling(self, options: dict[str, Any], grammar_bounds: Any = (None, None)) -> None:
-        """The host was started with the run's sampling (it is part of its name): nothing to change."""
+        """This run's sampling and grammar bounds, sent with each of its calls to the host."""
+        self.using = (dict(options), tuple(grammar_bounds))
 
     def warm(self, json_schema: dict[str, Any]) -> float:
-        return self._call("warm", json_schema)
+        return self._call("warm", json_schema, self.using)
 
     def compile(self, json_schema: dict[str, Any]) -> float | None:
         return self._call("compile", json_schema)
@@ -198,7 +204,7 @@ class HostedEngine:
                  seeds: Sequence[int | None] | None = None) -> list[Generation]:
         if not prompts:
             return []
-        generations = self._call("generate", prompts, json_schema, max_tokens, temperature, seeds)
+        generations = self._call("generate", prompts, json_schema, max_tokens, temperature, seeds, self.using)
         for generation in generations:
             tell_hooks(self, generation)
         return generations
@@ -252,6 +258,12 @@ class HostedEngine:
             raise HostDied(f"the shared engine's host {self.name} died: {type(exc).__name__}") from exc
 
 
+def _sampling(using: Any) -> Sampling:
+    """A call's (options, bounds) as the engine takes them: Ray hands a tuple over as a list."""
+    options, bounds = using
+    return dict(options), tuple(bounds)
+
+
 class HostDied(EngineFatal):
     """The host's process is gone (as opposed to its engine failing inside it)."""
 
@@ -262,8 +274,7 @@ def _tokenizer(model_path: str) -> Any:
     return AutoTokenizer.from_pretrained(model_path)
 
 
-def _attach(name: str, llm_args: dict[str, Any], sampling: dict[str, Any], bounds: Any, env: dict[str, str],
-            node: str | None) -> Any:
+def _attach(name: str, llm_args: dict[str, Any], env: dict[str, str], node: str | None) -> Any:
     """The host named `name`, started on this node if there is none (another actor may start it at the same time:
     `get_if_exists` gives both the same one)."""
     import ray
@@ -274,4 +285,4 @@ def _attach(name: str, llm_args: dict[str, Any], sampling: dict[str, Any], bound
         name=name, namespace=NAMESPACE, lifetime="detached", get_if_exists=True, num_cpus=0, max_restarts=0,
         max_concurrency=256, runtime_env={"env_vars": env},
         scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False) if node else "DEFAULT")
-    return remote.remote(llm_args, sampling, list(bounds), idle_s)
+    return remote.remote(llm_args, idle_s)

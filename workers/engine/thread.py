@@ -13,7 +13,7 @@ import structlog
 from workers.engine.errors import EngineFatal, EngineStartError, explain_start_failure
 from workers.engine.outputs import Generation, Refused, generations
 from workers.engine.requests import Deltas, IdleSteps, add_requests
-from workers.engine.vllm_engine import VllmEngine
+from workers.engine.vllm_engine import Sampling, VllmEngine
 
 log = structlog.get_logger("workers.engine")
 
@@ -76,10 +76,10 @@ class EngineThread:
         assert self._engine is not None
         self._engine.use_sampling(options, grammar_bounds)
 
-    def warm(self, json_schema: dict[str, Any]) -> float:
+    def warm(self, json_schema: dict[str, Any], using: Sampling | None = None) -> float:
         """Compile `json_schema`'s grammar with a one-token request; returns the seconds it took."""
         started = time.perf_counter()
-        self.generate([self.prompt_token_ids("{}")], json_schema, 1, 0.0)
+        self.generate([self.prompt_token_ids("{}")], json_schema, 1, 0.0, using=using)
         return time.perf_counter() - started
 
     def compile(self, json_schema: dict[str, Any]) -> float | None:
@@ -88,15 +88,17 @@ class EngineThread:
         return self._engine.compile(json_schema)
 
     def generate(self, prompts: list[list[int]], json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
-                 max_tokens: int, temperature: float, seeds: Sequence[int | None] | None = None) -> list[Generation]:
+                 max_tokens: int, temperature: float, seeds: Sequence[int | None] | None = None,
+                 using: Sampling | None = None) -> list[Generation]:
         """As `VllmEngine.generate`; safe to call from several threads at once. A request the engine refuses
-        comes back as a `Generation` with finish_reason "refused"; the others in the call go on."""
+        comes back as a `Generation` with finish_reason "refused"; the others in the call go on. `using`: this
+        call's sampling and grammar bounds instead of `use_sampling`'s (a shared host's callers each have theirs)."""
         if not prompts:
             return []
         assert self._engine is not None
         if not self._thread.is_alive():
             raise EngineFatal(f"the engine thread has stopped: {self._failure or 'closed'}")
-        job = _Job(prompts, self._engine.sampling_for(len(prompts), json_schema, max_tokens, temperature, seeds))
+        job = _Job(prompts, self._engine.sampling_for(len(prompts), json_schema, max_tokens, temperature, seeds, using))
         self._jobs.put(job)
         while not job.done.wait(5.0):
             self._engine.wake_if_core_died()

@@ -20,6 +20,9 @@ from workers.engine.requests import run_to_completion
 
 log = structlog.get_logger("workers.engine")
 
+# A run's sampling: `model.sampling`'s extra `SamplingParams` and the grammar-only bounds (`use_sampling`).
+Sampling = tuple[dict[str, Any], tuple[int | str | None, int | str | None]]
+
 
 class VllmEngine:
     """One vLLM engine; `generate` takes token-id prompts and returns one `Generation` per prompt."""
@@ -71,26 +74,29 @@ class VllmEngine:
         self.grammar_bounds = grammar_bounds
 
     def _sampling(self, json_schema: dict[str, Any] | None, max_tokens: int, temperature: float,
-                  min_tokens: int = 0, seed: int | None = None) -> Any:
+                  min_tokens: int = 0, seed: int | None = None, using: Sampling | None = None) -> Any:
         """Sampling parameters. The schema keeps its key order: the grammar emits properties in that order,
-        so reasoning fields declared before answers are generated before them."""
+        so reasoning fields declared before answers are generated before them. `using`: the caller's own
+        (options, grammar bounds) instead of `use_sampling`'s (a shared engine host serves runs that differ)."""
         from vllm import SamplingParams
 
         from schemas.bounds import grammar_schema
 
+        options, bounds = using if using is not None else (
+            getattr(self, "sampling_options", {}), getattr(self, "grammar_bounds", (None, None)))
         structured = None
         if json_schema is not None:
-            bounds = getattr(self, "grammar_bounds", (None, None))
             bounded = grammar_schema(json_schema, *bounds, max_tokens=max_tokens)
             structured = structured_params(bounded, getattr(self, "backend", "xgrammar"))
-        extra = dict(getattr(self, "sampling_options", {}))
+        extra = dict(options)
         if seed is not None:  # this request's own seed (a resampling attempt), over model.sampling.seed
             extra["seed"] = seed
         return SamplingParams(max_tokens=max_tokens, temperature=temperature, structured_outputs=structured,
                               min_tokens=min_tokens, **extra)
 
     def sampling_for(self, n: int, json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
-                     max_tokens: int, temperature: float, seeds: Sequence[int | None] | None = None) -> list[Any]:
+                     max_tokens: int, temperature: float, seeds: Sequence[int | None] | None = None,
+                     using: Sampling | None = None) -> list[Any]:
         """One `SamplingParams` per prompt; prompts with the same schema (and seed) share one."""
         schemas = list(json_schema) if isinstance(json_schema, list | tuple) else [json_schema] * n
         seeds = list(seeds) if seeds is not None else [None] * n
@@ -101,7 +107,7 @@ class VllmEngine:
         for schema, seed in zip(schemas, seeds, strict=True):
             key = json.dumps([schema, seed])
             if key not in by_text:
-                by_text[key] = self._sampling(schema, max_tokens, temperature, seed=seed)
+                by_text[key] = self._sampling(schema, max_tokens, temperature, seed=seed, using=using)
             params.append(by_text[key])
         return params
 
