@@ -69,16 +69,9 @@ def cli_env(ray_head):
 
 def joining(head: dict) -> dict[str, str]:
     """This process's environment, for a child whose Ray runs join the cluster `head` (`start_ray_head`): its
-    address, the token auth its head requires, and shared engine hosts (`SHARED_ENGINES`)."""
-    return {**os.environ, "RAY_ADDRESS": head["address"], "RAY_AUTH_MODE": "token", **SHARED_ENGINES}
-
-
-# Runs on the session's cluster attach to shared engine hosts (workers/engine/host.py), as a user's many small runs
-# would: a run whose engine (the same `LLM(...)` arguments, on the same node) an earlier test started finds it
-# loaded and its grammars compiled, instead of some 25 s of an engine start of its own. A host exits after this
-# many idle seconds, so at most the engines of the last few minutes' tests stay. A test whose subject is an
-# engine of the actor's own (killed with the actor, its memory, its start) sets EXTRACT_ENGINE_HOST=own.
-SHARED_ENGINES = {"EXTRACT_ENGINE_HOST": "shared", "EXTRACT_ENGINE_HOST_IDLE_S": "180"}
+    address, and the token auth its head requires. Each run's actors start engines of their own, the default users
+    get (shared engine hosts for the suite were tried twice and gained nothing: docs/testing.md)."""
+    return {**os.environ, "RAY_ADDRESS": head["address"], "RAY_AUTH_MODE": "token"}
 
 
 @pytest.fixture
