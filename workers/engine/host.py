@@ -3,9 +3,9 @@
 By default each extraction actor starts its own engine: torch and vLLM imported, the model loaded, the schema
 compiled. On a CPU machine that is some 25 s of every run, however few its documents. With
 `EXTRACT_ENGINE_HOST=shared`, the actor instead attaches to an `EngineHost`: a named, detached Ray actor on the
-actor's own node that holds one `EngineThread`. The next run with the same engine (the same `LLM(...)` arguments,
-sampling, grammar bounds and engine environment, on the same node) attaches to the same host, its model loaded and
-its grammars compiled. It is what a user's many small runs want (a nightly backfill of small partitions, a
+actor's own node that holds one `EngineThread`. The next run with the same engine (the same `LLM(...)` arguments and
+engine environment, on the same node; its sampling travels with each call) attaches to the same host, its model
+loaded and its grammars compiled. It is what a user's many small runs want (a nightly backfill of small partitions, a
 notebook's runs, a test suite), and what a long run does not need: one engine start is nothing beside hours.
 
 - **Key.** The host's name is a digest of everything the engine is started with (`LLM(...)`'s arguments and the
@@ -116,13 +116,12 @@ class EngineHost:
         return self._call(lambda: self.engine.compile(json_schema))
 
     def warm(self, json_schema: dict[str, Any], using: Sampling) -> float:
-        return self._call(lambda: self.engine.warm(json_schema, _sampling(using)))
+        return self._call(lambda: self.engine.warm(json_schema, using))
 
     def generate(self, prompts: list[list[int]], json_schema: Any, max_tokens: int, temperature: float,
                  seeds: Sequence[int | None] | None, using: Sampling) -> list[Generation]:
         """The caller's requests under its own sampling and grammar bounds (`using`)."""
-        return self._call(lambda: self.engine.generate(prompts, json_schema, max_tokens, temperature, seeds,
-                                                       _sampling(using)))
+        return self._call(lambda: self.engine.generate(prompts, json_schema, max_tokens, temperature, seeds, using))
 
     def _call(self, call: Any) -> Any:
         if self.engine is None:
@@ -256,12 +255,6 @@ class HostedEngine:
             raise cause from exc
         except RayActorError as exc:
             raise HostDied(f"the shared engine's host {self.name} died: {type(exc).__name__}") from exc
-
-
-def _sampling(using: Any) -> Sampling:
-    """A call's (options, bounds) as the engine takes them: Ray hands a tuple over as a list."""
-    options, bounds = using
-    return dict(options), tuple(bounds)
 
 
 class HostDied(EngineFatal):
