@@ -22,7 +22,6 @@ from pipeline.routing import SchemaRoutes
 from pipeline.storage import Storage
 from pipeline.units import Unit
 from workers.actor import ExtractionActor
-from workers.crashes import new_journal
 from workers.extractor import BACKEND_COLUMN
 from workers.memory import read_sample
 from workers.spec import ExtractionSpec
@@ -128,7 +127,7 @@ def build_dataset(
     slow_scheduler_tick()
     documents = _documents(units, storage, id_field, cfg.input, cfg.workers, routes, split)
     # A document that kills its actor is isolated and dead-lettered (workers.crashes); that takes restarts.
-    journal = new_journal() if cfg.workers.max_restarts else None
+    journal = stats if cfg.workers.max_restarts else None  # the run's desk keeps the journal too (pipeline.stats)
     if not split:
         return _actor_pool(documents, cfg.workers, dataclasses.replace(spec, backend=routes.default), stats, journal)
     branches = [_actor_pool(documents.map_batches(_only_backend, fn_kwargs={"backend": b}, batch_size=None,

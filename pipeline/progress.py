@@ -1,7 +1,7 @@
 """The run's live display on the driver: stages (starting Ray → loading the model → compiling schemas →
 generating), then documents done of total, docs/s, output tokens/s, dead letters by reason and an ETA.
 
-Counts come from the actors as engine steps, requests and batches finish (`pipeline.stats.ProgressBoard`),
+Counts come from the actors as engine steps, requests and batches finish (the run's `pipeline.stats.RunDesk`),
 polled by a thread here, so the display moves from the engine's first step: tokens/s at once, documents as
 each request finishes, long before a unit's outcomes reach the driver. On a terminal the display
 is a `rich.progress` panel; elsewhere (a pipe, `ray job logs`) it is a log line per stage and every
@@ -111,7 +111,7 @@ class Progress:
             log.info("stage", job=self.name, stage=name, seconds=round(time.perf_counter() - self.started, 1))
 
     def watch(self, board: Any, poll_s: float = 0.5) -> None:
-        """Poll the actors' `ProgressBoard` from a thread until `close`: every `poll_s`, or, with no live display
+        """Poll the run's `RunDesk` from a thread until `close`: every `poll_s`, or, with no live display
         once the first documents are done (its first marks taken), every `_quiet_poll_s` (each poll is a
         `ray.get`, about 1.3 ms of the driver's CPU, whatever the throughput)."""
         self.board = board

@@ -152,7 +152,7 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
     streaming = _resume(work, commit)
     progress = Progress(sum(u.rows for w in streaming for u in w.pending), loaded.config.name,
                         fail_fast_after=fail_fast_after)
-    actors: list[Any] = []  # the run's stats and progress board, killed at the end
+    actors: list[Any] = []  # the run's desk (pipeline.stats), killed at the end
     generation_s: float | None = None
     lifecycle.begin(out_storage, layout, manifest)  # dead writers' leftovers cleaned; our record says running
     try:
@@ -266,7 +266,7 @@ def _stream_outcomes(loaded: LoadedConfig, streaming: list[_Work], committer: Pa
     10⁶ ids takes about 170 MB for a moment, and the two no longer add up into the driver's peak."""
     import ray
 
-    from pipeline.stats import ProgressBoard, RunStats, board_name
+    from pipeline.stats import new_desk
 
     settings = loaded.s3_settings
     routes = route_schemas(loaded, [(storage_for(w.input.partition.input_uri, settings), w.pending)
@@ -274,13 +274,11 @@ def _stream_outcomes(loaded: LoadedConfig, streaming: list[_Work], committer: Pa
     manifest.schema_checks = [v.__dict__ for v in routes.verdicts]
     progress.stage("starting Ray")
     connect_ray()
-    stats = RunStats.remote()
-    actors.append(stats)
-    board = ProgressBoard.options(name=board_name(committer.run_id)).remote()  # actors report live counts here
-    actors.append(board)
-    progress.watch(board)
-    _stream(loaded, streaming, committer, commit, progress, stats, settings, routes)
-    snapshot = ray.get(stats.snapshot.remote())
+    desk = new_desk(committer.run_id)  # the actors' timings, live counts and crash journal (pipeline.stats)
+    actors.append(desk)
+    progress.watch(desk)
+    _stream(loaded, streaming, committer, commit, progress, desk, settings, routes)
+    snapshot = ray.get(desk.run_snapshot.remote())
     manifest.actors = snapshot["actors"]
     return snapshot["generation_s"]
 

@@ -1,5 +1,10 @@
-"""`RunStats`: a tiny Ray actor that extraction actors report their start-up and generation timings to; and
-`ProgressBoard`: the live counts (stages, requests, outcomes) behind the driver's progress display."""
+"""A run's one bookkeeping actor, `RunDesk`, owned by the driver: the extraction actors report their start-up and
+generation timings to it (`Stats`), the live counts behind the driver's progress display (`Board`), and which
+batches and documents are in flight (`workers.crashes.Journal`, so that a poison document is isolated).
+
+They were three actors until 2026-12-03: each an idle Ray worker process, started with every run and waking
+through it on cores the engine's OpenMP threads share (docs/performance.md). Their calls are a few
+microseconds each, so one process serves all three without a queue worth the name."""
 
 from __future__ import annotations
 
@@ -7,13 +12,15 @@ from typing import Any
 
 import ray
 
+from workers.crashes import Journal
 from workers.reporter import Reporter, board_name, reporter_for
 
-__all__ = ["ProgressBoard", "Reporter", "RunStats", "board_name", "busy_seconds", "reporter_for"]
+__all__ = ["Board", "Reporter", "RunDesk", "Stats", "board_name", "busy_seconds", "new_desk", "reporter_for"]
 
 
-@ray.remote(num_cpus=0)
-class RunStats:
+class Stats:
+    """The actors' start-up reports and each batch's generation span, for the run record."""
+
     def __init__(self) -> None:
         self.actors: list[dict[str, Any]] = []
         self.spans: dict[str, list[tuple[float, float]]] = {}  # actor → (start, end) of each batch's generation
@@ -34,7 +41,7 @@ class RunStats:
         self.batches += 1
         self.documents[actor] = self.documents.get(actor, 0) + documents
 
-    def snapshot(self) -> dict[str, Any]:
+    def run_snapshot(self) -> dict[str, Any]:
         """The actors' reports, each with the documents and batches it generated, for the run record."""
         actors = [{**report, "documents": self.documents.get(report["actor"], 0),
                    "batches": len(self.spans.get(report["actor"], []))} for report in self.actors]
@@ -57,11 +64,9 @@ def busy_seconds(spans: dict[str, list[tuple[float, float]]]) -> float:
 # ---------------------------------------------------------------- live progress
 
 
-@ray.remote(num_cpus=0)
-class ProgressBoard:
+class Board:
     """Live counts for the driver's display, reported by the actors as requests and batches finish (not per
-    unit, which reaches the driver much later). Kept apart from `RunStats` so a busy display never queues
-    behind the run's bookkeeping."""
+    unit, which reaches the driver much later)."""
 
     def __init__(self) -> None:
         self.stages: dict[str, tuple[str, float]] = {}  # actor → (stage, since when, Unix seconds)
@@ -101,3 +106,22 @@ class ProgressBoard:
                 "classified_generated": self.classified_generated,
                 "output_tokens": max(self.request_tokens, self.batch_tokens, self.step_tokens),
                 "first_count_unix": self.first_count_unix, "first_tokens_unix": self.first_tokens_unix}
+
+
+class _Desk(Stats, Board, Journal):
+    """`Stats`, `Board` and `Journal` in one object: their attributes and methods are disjoint
+    (tests/unit/test_progress.py checks it)."""
+
+    def __init__(self) -> None:
+        Stats.__init__(self)
+        Board.__init__(self)
+        Journal.__init__(self)
+
+
+RunDesk = ray.remote(num_cpus=0, max_restarts=0)(_Desk)
+
+
+def new_desk(run_id: str) -> Any:
+    """The run's desk, named so that an actor finds it by the run's id (`reporter_for`); on the driver, so that it
+    outlives every extraction actor (the journal must)."""
+    return RunDesk.options(name=board_name(run_id)).remote()

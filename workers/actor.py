@@ -114,7 +114,7 @@ class ExtractionActor:
         # CPU and 180 MB (measured on issue 27's resume bench), for nothing.
         accelerator = spec.model_path != SIMULATED and has_accelerator()
         self.stats = stats
-        self.journal = journal  # the run's CrashJournal (workers.crashes): poison documents are isolated
+        self.journal = journal  # the run's desk, its crash journal (workers.crashes): poison documents are isolated
         self.gate = Gate()
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.reporter = reporter_for(spec.run_id, self.name)  # live counts for the driver's display

@@ -5,7 +5,8 @@ When an extraction actor's process dies (a segfault, the OOM killer, a user vali
 restarts the actor and runs again every batch it held (`workers.max_restarts`). Without more, a document that
 kills the process every time fails its batch on every restart until the restarts run out, and the run fails.
 
-The `CrashJournal` (one small Ray actor per run, owned by the driver, so it outlives any extraction actor) records
+The `Journal` (kept by the run's one small bookkeeping actor, `pipeline.stats.RunDesk`, owned by the driver, so it
+outlives any extraction actor) records
 which batch each actor is working on, and which single document, when it works on one alone:
 
 1. A batch starts with `begin(key)`, ends with `end(key)`. A batch that begins while an earlier attempt of it is
@@ -33,7 +34,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
-import ray
 
 from workers.classify import Outcome
 
@@ -48,7 +48,7 @@ def batch_key(batch: pa.Table, id_column: str, unit_column: str | None) -> str:
 
 class Journal:
     """Which batches and documents were in flight, for every extraction actor of a run (module docstring); it runs
-    as the `CrashJournal` Ray actor."""
+    in the run's `RunDesk` Ray actor."""
 
     def __init__(self) -> None:
         self.open: dict[str, dict[str, Any]] = {}  # batch key → the attempt in flight: actor, started, alone doc
@@ -81,14 +81,6 @@ class Journal:
 
     def summary(self) -> dict[str, Any]:
         return {"crashed_batches": len(self.crashes), "poison": sum(len(p) for p in self.poison.values())}
-
-
-CrashJournal = ray.remote(num_cpus=0, max_restarts=0)(Journal)
-
-
-def new_journal() -> Any:
-    """The run's journal (on the driver: the journal must outlive every extraction actor)."""
-    return CrashJournal.remote()
 
 
 class Gate:

@@ -1,4 +1,4 @@
-"""In an actor: the live counts it sends to the run's `ProgressBoard` (pipeline.stats), which the driver's display
+"""In an actor: the live counts it sends to the run's `RunDesk` (pipeline.stats), which the driver's display
 polls. It lives under `workers/` because the actors use it, and `workers/` never imports `pipeline/`; the board
 is found by its name (`board_name`), so this side needs nothing of the driver's."""
 
@@ -15,7 +15,7 @@ from workers.outcome import Col, Kind
 
 class Reporter:
     """In an actor: counts finished requests (called on the engine thread, so it only adds under a lock) and
-    sends them to the `ProgressBoard` from a thread of its own, at most every `every_s` seconds."""
+    sends them to the run's desk from a thread of its own, at most every `every_s` seconds."""
 
     def __init__(self, board: Any, actor: str, every_s: float = 0.5) -> None:
         self.board = board
@@ -84,7 +84,7 @@ def board_name(run_id: str) -> str:
 
 
 def reporter_for(run_id: str, actor: str) -> Reporter | None:
-    """In an actor: a `Reporter` to the run's named `ProgressBoard`, or None when there is none (tests, tools)."""
+    """In an actor: a `Reporter` to the run's named `RunDesk`, or None when there is none (tests, tools)."""
     try:
         return Reporter(ray.get_actor(board_name(run_id)), actor)
     except Exception:  # noqa: BLE001 - no board: no live counts, the run goes on

@@ -353,7 +353,7 @@ def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], ext
         "time_to_first_output_s": t.get("first_output_s"),
         "time_to_first_commit_s": t.get("first_commit_s"),
         "first_output_after_ready_s": after_ready("first_output_s"),
-        "first_progress_after_ready_s": after_ready("first_progress_s"),  # live counts on screen (ProgressBoard)
+        "first_progress_after_ready_s": after_ready("first_progress_s"),  # live counts on screen (the run's desk)
         "first_document_after_ready_s": after_ready("first_document_s"),  # the first finished documents on screen
         "first_commit_after_ready_s": after_ready("first_commit_s"),
         "engine_init_s": t.get("engine_init_s"),

@@ -109,16 +109,34 @@ def test_the_engines_tokens_are_the_first_counts_before_any_document_finishes():
 
 
 def test_the_board_counts_step_tokens_and_reports_the_most_it_knows():
-    from pipeline.stats import ProgressBoard
+    from pipeline.stats import Board
 
-    board = ProgressBoard.__ray_metadata__.modified_class() if hasattr(ProgressBoard, "__ray_metadata__") \
-        else ProgressBoard()
+    board = Board()
     board.tokens_made(50, 100.0)
     board.tokens_made(30, 101.0)
     snap = board.snapshot()
     assert snap["output_tokens"] == 80 and snap["first_tokens_unix"] == 100.0 and snap["first_count_unix"] is None
     board.requests_done(1, 60, 102.0)  # a finished request's tokens were already counted per step
     assert board.snapshot()["output_tokens"] == 80 and board.snapshot()["first_count_unix"] == 102.0
+
+
+def test_the_run_desk_keeps_stats_board_and_journal_apart():
+    """The run's one bookkeeping actor is the three objects in one: no attribute or method of one may shadow
+    another's (a shared name would mix two ledgers, or call the wrong `snapshot`)."""
+    from pipeline.stats import Board, Stats, _Desk
+    from workers.crashes import Journal
+
+    parts = [Stats(), Board(), Journal()]
+    names = [set(vars(p)) | {n for n in vars(type(p)) if not n.startswith("__")} for p in parts]
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not a & b, a & b
+    desk = _Desk()
+    assert set(vars(desk)) == set().union(*(vars(p) for p in parts))
+    desk.record_batch("a", 1.0, 3.0, 4)
+    desk.tokens_made(7, 2.0)
+    assert desk.begin("k", "a") == (0, {}) and desk.suspect("k")
+    assert desk.run_snapshot()["generation_s"] == 2.0 and desk.snapshot()["output_tokens"] == 7
 
 
 def test_the_live_display_fits_80_columns_and_shows_every_figure():
