@@ -77,6 +77,10 @@ HOOKS: tuple[Hook, ...] = (
     Hook("penalties", "vllm.v1.sample.ops.penalties:apply_penalties",
          "vLLM's penalties build int64 token counts and seven more logits-sized tensors per step, for every draft "
          "row; with only a presence penalty a mask and an indexed subtraction give the same logits"),
+    Hook("logprob_ranks", "vllm.v1.sample.sampler:batched_count_greater_than",
+         "the rank of each sampled token's log-probability, a torch.compile'd one-liner: compiling it costs a CPU "
+         "engine about 2.4 s at its first log-probability request (every _confidence job), in every process; a "
+         "numba kernel in numba's disk cache counts the same"),
     Hook("node_free_memory", "vllm.utils.cpu_resource_utils:get_memory_node_info",
          "the CPU worker checks a KV budget against node 0's free memory; workers.memory mirrors its rule"),
 )
@@ -329,6 +333,25 @@ def restore_penalties() -> None:
 def original_penalties() -> Any:
     """vLLM's own `apply_penalties` (the one in place now, when nothing was installed)."""
     return _swapped["penalties"] if "penalties" in _swapped else hook("penalties")
+
+
+# -- the ranks of sampled tokens' log-probabilities ----------------------------------------------------
+
+
+def install_logprob_ranks(counter: Any) -> None:
+    """Put `counter` in place of vLLM's compiled `batched_count_greater_than` where its V1 sampler calls it
+    (idempotent)."""
+    _install("logprob_ranks", counter)
+
+
+def restore_logprob_ranks() -> None:
+    """Give vLLM's sampler back its compiled `batched_count_greater_than`."""
+    _restore("logprob_ranks")
+
+
+def original_logprob_ranks() -> Any:
+    """vLLM's own (compiled) `batched_count_greater_than`."""
+    return _swapped["logprob_ranks"] if "logprob_ranks" in _swapped else hook("logprob_ranks")
 
 
 # -- the compile child ---------------------------------------------------------------------------------

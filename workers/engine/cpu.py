@@ -22,6 +22,56 @@ def _cache_drafter_kernel(llm_args: dict[str, Any]) -> bool:
     return True
 
 
+_count_kernel: Any = None
+
+
+def _kernel() -> Any:
+    global _count_kernel
+    if _count_kernel is None:
+        import numba
+
+        @numba.njit(cache=True, nogil=True)  # no fastmath: -inf (a token the grammar forbids) must compare as such
+        def count(x: Any, values: Any, out: Any) -> None:  # pragma: no cover - numba compiles it
+            for i in range(x.shape[0]):
+                v = values[i, 0]
+                n = 0
+                for j in range(x.shape[1]):
+                    n += x[i, j] >= v
+                out[i] = n
+
+        _count_kernel = count
+    return _count_kernel
+
+
+def count_at_least(x: Any, values: Any) -> Any:
+    """Per row of `x`, how many entries are >= that row's value in `values` (shape (rows, 1)): vLLM's
+    `batched_count_greater_than` (the rank of a sampled token's log-probability), as a numba kernel kept in
+    numba's disk cache.
+
+    vLLM wraps this one line in `torch.compile`, which costs a CPU engine about 2.4 s of its first
+    log-probability request in every process (the sample's warm-up: 4.5 s with `_confidence`, 2.1 s without,
+    2026-12-03); eager torch makes an int64 copy of the (rows × vocabulary) boolean at every step (35 MB at 80
+    rows), which the kernel never makes. Measured per call, 49,152 tokens: 0.11 ms at 16 rows against the
+    compiled kernel's 0.14 ms, 0.62 ms at 80 rows against 0.48 ms (one thread against two); the first call of a
+    process 0.4-0.5 s. The counts are the same integers (`tests/integration/test_logprob_ranks.py`)."""
+    import torch
+
+    if x.dtype not in (torch.float32, torch.float64) or values.dtype != x.dtype or x.device.type != "cpu":
+        return (x >= values).sum(-1)  # numpy has no bfloat16; vLLM's sampler hands float32 on CPU
+    out = torch.empty(x.shape[0], dtype=torch.int64)
+    _kernel()(x.detach().numpy(), values.detach().numpy(), out.numpy())
+    return out
+
+
+def _install_rank_counter() -> None:
+    """`count_at_least` in vLLM's sampler, its kernel loaded (or compiled, once per machine) now: numba is
+    imported before the engine starts (as for the drafter's kernel), not inside its first step."""
+    import torch
+
+    count_at_least(torch.zeros((1, 2), dtype=torch.float32), torch.zeros((1, 1), dtype=torch.float32))
+    vllm_compat.install_logprob_ranks(count_at_least)
+
+
 def _guard_kernel_scan() -> None:
     vllm_compat.guard_kernel_scan()
 
@@ -38,18 +88,21 @@ def cpu_patches(llm_args: dict[str, Any], accelerator: bool) -> dict[str, Any]:
     - the logits mask: our vectorised kernel unless EXTRACT_MASK_KERNEL=xgrammar (workers/bitmask.py);
     - the penalties: ours where only a presence penalty is set, unless EXTRACT_PENALTY_KERNEL=vllm
       (workers/penalties.py);
+    - the ranks of sampled tokens' log-probabilities counted by a numba kernel in numba's disk cache, not by a
+      kernel torch compiles in every process (`count_at_least`);
     - the prompt-lookup drafter's kernel in numba's disk cache (imports numba, hence llvmlite: first);
     - the kernel-scan guard that lets a second engine start in a process where the first speculated, and
       the shield that lets one start where Flask is loaded."""
     if accelerator:
-        return {"mask_kernel": "device", "penalty_kernel": "vllm", "drafter_cache": False,
+        return {"mask_kernel": "device", "penalty_kernel": "vllm", "logprob_ranks": "vllm", "drafter_cache": False,
                 "kernel_scan_guard": False}
     from workers import bitmask, penalties
 
     mask_kernel = bitmask.use(os.environ.get("EXTRACT_MASK_KERNEL", "fast"))
     penalty_kernel = penalties.use(os.environ.get("EXTRACT_PENALTY_KERNEL", "lean"))
     cached = _cache_drafter_kernel(llm_args)
+    _install_rank_counter()
     vllm_compat.guard_kernel_scan()
     vllm_compat.shield_kernel_rebind()
-    return {"mask_kernel": mask_kernel, "penalty_kernel": penalty_kernel, "drafter_cache": cached,
-            "kernel_scan_guard": True}
+    return {"mask_kernel": mask_kernel, "penalty_kernel": penalty_kernel, "logprob_ranks": "numba",
+            "drafter_cache": cached, "kernel_scan_guard": True}

@@ -33,6 +33,7 @@ class VllmEngine:
         vllm_compat.check()  # the installed vLLM is the one the hooks were written for, or one line naming a hook
         patches = cpu_patches(llm_args, has_accelerator() if accelerator is None else accelerator)
         self.mask_kernel, self.penalty_kernel = patches["mask_kernel"], patches["penalty_kernel"]
+        self.logprob_ranks = patches["logprob_ranks"]
         started = time.perf_counter()
         self.llm = LLM(**llm_args)
         self.init_seconds = time.perf_counter() - started
@@ -46,7 +47,7 @@ class VllmEngine:
                  kv_cache_gib=round(kv_bytes / (1 << 30), 3) if kv_bytes else None)
         # How the engine runs inside (EXTRACT_LOG_LEVEL=debug shows it): not a setting of the job.
         log.debug("engine.internals", mask_kernel=self.mask_kernel, penalty_kernel=self.penalty_kernel,
-                  speculation=speculation_method(llm_args))
+                  logprob_ranks=self.logprob_ranks, speculation=speculation_method(llm_args))
 
     def prompt_token_ids(self, prompt: Any) -> list[int]:
         """The chat-formatted prompt as token ids: one user message (text), or a `Chat` (system, few-shot
