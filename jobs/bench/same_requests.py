@@ -26,6 +26,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from pipeline.config import load_config  # noqa: E402
 from pipeline.plan import actor_env  # noqa: E402
 from pipeline.tools.bench import SEED, _in_child, pipeline_arm, pipeline_settings  # noqa: E402
+from pipeline.tools.machine import machine  # noqa: E402
 from pipeline.tools.synthetic import make_corpus  # noqa: E402
 
 KEYS = ("seconds", "output_tokens", "prompt_tokens", "output_tokens_per_s", "docs_per_s", "cores_used", "cpu_s",
@@ -69,8 +70,8 @@ def main() -> None:
         print(f"round {n}: pipeline / same requests (tokens/s) {ratio:.3f}", flush=True)
     median = statistics.median(r["ratio_tokens"] for r in rounds)
     print(f"median pipeline / same requests (tokens/s) over {len(rounds)} rounds: {median:.3f}")
-    (out / "same_requests.json").write_text(json.dumps({"docs": args.docs, "rounds": rounds, "median": median},
-                                                       indent=2, default=str))
+    (out / "same_requests.json").write_text(json.dumps(
+        {"docs": args.docs, "rounds": rounds, "median": median, "machine": machine()}, indent=2, default=str))
 
 
 if __name__ == "__main__":

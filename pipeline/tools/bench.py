@@ -46,6 +46,8 @@ from pipeline.tools.bench_requests import ARM as SAME_REQUESTS
 from pipeline.tools.bench_requests import describe, same_requests_arm
 from pipeline.tools.bench_sampler import RssSampler, actor_cpu
 from pipeline.tools.bench_scoring import leaf_fields
+from pipeline.tools.machine import describe as describe_machine
+from pipeline.tools.machine import machine
 from pipeline.tools.synthetic import make_corpus
 from schemas.contract import RecordRejected, SchemaContract
 from workers.bundled_model import resolve_model_path
@@ -469,7 +471,7 @@ def render_markdown(report: dict[str, Any]) -> str:
               f"its wall-clock docs/s including Ray and engine start-up is {wall}.",
               "Each arm runs once (the constraint price's two sides excepted, above): on a 2-core machine the "
               "same arm varies by about 5% from run to run, so a ratio within that of its goal is not settled "
-              "by one run.", ""]
+              "by one run.", "", describe_machine(report.get("machine")), ""]
     return "\n".join(lines)
 
 
@@ -562,7 +564,7 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
     report = {"docs": docs, "model": loaded.config.model.path, "max_tokens": loaded.config.model.max_tokens,
               "engine_kwargs": loaded.config.model.engine_kwargs, "arms": arms, "constraint_price": price,
               "ratios": ratios(arms, price),
-              "scaling_2_over_1_actors": scaling_report, "driver_memory": memory_report}
+              "scaling_2_over_1_actors": scaling_report, "driver_memory": memory_report, "machine": machine()}
     (out / "bench.json").write_text(json.dumps(report, indent=2))
     (out / "bench.md").write_text(render_markdown(report))
     render_chart(report, out / "bench.png")

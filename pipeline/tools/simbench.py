@@ -39,6 +39,8 @@ import yaml
 from pipeline.output.layout import OutputLayout
 from pipeline.partition import Partition
 from pipeline.tools.localcluster import LocalCluster  # also imported from here by tests/ and jobs/bench
+from pipeline.tools.machine import describe as describe_machine
+from pipeline.tools.machine import machine
 
 GRIDS: dict[str, dict[str, list[int]]] = {
     "quick": {"docs": [10_000], "actors": [1, 4], "partitions": [1, 10]},
@@ -417,7 +419,8 @@ def run_simulated_bench(out: Path, grid: dict[str, list[int]], batch_size: int =
     cluster = LocalCluster([per_node] * nodes)
     cells: list[dict[str, Any]] = []
     report: dict[str, Any] = {"grid": grid, "batch_size": batch_size, "checkpoint_rows": checkpoint_rows,
-                              "simulated": simulated, "nodes": nodes, "cores": os.cpu_count(), "cells": cells}
+                              "simulated": simulated, "nodes": nodes, "cores": os.cpu_count(), "cells": cells,
+                              "machine": machine()}
     try:
         for docs, actors, partitions in grid_cells(grid):
             cell = run_cell(out, cluster, docs, actors, partitions, batch_size, checkpoint_rows, simulated)
@@ -491,7 +494,8 @@ COLUMNS = [("docs", "docs"), ("actors", "actors"), ("partitions", "partitions"),
 def render_markdown(report: dict[str, Any]) -> str:
     lines = [f"# extract bench --simulate: {report['cores']} cores, {report['nodes']} node(s), batch_size "
              f"{report['batch_size']}, checkpoint_rows {report['checkpoint_rows']}, simulated {report['simulated']}",
-             "", "| " + " | ".join(c for c, _ in COLUMNS) + " |", "|---" * len(COLUMNS) + "|"]
+             "", describe_machine(report.get("machine")), "",
+             "| " + " | ".join(c for c, _ in COLUMNS) + " |", "|---" * len(COLUMNS) + "|"]
     for cell in report["cells"]:
         lines.append("| " + " | ".join("" if cell.get(k) is None else str(cell.get(k)) for _, k in COLUMNS) + " |")
     ray_c, commit_c = report.get("ray_ceiling") or {}, report.get("commit_ceiling") or {}

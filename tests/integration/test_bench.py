@@ -69,6 +69,8 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     assert price["rounds"] == 2
     assert len(price["constrained_s"]) == len(price["equal_length_unconstrained_s"]) == 2
     markdown = (out / "bench.md").read_text()
+    assert report["machine"]["logical_cpus"] >= 1 and report["machine"]["torch"]  # what the figures ran on
+    assert "\nMachine: " in markdown
     assert all(f"| {name} |" in markdown for name in report["arms"])
     assert all(title in markdown for title, _ in COLUMNS)
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -90,4 +92,5 @@ def test_simulated_bench_runs_its_cells_and_ceilings(tmp_path, cli_env):
     assert report["commit_ceiling"]["outcomes_per_s"] > 0 and report["commit_ceiling_partitions"]["partitions"] == 2
     assert report["ray_ceiling"]["rows"] == 2000
     assert "| 2000 | 2 | 2 | 0 |" in (out / "bench-sim.md").read_text()
+    assert report["machine"]["usable_cpus"] >= 1 and "\nMachine: " in (out / "bench-sim.md").read_text()
     assert (out / "bench-sim.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
