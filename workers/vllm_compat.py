@@ -278,9 +278,15 @@ def _hide_unreadable_globals() -> list[tuple[dict[str, Any], str, Any]]:
     return hidden
 
 
-def cache_drafter_kernel() -> None:
-    """Keep the prompt-lookup drafter's compiled numba kernel in numba's on-disk cache."""
-    hook("drafter_kernel_cache")()
+def cache_drafter_kernel() -> bool:
+    """Keep the prompt-lookup drafter's compiled numba kernel in numba's on-disk cache; False where numba finds
+    no folder it can write one to (the kernel then compiles in each process, as without this)."""
+    enable = hook("drafter_kernel_cache")  # a missing hook still fails loudly, naming it
+    try:
+        enable()
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available for file ..."
+        return False
+    return True
 
 
 # -- the logits mask -----------------------------------------------------------------------------------

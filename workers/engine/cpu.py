@@ -18,28 +18,33 @@ def _cache_drafter_kernel(llm_args: dict[str, Any]) -> bool:
     With numba's own on-disk cache the next process loads it in 0.1 s."""
     if speculation_method(llm_args) != "ngram":
         return False
-    vllm_compat.cache_drafter_kernel()
-    return True
+    return vllm_compat.cache_drafter_kernel()
+
+
+def count_each_row(x: Any, values: Any, out: Any) -> None:
+    """`out[i]` = how many of row `i` of `x` are >= `values[i, 0]` (the body numba compiles)."""
+    for i in range(x.shape[0]):
+        v = values[i, 0]
+        n = 0
+        for j in range(x.shape[1]):
+            n += x[i, j] >= v
+        out[i] = n
 
 
 _count_kernel: Any = None
 
 
 def _kernel() -> Any:
+    """`count_each_row` compiled by numba, kept in numba's disk cache where numba finds a folder it can write
+    (beside this file, else the user's cache); where it finds none, compiled in this process only."""
     global _count_kernel
     if _count_kernel is None:
         import numba
 
-        @numba.njit(cache=True, nogil=True)  # no fastmath: -inf (a token the grammar forbids) must compare as such
-        def count(x: Any, values: Any, out: Any) -> None:  # pragma: no cover - numba compiles it
-            for i in range(x.shape[0]):
-                v = values[i, 0]
-                n = 0
-                for j in range(x.shape[1]):
-                    n += x[i, j] >= v
-                out[i] = n
-
-        _count_kernel = count
+        try:  # no fastmath: -inf (a token the grammar forbids) must compare as such
+            _count_kernel = numba.njit(cache=True, nogil=True)(count_each_row)
+        except RuntimeError:  # numba: "cannot cache function ...: no locator available" (read-only folders)
+            _count_kernel = numba.njit(nogil=True)(count_each_row)
     return _count_kernel
 
 
