@@ -53,12 +53,13 @@ def count_at_least(x: Any, values: Any) -> Any:
     `batched_count_greater_than` (the rank of a sampled token's log-probability), as a numba kernel kept in
     numba's disk cache.
 
-    vLLM wraps this one line in `torch.compile`, which costs a CPU engine about 2.4 s of its first
-    log-probability request in every process (the sample's warm-up: 4.5 s with `_confidence`, 2.1 s without,
-    2026-12-03); eager torch makes an int64 copy of the (rows × vocabulary) boolean at every step (35 MB at 80
-    rows), which the kernel never makes. Measured per call, 49,152 tokens: 0.11 ms at 16 rows against the
-    compiled kernel's 0.14 ms, 0.62 ms at 80 rows against 0.48 ms (one thread against two); the first call of a
-    process 0.4-0.5 s. The counts are the same integers (`tests/integration/test_logprob_ranks.py`)."""
+    vLLM wraps this one line in `torch.compile`, which every process compiles at its first log-probability
+    request: the sample's warm-up with `_confidence` took 4.42 and 4.73 s with it, 3.59 and 3.15 s with this
+    kernel (2.1 s without `_confidence`; 2026-12-03, alternating runs). Eager torch makes an int64 copy of the
+    (rows × vocabulary) boolean at every step (35 MB at 80 rows), which the kernel never makes. Measured per
+    call, 49,152 tokens: 0.11 ms at 16 rows against the compiled kernel's 0.14 ms, 0.62 ms at 80 rows against
+    0.48 ms (one thread against two); the first call of a process 0.4-0.5 s. The counts are the same integers
+    (`tests/integration/test_logprob_ranks.py`)."""
     import torch
 
     if x.dtype not in (torch.float32, torch.float64) or values.dtype != x.dtype or x.device.type != "cpu":
