@@ -6,8 +6,9 @@ model, on the first four sample invoices at `max_tokens` 32. Job A's budget is s
 (`workers.memory`: its input's p95 document rendered as its prompt, counted with the tokenizer, + max_tokens,
 the examples' prefix once); job B carries the same rule's figure as an explicit
 `model.engine_kwargs.kv_cache_memory_bytes`, computed here before either starts. Both budgets are explicit
-numbers of a few tens of MiB whatever the machine's RAM: the test asserts A's logged budget is that figure, and
-that both runs commit every document (no actor OOM-killed, no engine refused)."""
+numbers of 70-140 MiB whatever the machine's RAM (bfloat16 or float32, `workers.engine.precision`): the test
+asserts A's logged budget is that figure, and that both runs commit every document (no actor OOM-killed, no
+engine refused)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from pipeline.storage import storage_for
 from tests.conftest import ROOT, SAMPLE, write_config
 from workers.bundled_model import resolve_model_path
 from workers.engine import VllmEngine
-from workers.memory import GIB, MIB, kv_budget, kv_shape, measure_need, read_sample
+from workers.engine.precision import cpu_dtype
+from workers.memory import GIB, kv_budget, kv_shape, measure_need, read_sample
 
 pytestmark = pytest.mark.engine
 
@@ -49,8 +51,10 @@ def _job(folder: Path, kv_bytes: int | None) -> Path:
     return config
 
 
-def _rule_budget(config) -> int:
-    """What the sizing rule gives job A (free memory taken as unbounded: the figure is the job's need)."""
+def _rule_budget(config) -> tuple[int, int]:
+    """What the sizing rule gives job A (free memory taken as unbounded: the figure is the job's need), and the
+    old rule's (max_model_len for each of the 4 sequences), both in the dtype the engine will run in
+    (`workers.engine.precision`: float32 on a CPU without native bfloat16)."""
     loaded = load_config(config)
     spec = build_spec(loaded, "side-by-side")
     spec = dataclasses.replace(spec, kv_sample=read_sample(storage_for(str(SAMPLE)),
@@ -59,14 +63,15 @@ def _rule_budget(config) -> int:
     need = measure_need(spec, path, VllmEngine.prompt_token_ids)
     assert need is not None and need.prompt_tokens > 1000  # the three examples and a document
     need = dataclasses.replace(need, lookahead=8)  # the prompt-lookup drafts, as engine_arguments adds them
-    return kv_budget(kv_shape(path), spec.max_model_len, spec.sequences_in_flight, 1 << 50, need,
-                     share_prefix=True).bytes
+    shape = kv_shape(path, cpu_dtype(path, {}).get("dtype"))
+    return (kv_budget(shape, spec.max_model_len, spec.sequences_in_flight, 1 << 50, need, share_prefix=True).bytes,
+            4 * 2048 * shape.bytes_per_token)
 
 
 def test_two_sample_jobs_with_small_budgets_run_side_by_side_and_commit_every_document(tmp_path, local_cli_env):
     a = _job(tmp_path / "a", None)
-    budget = _rule_budget(a)
-    assert budget < 128 * MIB  # the old rule: 4 × 2048 tokens × 23,040 B = 180 MiB; the sample's need is less
+    budget, old_rule = _rule_budget(a)
+    assert budget < 0.7 * old_rule  # the old rule: 4 × 2048 tokens (180 MiB in bfloat16); the sample's need is less
     b = _job(tmp_path / "b", budget)
     env = dict(local_cli_env, EXTRACT_VERBOSE="1")  # each its own local cluster
     runs = [subprocess.Popen([sys.executable, "-m", "pipeline", "run", str(c)], cwd=ROOT, env=env, text=True,

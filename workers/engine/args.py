@@ -10,6 +10,7 @@ from typing import Any
 
 import structlog
 
+from workers.engine.precision import cpu_dtype
 from workers.memory import KvNeed, cpu_kv_arguments
 
 log = structlog.get_logger("workers.engine")
@@ -88,7 +89,8 @@ def engine_arguments(
     }
     check_speculative_config(engine_kwargs.get("speculative_config"))
     if not accelerator:
-        engine_kwargs = {"max_num_seqs": cpu_sequences(), **engine_kwargs}
+        engine_kwargs = {"max_num_seqs": cpu_sequences(), **cpu_dtype(model_path, engine_kwargs, free_memory),
+                         **engine_kwargs}
         if kv_need is not None:  # the drafts' slots: vLLM allocates them ahead of each decode step
             drafts = engine_kwargs.get("speculative_config", PROMPT_LOOKUP) or {}
             kv_need = dataclasses.replace(kv_need, lookahead=int(drafts.get("num_speculative_tokens") or 0))
