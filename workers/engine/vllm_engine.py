@@ -44,7 +44,8 @@ class VllmEngine:
         self.backend = (llm_args.get("structured_outputs_config") or {}).get("backend", "xgrammar")
         kv_bytes = llm_args.get("kv_cache_memory_bytes")
         log.info("engine.ready", model=llm_args.get("model"), seconds=round(self.init_seconds, 2),
-                 kv_cache_gib=round(kv_bytes / (1 << 30), 3) if kv_bytes else None)
+                 kv_cache_gib=round(kv_bytes / (1 << 30), 3) if kv_bytes else None,
+                 dtype=llm_args.get("dtype", "model's"))  # float32 where the CPU lacks native half types
         # How the engine runs inside (EXTRACT_LOG_LEVEL=debug shows it): not a setting of the job.
         log.debug("engine.internals", mask_kernel=self.mask_kernel, penalty_kernel=self.penalty_kernel,
                   logprob_ranks=self.logprob_ranks, speculation=speculation_method(llm_args))
