@@ -10,20 +10,22 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from workers.engine.precision import cpu_flags
+
 # The instruction sets torch's CPU kernels pick between (matrix multiplication above all: prefill and decode).
 ISA = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "neon", "asimd", "sve")
 
 
 def _cpuinfo(text: str) -> tuple[str | None, list[str]]:
-    """The CPU's model name and the instruction sets of `ISA` it has, from /proc/cpuinfo's text."""
-    model, flags = None, set()
+    """The CPU's model name and the instruction sets of `ISA` it has, from /proc/cpuinfo's text (its flags read as
+    the engine reads them to choose its dtype, `workers.engine.precision.cpu_flags`)."""
+    model = None
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        key = key.strip().lower()
-        if key in ("model name", "cpu model") and model is None:
+        if key.strip().lower() in ("model name", "cpu model"):
             model = value.strip() or None
-        elif key in ("flags", "features") and not flags:
-            flags = set(value.split())
+            break
+    flags = cpu_flags(text)
     return model, [f for f in ISA if f in flags]
 
 
