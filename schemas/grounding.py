@@ -80,9 +80,15 @@ def words(text: str) -> list[str]:
     found: dict[str, None] = {}
     for word in text.split():
         stripped = word.strip(EDGE_PUNCTUATION)
-        if stripped:
-            found[stripped] = None
+        for candidate in (stripped, _unnumbered(stripped)):
+            if candidate:
+                found[candidate] = None
     return list(found)
+
+
+def _unnumbered(value: str) -> str:
+    """`#W365213573` without its number sign (`order #60589`), as a record writes the number; else the value."""
+    return value[1:].strip(EDGE_PUNCTUATION) if value[:1] == "#" and value[1:2].isalnum() else value
 
 
 def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
@@ -93,7 +99,8 @@ def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
         for i, (start, _) in enumerate(bounds):
             for _, end in bounds[i:i + max_words]:
                 span = cell[start:end]
-                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), span.strip(EDGE_PUNCTUATION)):
+                stripped = span.strip(EDGE_PUNCTUATION)
+                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), stripped, _unnumbered(stripped)):
                     if candidate:
                         found[candidate] = None
     return list(found)
@@ -118,9 +125,39 @@ def items(text: str) -> list[str]:
     return cells(text) if all(len(c.split()) <= TABLE_CELL_WORDS for c in cells_of(text)) else spans(text)
 
 
-# `code` and `item` are only inferred (auto): an enum of codes, and the strings of a list; neither is a mark.
+EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?![\w@-])")
+PHONE = re.compile(r"(?<![\w+])\+?(?:\(\d{1,5}\)[ .-]?)?\d[\d .()/-]{5,}\d(?!\w)")
+NOT_A_PHONE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d+\.\d{1,2}")
+URL = re.compile(r"(?<![\w@/.-])(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[^\s<>\"']+"
+                 r"|(?<![\w@/.-])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?:/[^\s<>\"']*)?(?![\w@])")
+
+
+def emails(text: str) -> list[str]:
+    """Every email address the text writes, without the brackets or stop around it."""
+    return list(dict.fromkeys(m.group() for m in EMAIL.finditer(text)))
+
+
+def phones(text: str) -> list[str]:
+    """Every phone number the text writes: a run of 7 to 15 digits with the spaces, dots, dashes, slashes and
+    parentheses numbers are written with, maybe after a `+`; a date or a decimal amount is not one."""
+    found: dict[str, None] = {}
+    for match in PHONE.finditer(text):
+        written = match.group().strip(" .-/")
+        if 7 <= sum(c.isdigit() for c in written) <= 15 and not NOT_A_PHONE.fullmatch(written):
+            found[written] = None
+    return list(found)
+
+
+def urls(text: str) -> list[str]:
+    """Every web address the text writes (`https://...`, `www....`, `brightlane.com/help`), without the
+    punctuation after it; an email's domain is not one."""
+    return list(dict.fromkeys(m.group().rstrip(EDGE_PUNCTUATION) for m in URL.finditer(text)))
+
+
+# `code`, `item` and the named kinds are only inferred (auto): an enum of codes, the strings of a list, and a
+# plain string whose name says it holds an email, phone number or web address; none is a mark.
 FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells, "code": words,
-           "item": items}
+           "item": items, "email": emails, "phone": phones, "url": urls}
 
 
 def _nullable(node: dict[str, Any]) -> bool:
@@ -295,7 +332,8 @@ def inferred_kind(node: dict[str, Any], in_array: bool = False) -> str | None:
     plain strings → `text`, or `item` inside an array (whole cells in a tabular document, where a list of
     strings is most often its rows; spans in prose); an enum of codes (`_codes`: USD, EUR, ...) → `code`, the
     codes the document writes (all of them where it writes none). Other formats (date-time, uuid, ...),
-    booleans, other enums (categories), consts, objects and arrays stay as they are."""
+    booleans, other enums (categories), consts, objects and arrays stay as they are. (`_kind_of` then gives a
+    plain string whose name says what it holds `email`, `phone` or `url`: `named_kind`.)"""
     if _codes(node):
         return "code"
     types = _leaf_types(node)
@@ -375,8 +413,41 @@ def _kind_of(node: dict[str, Any], path: tuple[Any, ...], mode: str, all_numbers
     if node.get(KEY) in KINDS:
         return node[KEY]
     if mode == "auto":
-        return inferred_kind(node, _in_array(path))
+        kind = inferred_kind(node, _in_array(path))
+        return (named_kind(path) or kind) if kind in ("text", "item") else kind
     return "number" if all_numbers and _numeric(node) else None
+
+
+NAME_TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+PHONE_WORDS = frozenset({"phone", "phones", "telephone", "telephones", "mobile", "fax", "tel"})
+URL_WORDS = frozenset({"url", "urls", "uri", "website", "websites", "homepage"})
+
+
+def field_name(path: tuple[Any, ...]) -> str | None:
+    """The name of the property that holds the field at `path` (a list's name for its items)."""
+    for i in range(len(path) - 1, 0, -1):
+        if path[i - 1] in ("properties", "patternProperties") and isinstance(path[i], str):
+            return path[i]
+    return None
+
+
+def named_kind(path: tuple[Any, ...]) -> str | None:
+    """`email`, `phone` or `url` for a plain string field whose name says it holds one (`customer_email`,
+    `EmailAddress`, `PhoneNumber`, `fax`, `websiteURL`), else None. By the name's last word (before a trailing
+    `address` or `number`), so `email_subject`, `order_number` or a postal `address` are not taken."""
+    name = field_name(path)
+    words_ = [w.lower() for w in NAME_TOKENS.findall(name or "")]
+    if len(words_) > 1 and words_[-1] in ("address", "addresses"):
+        words_ = words_[:-1]
+    if not words_:
+        return None
+    if words_[-1] in ("email", "emails") or "".join(words_[-2:]) in ("email", "emails"):
+        return "email"
+    if len(words_) > 1 and words_[-1] in ("number", "numbers", "no"):
+        words_ = words_[:-1]
+    if words_[-1] in PHONE_WORDS:
+        return "phone"
+    return "url" if words_[-1] in URL_WORDS else None
 
 
 def _could_ground(node: dict[str, Any], path: tuple[Any, ...]) -> bool:

@@ -289,3 +289,72 @@ def test_an_enum_of_decimals_reaches_the_grammar_as_its_literals() -> None:
               "required": ["rarity"]}
     ebnf = to_ebnf(ground(schema, "doc", mode="off"))
     assert '("0.1") | ("5.0")' in ebnf and "0.10000000000000001" not in ebnf
+
+
+def test_the_named_finders_read_emails_phones_and_web_addresses_without_the_punctuation_around_them() -> None:
+    from schemas.grounding import emails, phones, urls
+
+    doc = ("From: Dana Whitfield <dana.whitfield@gmail.example>\nTo: support@brightlane.com\n"
+           "Date: Sun, 22 Feb 2026 19:48:04 +0000\nCall +44 (0)20 7946 0958 or 555-123-4567, or (555) 987.6543.\n"
+           "Order 64225 of 2026-04-12, paid 129.00 EUR on 03/10/2026. See https://brightlane.com/help?x=1, "
+           "www.example.org. or brightlane.com/returns. Write to carlos.mendes@fastmail.net.")
+    assert emails(doc) == ["dana.whitfield@gmail.example", "support@brightlane.com", "carlos.mendes@fastmail.net"]
+    assert phones(doc) == ["+44 (0)20 7946 0958", "555-123-4567", "(555) 987.6543"]  # no date, order or amount
+    assert urls(doc) == ["https://brightlane.com/help?x=1", "www.example.org", "brightlane.com/returns"]
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("customer_email", "email"), ("EmailAddress", "email"), ("e_mail", "email"), ("Emails", "email"),
+    ("PhoneNumber", "phone"), ("phone_no", "phone"), ("fax", "phone"), ("ContactPhone", "phone"),
+    ("websiteURL", "url"), ("Website", "url"), ("homepage", "url"),
+    ("email_subject", None), ("order_number", None), ("address", None), ("HomeAddress", None), ("name", None)])
+def test_a_plain_string_fields_name_says_when_it_holds_an_email_phone_or_web_address(name, kind) -> None:
+    from schemas.grounding import named_kind
+
+    assert named_kind(("properties", name)) == kind
+
+
+def test_auto_grounds_a_named_field_in_values_of_its_shape_and_a_format_or_a_mark_wins() -> None:
+    from schemas.grounding import field_kinds
+
+    schema = {"type": "object", "properties": {
+        "customer_email": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "PhoneNumbers": {"type": "array", "items": {"type": "string"}},
+        "website": {"type": "string"},
+        "email_subject": {"type": "string"},
+        "contact_email": {"type": "string", "format": "email"},  # its format decides: a word shaped as an email
+        "backup_email": {"type": "string", "x-grounded": "text"}}}  # a mark decides
+    kinds = {"/".join(map(str, p)): k for p, k in field_kinds(schema, "auto").items()}
+    assert kinds == {"properties/customer_email": "email", "properties/PhoneNumbers/items": "phone",
+                     "properties/website": "url", "properties/email_subject": "text",
+                     "properties/contact_email": "word", "properties/backup_email": "text"}
+    assert {p: k for p, k in field_kinds(schema, "marked").items() if k} == {("properties", "backup_email"): "text"}
+    doc = "Hi, this is just Olu. My door code is 4411. Reach me at olu@example.com or 020 7946 0958, see olu.dev."
+    props = ground(schema, doc, mode="auto")["properties"]
+    assert props["customer_email"] == {"anyOf": [{"enum": ["olu@example.com"]}, {"type": "null"}]}
+    assert props["PhoneNumbers"]["items"] == {"enum": ["020 7946 0958"]}
+    assert props["website"] == {"enum": ["olu.dev"]}
+    assert "just" in props["email_subject"]["enum"]
+    # A document that writes no email: a nullable field can only be null, a required one is decoded as written.
+    nothing = ground(schema, "No address here.", mode="auto")["properties"]
+    assert nothing["customer_email"] == {"type": "null"} and nothing["website"] == {"type": "string"}
+
+
+def test_every_gold_record_of_the_tickets_is_allowed_by_its_documents_auto_grounded_schema() -> None:
+    """The tickets job (a plain schema, `auto`): the named finders never take a right answer away."""
+    schema = SchemaContract.from_model_ref("ticket:SupportTicket", ROOT / "jobs" / "tickets").json_schema
+    table = pq.read_table(ROOT / "jobs/tickets/tickets.parquet").to_pydict()
+    texts = dict(zip(table["ticket_id"], table["text"], strict=True))
+    golds = [json.loads(line) for line in (ROOT / "jobs/tickets/tickets_gold.jsonl").read_text().splitlines()]
+    assert len(golds) == 40 and all(g["ticket_id"] in texts for g in golds)
+    for gold in golds:
+        grounded = ground(schema, texts[gold["ticket_id"]], mode="auto")
+        assert "enum" in json.dumps(grounded["properties"]["customer_email"])
+        errors = [e.message for e in jsonschema.Draft202012Validator(grounded).iter_errors(gold["record"])]
+        assert errors == [], (gold["ticket_id"], errors)
+
+
+def test_a_number_sign_before_a_code_is_not_part_of_it() -> None:
+    doc = "This is about order #W365213573. Ticket #60589 is closed. C# and # alone stay."
+    assert {"W365213573", "#W365213573", "60589"} <= set(words(doc)) and "C#" in words(doc)
+    assert {"W365213573", "order #W365213573"} <= set(spans(doc)) and "C#" in spans(doc)
