@@ -154,10 +154,35 @@ def urls(text: str) -> list[str]:
     return list(dict.fromkeys(m.group().rstrip(EDGE_PUNCTUATION) for m in URL.finditer(text)))
 
 
+CURRENCY = (r"[$£€¥₹]|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|NZD|CNY|INR|SEK|NOK|DKK|PLN|CZK|HUF|BRL|MXN|ZAR|KRW|SGD|"
+            r"HKD|RUB|TRY|AED|SAR|ILS|THB|IDR|MYR|PHP|VND|EGP|NGN|KES|ARS|CLP|COP|PEN)\b")
+AMOUNT = r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?"
+CURRENCY_WORDS = (r"(?i:dollars?|euros?|pounds?|yen|yuan|renminbi|rupees?|francs?|pesos?|rubles?|roubles?|won|"
+                  r"kron[aeor]r?|zloty|real|reais|rand|dirhams?|riyals?|shekels?|baht|ringgit|cents?|pence|"
+                  r"(?:local )?currency units?)\b")
+MONEY_WORDS = (r"(?i:price|paid|pay|total|subtotal|amount|cost|fee|charge|balance|salary|payment|refund|due|sum|"
+               r"worth|budget|spen[dt]|earn|income|revenue|fare)")
+MONEY = re.compile(rf"(?:{CURRENCY})\s?(?P<a>{AMOUNT})(?![\d.,]\d)"
+                   rf"|(?<![\w.,])(?P<b>{AMOUNT})\s?(?:{CURRENCY}|{CURRENCY_WORDS})"
+                   rf"|(?<![\w.,])(?P<c>-?\d{{1,3}}(?:,\d{{3}})*\.\d{{2}}|-?\d+\.\d{{2}})(?![\d.,]?\d)"
+                   rf"|\b{MONEY_WORDS}\w*\b[^\n\d.!?;]{{0,32}}?(?<![\w.,])(?P<d>{AMOUNT})(?![\d.,]?\d)")
+
+
+def money(text: str) -> list[float | int]:
+    """Every amount the text writes as money: beside a currency sign or code (`USD 34.50`, `129.00 EUR`, `£59`),
+    with two decimals (`389.00`), or after a word of money (`Amount paid: 389`); in order of first appearance."""
+    found: dict[str, float | int] = {}
+    for match in MONEY.finditer(text):
+        written = next(g for g in match.group("a", "b", "c", "d") if g is not None).replace(",", "")
+        value: float | int = float(written) if "." in written else int(written)
+        found.setdefault(json.dumps(value), value)
+    return list(found.values())
+
+
 # `code`, `item` and the named kinds are only inferred (auto): an enum of codes, the strings of a list, and a
 # plain string whose name says it holds an email, phone number or web address; none is a mark.
 FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells, "code": words,
-           "item": items, "email": emails, "phone": phones, "url": urls}
+           "item": items, "email": emails, "phone": phones, "url": urls, "money": money}
 
 
 def _nullable(node: dict[str, Any]) -> bool:
@@ -178,6 +203,8 @@ def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, Any]) -> dict[str, Any]:
+    if kind == "money" and not _nullable(node) and not _allowed(money(document), _value_branch(node), cache):
+        kind = "number"  # a required amount the document writes as no money: any number it writes
     if kind not in cache:
         cache[kind] = FINDERS[kind](document)
     # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
@@ -414,6 +441,8 @@ def _kind_of(node: dict[str, Any], path: tuple[Any, ...], mode: str, all_numbers
         return node[KEY]
     if mode == "auto":
         kind = inferred_kind(node, _in_array(path))
+        if kind == "number":
+            return "money" if named_money(path) else kind
         return (named_kind(path) or kind) if kind in ("text", "item") else kind
     return "number" if all_numbers and _numeric(node) else None
 
@@ -421,6 +450,18 @@ def _kind_of(node: dict[str, Any], path: tuple[Any, ...], mode: str, all_numbers
 NAME_TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 PHONE_WORDS = frozenset({"phone", "phones", "telephone", "telephones", "mobile", "fax", "tel"})
 URL_WORDS = frozenset({"url", "urls", "uri", "website", "websites", "homepage"})
+
+
+MONEY_NAMES = frozenset({"amount", "amounts", "price", "prices", "cost", "costs", "total", "subtotal", "fee", "fees",
+                         "paid", "salary", "balance", "charge", "charges", "payment", "payments", "tax", "refund",
+                         "revenue", "budget", "income"})
+
+
+def named_money(path: tuple[Any, ...]) -> bool:
+    """Whether a number field's name says it holds money (`amount`, `unit_price`, `TotalCost`, `salary`): by
+    its last word, so `price_count` or `tax_rate` are not."""
+    words_ = [w.lower() for w in NAME_TOKENS.findall(field_name(path) or "")]
+    return bool(words_) and words_[-1] in MONEY_NAMES
 
 
 def field_name(path: tuple[Any, ...]) -> str | None:

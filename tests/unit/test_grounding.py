@@ -168,7 +168,7 @@ def test_auto_infers_a_kind_for_every_plain_field_and_leaves_enums_booleans_form
 
     kinds = {"/".join(map(str, p)): k for p, k in field_kinds(PLAIN, "auto").items()}
     assert kinds == {"properties/title": "text", "$defs/Party/properties/name": "text", "properties/when": "date",
-                     "properties/email": "word", "properties/total": "number", "properties/lines/items": "item",
+                     "properties/email": "word", "properties/total": "money", "properties/lines/items": "item",
                      "properties/summary": None, "properties/contains": "text"}
     assert {p: k for p, k in field_kinds(PLAIN, "marked").items() if k} == {}
     assert {p: k for p, k in field_kinds(PLAIN, "off").items() if k} == {}
@@ -222,7 +222,7 @@ def test_validate_lines_say_how_each_field_is_decoded_and_warn_about_what_measur
     assert "lines[]: grounded (item)" in lines and "kind: enum (2 values)" in lines
     assert "summary: free (string, x-grounded: false, no bound)" in lines
     assert "stamp: free (string, bounded by its format)" in lines
-    assert summary(decodings) == "7 grounded (date 1, item 1, number 1, text 3, word 1), 1 enum, 4 free"
+    assert summary(decodings) == "7 grounded (date 1, item 1, money 1, text 3, word 1), 1 enum, 4 free"
     found = warnings(decodings, examples=0)
     assert found[0].startswith("no few-shot examples") and "free string with no bound: summary" in found[1]
     off = warnings(field_decodings(PLAIN, "off"), examples=3)
@@ -358,3 +358,37 @@ def test_a_number_sign_before_a_code_is_not_part_of_it() -> None:
     doc = "This is about order #W365213573. Ticket #60589 is closed. C# and # alone stay."
     assert {"W365213573", "#W365213573", "60589"} <= set(words(doc)) and "C#" in words(doc)
     assert {"W365213573", "order #W365213573"} <= set(spans(doc)) and "C#" in spans(doc)
+
+
+def test_the_money_finder_reads_amounts_written_as_money_and_nothing_else() -> None:
+    from schemas.grounding import money
+
+    assert money("I paid USD 159.99 plus USD 4.99 for shipping on 9 Mar 2026, order 64225.") == [159.99, 4.99]
+    assert money("Total due (USD): $1,872.60") == [1872.6] and money("129.00 EUR, then £59.") == [129.0, 59]
+    assert money("Amount paid: 389") == [389] and money("priced at a delightful 150.0 yuan") == [150.0]
+    assert money("On 15.06.2026, 6 units at 420.60") == [420.6]  # a date's parts and a count are not money
+    assert money("Order ORD-2026-18198 of 3 items, 12 days ago") == []
+
+
+@pytest.mark.parametrize(("name", "is_money"), [
+    ("amount", True), ("unit_price", True), ("TotalCost", True), ("salary", True), ("Total", True),
+    ("price_count", False), ("tax_rate", False), ("total_items", False), ("quantity", False)])
+def test_a_number_fields_name_says_when_it_holds_money(name, is_money) -> None:
+    from schemas.grounding import named_money
+
+    assert named_money(("properties", name)) is is_money
+
+
+def test_auto_grounds_a_money_field_in_the_amounts_and_falls_back_where_the_document_writes_none() -> None:
+    schema = {"type": "object", "properties": {
+        "amount": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+        "price": {"type": "number"},
+        "quantity": {"type": "integer"},
+        "total": {"type": "number", "x-grounded": "number"}}}  # a mark decides
+    doc = "Order 64225: 2 lamps. I paid USD 34.50 plus USD 9.95 for shipping."
+    props = ground(schema, doc, mode="auto")["properties"]
+    assert props["amount"]["anyOf"][0]["enum"] == [34.5, 9.95] and props["price"]["enum"] == [34.5, 9.95]
+    assert props["quantity"]["enum"] == [64225, 2] and 64225 in props["total"]["enum"]
+    props = ground(schema, "Order 64225: 2 lamps, never delivered.", mode="auto")["properties"]
+    assert props["amount"] == {"type": "null"}  # nullable: the document states no amount
+    assert props["price"]["enum"] == [64225, 2]  # required: any number the document writes, as before
