@@ -179,10 +179,25 @@ def money(text: str) -> list[float | int]:
     return list(found.values())
 
 
+NOT_AN_ID = re.compile(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2}:\d{2}(?::\d{2})?|-?[\d,]*\.\d+|(?:1[89]|20)\d{2}"
+                       r"|\d{1,3}(?:,\d{3})+|\d+(?:st|nd|rd|th|s)|\d{1,4}")
+
+
+def identifiers(text: str) -> list[str]:
+    """Every word with a digit in it that is not a date, a time, a year, a decimal, a grouped number or a number
+    of up to 4 digits (a count, a day): `ORD-2026-18198`, `W365213573`, `64225`, `CS305`; with its number sign
+    taken off (`#60589`)."""
+    return [w for w in words(text) if len(w) > 1 and any(c.isdigit() for c in w) and ID_SHAPE.fullmatch(w)
+            and not NOT_AN_ID.fullmatch(w)]
+
+
+FALLBACK = {"money": "number", "id": "text"}
+
+
 # `code`, `item` and the named kinds are only inferred (auto): an enum of codes, the strings of a list, and a
 # plain string whose name says it holds an email, phone number or web address; none is a mark.
 FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells, "code": words,
-           "item": items, "email": emails, "phone": phones, "url": urls, "money": money}
+           "item": items, "email": emails, "phone": phones, "url": urls, "money": money, "id": identifiers}
 
 
 def _nullable(node: dict[str, Any]) -> bool:
@@ -203,8 +218,8 @@ def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, Any]) -> dict[str, Any]:
-    if kind == "money" and not _nullable(node) and not _allowed(money(document), _value_branch(node), cache):
-        kind = "number"  # a required amount the document writes as no money: any number it writes
+    if kind in FALLBACK and not _nullable(node) and not _allowed(FINDERS[kind](document), _value_branch(node), cache):
+        kind = FALLBACK[kind]  # a required amount or id the document writes in no such shape: as before
     if kind not in cache:
         cache[kind] = FINDERS[kind](document)
     # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
@@ -450,6 +465,9 @@ def _kind_of(node: dict[str, Any], path: tuple[Any, ...], mode: str, all_numbers
 NAME_TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 PHONE_WORDS = frozenset({"phone", "phones", "telephone", "telephones", "mobile", "fax", "tel"})
 URL_WORDS = frozenset({"url", "urls", "uri", "website", "websites", "homepage"})
+NUMBER_WORDS = frozenset({"number", "numbers", "no", "nr", "num"})
+ID_WORDS = frozenset({"id", "ids", "reference", "ref", "sku", "isbn", "serial", "tracking"})
+ID_SHAPE = re.compile(r"[A-Za-z0-9][\w/.-]*")
 
 
 MONEY_NAMES = frozenset({"amount", "amounts", "price", "prices", "cost", "costs", "total", "subtotal", "fee", "fees",
@@ -473,9 +491,10 @@ def field_name(path: tuple[Any, ...]) -> str | None:
 
 
 def named_kind(path: tuple[Any, ...]) -> str | None:
-    """`email`, `phone` or `url` for a plain string field whose name says it holds one (`customer_email`,
-    `EmailAddress`, `PhoneNumber`, `fax`, `websiteURL`), else None. By the name's last word (before a trailing
-    `address` or `number`), so `email_subject`, `order_number` or a postal `address` are not taken."""
+    """`email`, `phone`, `url` or `id` for a plain string field whose name says it holds one (`customer_email`,
+    `EmailAddress`, `PhoneNumber`, `fax`, `websiteURL`; `order_number`, `StudentID`, `CourseCode`), else None. By
+    the name's last word (before a trailing `address`), so `email_subject` or a postal `address` are not taken;
+    a lone `number` is not an identifier's name, nor a `code` (a country or currency code has no digit)."""
     name = field_name(path)
     words_ = [w.lower() for w in NAME_TOKENS.findall(name or "")]
     if len(words_) > 1 and words_[-1] in ("address", "addresses"):
@@ -484,11 +503,11 @@ def named_kind(path: tuple[Any, ...]) -> str | None:
         return None
     if words_[-1] in ("email", "emails") or "".join(words_[-2:]) in ("email", "emails"):
         return "email"
-    if len(words_) > 1 and words_[-1] in ("number", "numbers", "no"):
-        words_ = words_[:-1]
-    if words_[-1] in PHONE_WORDS:
+    if words_[-1] in PHONE_WORDS or (len(words_) > 1 and words_[-1] in NUMBER_WORDS and words_[-2] in PHONE_WORDS):
         return "phone"
-    return "url" if words_[-1] in URL_WORDS else None
+    if words_[-1] in URL_WORDS:
+        return "url"
+    return "id" if words_[-1] in ID_WORDS or (words_[-1] in NUMBER_WORDS and len(words_) > 1) else None
 
 
 def _could_ground(node: dict[str, Any], path: tuple[Any, ...]) -> bool:

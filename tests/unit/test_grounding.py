@@ -307,8 +307,10 @@ def test_the_named_finders_read_emails_phones_and_web_addresses_without_the_punc
     ("customer_email", "email"), ("EmailAddress", "email"), ("e_mail", "email"), ("Emails", "email"),
     ("PhoneNumber", "phone"), ("phone_no", "phone"), ("fax", "phone"), ("ContactPhone", "phone"),
     ("websiteURL", "url"), ("Website", "url"), ("homepage", "url"),
-    ("email_subject", None), ("order_number", None), ("address", None), ("HomeAddress", None), ("name", None)])
-def test_a_plain_string_fields_name_says_when_it_holds_an_email_phone_or_web_address(name, kind) -> None:
+    ("order_number", "id"), ("StudentID", "id"), ("TrackingNumber", "id"), ("sku", "id"),
+    ("email_subject", None), ("address", None), ("HomeAddress", None), ("name", None), ("number", None),
+    ("country_code", None), ("code", None)])
+def test_a_plain_string_fields_name_says_when_it_holds_an_email_phone_web_address_or_id(name, kind) -> None:
     from schemas.grounding import named_kind
 
     assert named_kind(("properties", name)) == kind
@@ -392,3 +394,21 @@ def test_auto_grounds_a_money_field_in_the_amounts_and_falls_back_where_the_docu
     props = ground(schema, "Order 64225: 2 lamps, never delivered.", mode="auto")["properties"]
     assert props["amount"] == {"type": "null"}  # nullable: the document states no amount
     assert props["price"]["enum"] == [64225, 2]  # required: any number the document writes, as before
+
+
+def test_the_identifier_finder_reads_words_with_digits_that_are_not_dates_times_amounts_or_years() -> None:
+    from schemas.grounding import identifiers
+
+    doc = ("Order #W365213573 of 03/10/2026 at 17:47, a 16-inch bike, paid $1,250.00 and 34.50 in 2026; "
+           "ticket 64225, course CS305, a 2nd try #60589, the 1990s.")
+    assert identifiers(doc) == ["W365213573", "16-inch", "64225", "CS305", "60589"]
+
+
+def test_auto_grounds_an_id_field_in_the_identifiers_and_falls_back_where_the_document_writes_none() -> None:
+    schema = {"type": "object", "properties": {"order_number": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                                               "ticket_id": {"type": "string"}}}
+    props = ground(schema, "This is about order #BL1457-8, placed 2026-03-01.", mode="auto")["properties"]
+    assert props["order_number"]["anyOf"][0]["enum"] == ["BL1457-8"] and props["ticket_id"]["enum"] == ["BL1457-8"]
+    props = ground(schema, "My lamp, bought on 1 March 2026, never came.", mode="auto")["properties"]
+    assert props["order_number"] == {"type": "null"}  # nullable: the document states no identifier
+    assert "My lamp" in props["ticket_id"]["enum"]  # required: any span, as before
