@@ -218,10 +218,12 @@ def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, Any]) -> dict[str, Any]:
-    if kind in FALLBACK and not _nullable(node) and not _allowed(FINDERS[kind](document), _value_branch(node), cache):
-        kind = FALLBACK[kind]  # a required amount or id the document writes in no such shape: as before
-    if kind not in cache:
+    if kind not in cache:  # kept in the cache: `_allowed` keys its own cache by the candidate list's id
         cache[kind] = FINDERS[kind](document)
+    if kind in FALLBACK and not _nullable(node) and not _allowed(cache[kind], _value_branch(node), cache):
+        kind = FALLBACK[kind]  # a required amount or id the document writes in no such shape: as before
+        if kind not in cache:
+            cache[kind] = FINDERS[kind](document)
     # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
     candidates = _allowed(cache[kind], _value_branch(node), cache)
     shape = FORMAT_SHAPES.get(_format(node) or "")
