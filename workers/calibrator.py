@@ -16,7 +16,12 @@ Two kinds of file:
     the gold (a category, a flag, a currency) per value, else per shape (`shape`: `ACM-2026-7186` → `A-9-9`),
     smoothed log-odds against the field's;
   - `order`: a list item whose place in the list is not its place in the document (`_spans`): the list is out of
-    the document's order, which a gold list in the document's order scores as wrong.
+    the document's order, which a gold list in the document's order scores as wrong;
+  - `label` and `other_label`: the document writes the value after a label on its line (`Order #: BL8449-1`,
+    `Submitted: 2026-01-20`), and the label shares a word with the leaf's name (`order_number`), or does not
+    (`order_date` from `Submitted:`). Forms, e-mail headers and contact forms label their values; a value the
+    model took from under another field's label is often the wrong one. Files written before these two
+    features read as weight 0 for them.
   The model's weights are fitted by L2-regularised logistic regression (Newton's method; a few features, so no
   library is needed).
 """
@@ -34,7 +39,8 @@ from schemas.spans import leaves
 
 MIN_POINTS = 12  # isotonic (format 1): a field with fewer scored leaves uses the map fitted on all fields together
 POOLED = "*"
-FEATURES = ("confidence", "field", "repeats", "value", "order")
+FEATURES = ("confidence", "field", "repeats", "value", "order", "label", "other_label")
+LATER_FEATURES = ("label", "other_label")  # a format-2 file may lack them (written before them): weight 0
 L2 = 0.1  # the weights' penalty (not the bias's)
 SMOOTHING = 4.0  # pseudo-leaves pulling a field's (or a value's) share right toward the wider share
 _EPS = 1e-4
@@ -94,6 +100,7 @@ class Leaf:
     shape: str  # its shape (`shape`)
     repeats: bool  # another leaf of the row holds the same value
     out_of_order: bool  # a list item the document writes at another place in the list's order
+    label: int = 0  # 1: the document labels the value with a word of the leaf's name; -1: with another label
 
 
 def logit(p: float) -> float:
@@ -148,22 +155,62 @@ def _out_of_order(paths: Sequence[str], starts: dict[str, int]) -> set[str]:
     return out
 
 
+_STOP_WORDS = frozenset({"the", "of", "to", "for", "and", "or", "an", "in", "on", "by", "at", "is", "your", "our"})
+# A label before a value on its line: at the line's start or after a separator, then `Words:` or `Words #:`
+_LABEL = re.compile(r"(?:^|[,;|\t]|\s{2})[ \t>*•-]*([A-Za-z][A-Za-z .#/&()'-]{0,40}?)[ \t]*[:#]+[ \t]*$",
+                    re.MULTILINE)
+
+
+def name_words(name: str) -> set[str]:
+    """A name's words, for matching a field's name against a document's label: split at case changes and
+    non-letters, hyphens inside a word dropped (`E-mail` → `email`), lower case, at least two letters, not a
+    stop word, cut to their first four letters (`orderNumber` → {orde, numb}; `Purchase date` → {purc, date})."""
+    name = re.sub(r"(?<=[A-Za-z])-(?=[A-Za-z])", "", name)
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return {w.lower()[:4] for w in re.split(r"[^A-Za-z]+", name) if len(w) >= 2 and w.lower() not in _STOP_WORDS}
+
+
+def label_before(text: str, start: int) -> str | None:
+    """The label the document writes before offset `start` on the same line, if only a label stands between the
+    line's start (or a separator) and the value: `Order #: BL8449-1` → `Order`, `Total due: $3.00` → `Total due`."""
+    line_start = text.rfind("\n", 0, start) + 1
+    match = _LABEL.search(text, max(line_start, start - 80), start)  # `^` only at a real line start
+    return match.group(1).strip() if match else None
+
+
+def label_agreement(path: str, starts: Mapping[str, int], document: str | None) -> int:
+    """1 if the document labels the leaf's first place with a word of its name (the path's last two names,
+    `vendor.name` → vendor, name), -1 if with a label of other words, 0 without a label, a place or the text."""
+    start = starts.get(path)
+    if document is None or start is None or not 0 <= start <= len(document):
+        return 0
+    label = label_before(document, start)
+    if label is None:
+        return 0
+    names = [part for part in re.sub(r"\[\d+\]", "", path).split(".") if part][-2:]
+    mine = set().union(*(name_words(n) for n in names)) if names else set()
+    return 1 if mine & name_words(label) else -1
+
+
 def leaf_features(confidence: Mapping[str, float], record: Mapping[str, Any] | None,
-                  spans: Mapping[str, Any] | None) -> dict[str, Leaf]:
+                  spans: Mapping[str, Any] | None, document: str | None = None) -> dict[str, Leaf]:
     """Concrete leaf path → `Leaf`, for each leaf with a confidence. `record` is the row's record (its values);
-    `spans` its `_spans` (None without a document: no leaf is out of order)."""
+    `spans` its `_spans` (None without a document: no leaf is out of order); `document` its text (None: no
+    leaf is labelled)."""
     values = dict(leaves(record or {}, booleans=True))
     texts = {path: norm(v) for path, v in values.items() if not isinstance(v, bool)}
     counts: dict[str, int] = {}
     for text in texts.values():
         counts[text] = counts.get(text, 0) + 1
-    disordered = _out_of_order(list(confidence), _starts(spans))
+    starts = _starts(spans)
+    disordered = _out_of_order(list(confidence), starts)
     out = {}
     for path, conf in confidence.items():
         value = values.get(path)
         text = norm(value) if value is not None else ""
         out[path] = Leaf(confidence=float(conf), text=text, shape=shape(value) if value is not None else "",
-                         repeats=path in texts and counts.get(texts[path], 0) > 1, out_of_order=path in disordered)
+                         repeats=path in texts and counts.get(texts[path], 0) > 1, out_of_order=path in disordered,
+                         label=label_agreement(path, starts, document))
     return out
 
 
@@ -193,7 +240,8 @@ class LeafModel:
         known = self.fields.get(name)
         prior = known.prior if known else self.prior
         value = known.values.get(known.key(leaf), 0.0) if known else 0.0
-        return [1.0, logit(leaf.confidence), prior, float(leaf.repeats), value, float(leaf.out_of_order)]
+        return [1.0, logit(leaf.confidence), prior, float(leaf.repeats), value, float(leaf.out_of_order),
+                float(leaf.label > 0), float(leaf.label < 0)]
 
     def predict(self, path: str, leaf: Leaf) -> float:
         w = [self.weights.get(k, 0.0) for k in ("bias", *FEATURES)]
@@ -244,6 +292,8 @@ class LeafModel:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LeafModel:
         weights, prior, fields = data.get("weights"), data.get("prior"), data.get("fields")
+        if isinstance(weights, dict) and set(weights) == {"bias", *FEATURES} - set(LATER_FEATURES):
+            weights = {**weights, **dict.fromkeys(LATER_FEATURES, 0.0)}  # written before them: as without them
         if not (isinstance(weights, dict) and set(weights) == {"bias", *FEATURES}
                 and all(isinstance(v, int | float) for v in weights.values())):
             raise ValueError(f"format 2: weights must be numbers for bias and {', '.join(FEATURES)}")
@@ -345,11 +395,11 @@ class Calibrator:
         return round(_interpolate(*knots, confidence), 6) if knots else confidence
 
     def row(self, confidence: Mapping[str, float], record: Mapping[str, Any] | None,
-            spans: Mapping[str, Any] | None = None) -> dict[str, float]:
-        """A row's calibrated `_confidence`, from its raw one, its record and its `_spans`."""
+            spans: Mapping[str, Any] | None = None, document: str | None = None) -> dict[str, float]:
+        """A row's calibrated `_confidence`, from its raw one, its record, its `_spans` and its document."""
         if self.model is None:
             return {path: self(path, c) for path, c in confidence.items()}
-        features = leaf_features(confidence, record, spans)
+        features = leaf_features(confidence, record, spans, document)
         return {path: self.model.predict(path, features[path]) for path in confidence}
 
     def to_json(self) -> dict[str, object]:

@@ -145,7 +145,8 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
                                                 outcome.record)
         outcome.spans = record_spans(outcome.record, context.get("document"))
         if calibrator is not None and outcome.confidence:  # output.calibration: reads the row and its spans
-            outcome.confidence = calibrator.row(outcome.confidence, outcome.record, outcome.spans)
+            outcome.confidence = calibrator.row(outcome.confidence, outcome.record, outcome.spans,
+                                                context.get("document"))
         if min_confidence is not None and outcome.confidence:
             _below(outcome, min_confidence)
     except RecordRejected as rejected:

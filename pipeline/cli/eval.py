@@ -25,7 +25,7 @@ from typing import Any, TextIO
 from pipeline.cli.options import config_options, days, overrides
 from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.storage import is_s3, join, storage_for
-from pipeline.tools.calibration import committed_spans
+from pipeline.tools.calibration import committed_documents, committed_spans
 from pipeline.tools.evaluate import (
     EvalError,
     EvalOptions,
@@ -137,9 +137,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except EvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    # the rows' `_spans`, for the calibration's leaf model, where the rows have confidences
+    # the rows' `_spans` and documents, for the calibration's leaf model, where the rows have confidences
     spans = committed_spans(loaded, output.partitions) if output.confidence is not None else None
-    scores = evaluate(loaded, golds, output, options, spans)
+    documents = committed_documents(loaded, output.partitions, set(output.rows) & set(golds)) \
+        if output.confidence is not None else None
+    scores = evaluate(loaded, golds, output, options, spans, documents)
     report = build_report(scores, _context(loaded, args, output), options)
     if args.fit_calibration:
         if not scores.confidence_points:

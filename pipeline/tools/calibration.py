@@ -139,3 +139,22 @@ def committed_spans(loaded: Any, partitions: Sequence[Any]) -> dict[str, dict[st
             if spans:
                 out[str(doc_id)] = dict(spans)
     return out
+
+
+def committed_documents(loaded: Any, partitions: Sequence[Any], ids: set[str]) -> dict[str, str]:
+    """The texts of the scored rows' documents (id → text), read from the partitions' input files: what the leaf
+    model's `label` features need in `extract eval`, as the actor has them at run time. An input that moved or
+    cannot be read gives no texts (the leaves then read as unlabelled)."""
+    import pyarrow as pa
+
+    from pipeline.storage import StorageError
+    from pipeline.tools.least_sure import read_texts
+
+    files = [str(f) for manifest in partitions for f in (manifest.input_files or ())]
+    if not files or not ids:
+        return {}
+    try:
+        return read_texts(files, loaded.input_uri, loaded.config.input.id_column, loaded.config.input.text_column,
+                          ids, loaded.s3_settings)
+    except (OSError, StorageError, pa.ArrowException, ValueError):
+        return {}

@@ -161,3 +161,61 @@ def test_eval_scores_the_leaf_model_cross_fitted_and_fits_it_on_every_leaf():
     assert scores.calibration.auroc < 0.7 < 0.95 < scores.calibrated.auroc
     fitted = scores.fit_calibration()
     assert fitted.to_json()["format"] == 2 and fitted.model.weights["order"] < 0
+
+
+def test_a_label_before_a_value_is_read_on_its_line_only():
+    from workers.calibrator import label_before, name_words
+
+    text = ("--- Contact form ---\nOrder #: BL8449-1\nName: Jane Smith, Email: jane@x.io\n"
+            "Date: Sat, 04 Apr 2026\nI paid $5: it is broken\n" + "x" * 100 + " Total: 12.50")
+    at = text.index
+    assert label_before(text, at("BL8449-1")) == "Order"
+    assert label_before(text, at("Jane")) == "Name"
+    assert label_before(text, at("jane@x.io")) == "Email"  # after a separator on the same line
+    assert label_before(text, at("04 Apr")) is None  # a weekday stands between the label and the value
+    assert label_before(text, at("it is")) is None  # prose with a colon is not a label
+    assert label_before(text, at("12.50")) is None  # 80 characters back is mid-line: not a line's start
+    assert name_words("orderNumber") == {"orde", "numb"} and name_words("Purchase date") == {"purc", "date"}
+    assert name_words("E-mail") == name_words("email") == {"emai"}
+    assert name_words("Ship to") == {"ship"}  # a stop word is no match
+
+
+def test_leaf_features_say_whether_the_documents_label_names_the_leaf():
+    from workers.calibrator import leaf_features
+
+    text = "Submitted: 2026-01-20\nPurchase date: 2026-01-11\nVendor: Acme\nnote 2026-01-11"
+    record = {"order_date": "2026-01-20", "ship_date": "2026-01-11", "vendor": {"name": "Acme"}, "memo": "note"}
+    spans = {"order_date": [(11, 21)], "ship_date": [(37, 47)], "vendor.name": [(56, 60)], "memo": [(61, 65)]}
+    confidence = {"order_date": 0.9, "ship_date": 0.9, "vendor.name": 0.9, "memo": 0.9}
+    leaves = leaf_features(confidence, record, spans, text)
+    assert leaves["order_date"].label == -1  # taken from under "Submitted"
+    assert leaves["ship_date"].label == 1  # "Purchase date" shares "date"
+    assert leaves["vendor.name"].label == 1  # the path's last two names: vendor, name
+    assert leaves["memo"].label == 0  # no label before it
+    assert all(leaf.label == 0 for leaf in leaf_features(confidence, record, spans).values())  # no document
+
+
+def test_the_leaf_model_learns_labels_and_reads_a_file_written_before_them():
+    from workers.calibrator import FEATURES, LATER_FEATURES, Calibrator, Leaf
+
+    golds, rows, conf, spans, documents = {}, {}, {}, {}, {}
+    for i in range(40):
+        right = i % 3 != 0  # a third of the dates are the message's date, under another label
+        documents[f"d{i}"] = f"Submitted: 2026-02-{10 + i % 9:02d}\nOrder date: 2026-01-{10 + i % 9:02d}\n"
+        golds[f"d{i}"] = {"order_date": f"2026-01-{10 + i % 9:02d}"}
+        rows[f"d{i}"] = {"order_date": f"2026-0{1 if right else 2}-{10 + i % 9:02d}"}
+        conf[f"d{i}"] = {"order_date": 0.8 if i % 2 else 0.6}  # says nothing of right or wrong
+        spans[f"d{i}"] = {"order_date": [(34, 44)] if right else [(11, 21)]}
+    without = score(golds, rows, {}, lambda _: None, confidences=conf, spans=spans)
+    scores = score(golds, rows, {}, lambda _: None, confidences=conf, spans=spans, documents=documents)
+    assert without.calibrated.auroc < 0.7 < 0.95 < scores.calibrated.auroc
+    model = scores.fit_calibration().model
+    assert model.weights["label"] > 0 > model.weights["other_label"]
+    old = model.to_json()
+    old["weights"] = {k: v for k, v in old["weights"].items() if k not in LATER_FEATURES}
+    before = Calibrator.from_json({"format": 2, "model": "logistic", **old})
+    assert set(before.model.weights) == {"bias", *FEATURES}
+    assert all(before.model.weights[k] == 0.0 for k in LATER_FEATURES)
+    leaf = Leaf(0.8, "2026-01-10", "9-9-9", False, False, label=1)
+    assert before.model.predict("order_date", leaf) == before.model.predict("order_date", Leaf(0.8, "2026-01-10",
+                                                                                               "9-9-9", False, False))

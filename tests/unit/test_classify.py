@@ -144,3 +144,20 @@ def test_an_engine_error_is_the_grammar_before_the_first_token_and_the_engine_af
     mid = classify(after, contract, {"document": DOC})
     assert mid.reason == "engine_error" and "after 7 tokens" in mid.error["message"]
     assert classify(before, contract, {"document": DOC}, constrained=False).reason == "engine_error"
+
+
+def test_output_calibration_reads_the_documents_labels(contract):
+    import math
+
+    from workers.calibrator import FEATURES, Calibrator
+
+    weights = {"bias": 0.0, **dict.fromkeys(FEATURES, 0.0), "label": 3.0, "other_label": -3.0}
+    calibrator = Calibrator.from_json({"format": 2, "model": "logistic", "weights": weights, "prior": 0.0,
+                                       "fields": {}})
+    pieces = tuple(GOOD)  # a token a character, each at 0.9: every leaf has the same raw confidence
+    generation = Generation(GOOD, "stop", 100, len(pieces), token_pieces=pieces,
+                            token_logprobs=tuple(math.log(0.9) for _ in pieces))
+    outcome = classify(generation, contract, {"document": DOC}, calibrator=calibrator)
+    assert outcome.is_row
+    # "Date of issue: 2026-03-02" labels issue_date with its own words; the vendor's name stands unlabelled
+    assert outcome.confidence["issue_date"] > 0.9 > 0.5 == outcome.confidence["vendor.name"]

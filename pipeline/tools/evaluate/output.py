@@ -141,8 +141,10 @@ def output_of_labels(loaded: LoadedConfig, labels: set[str], run_id: str) -> Run
 
 
 def evaluate(loaded: LoadedConfig, golds: dict[str, dict[str, Any]], output: RunOutput,
-             options: EvalOptions, spans: dict[str, dict[str, Any]] | None = None) -> Scores:
-    """Score the run's rows against `golds`; `spans` (id → the row's `_spans`) feed the calibration's leaf model."""
+             options: EvalOptions, spans: dict[str, dict[str, Any]] | None = None,
+             documents: dict[str, str] | None = None) -> Scores:
+    """Score the run's rows against `golds`; `spans` (id → the row's `_spans`) and `documents` (id → its text) feed
+    the calibration's leaf model."""
     default = loaded.contract.json_schema if not getattr(loaded.contract, "per_row", False) else None
     return score(golds, output.rows, output.dead_letters, lambda doc_id: output.schemas.get(doc_id, default),
-                 options, output.confidence, spans)
+                 options, output.confidence, spans, documents)

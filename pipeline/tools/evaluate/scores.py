@@ -132,10 +132,12 @@ def score(
     options: EvalOptions = DEFAULT_OPTIONS,
     confidences: dict[str, dict[str, float]] | None = None,
     spans: dict[str, dict[str, Any]] | None = None,
+    documents: dict[str, str] | None = None,
 ) -> Scores:
     """Score `rows` (id → record) and `dead_letters` (id → reason) against `golds` (id → record); with
     `confidences` (id → the row's `_confidence`), how well they tell right leaves from wrong ones, raw and
-    calibrated by the leaf model (which also reads `spans`, id → the row's `_spans`, where given)."""
+    calibrated by the leaf model (which also reads `spans`, id → the row's `_spans`, and `documents`, id → its
+    text, where given)."""
     tally = _Tally()
     missing: list[str] = []
     for doc_id, gold in golds.items():
@@ -144,7 +146,7 @@ def score(
             continue
         tally.document(doc_id, gold, rows.get(doc_id), dead_letters.get(doc_id),
                        Comparer(schema_for(doc_id), options), (confidences or {}).get(doc_id) or {},
-                       (spans or {}).get(doc_id))
+                       (spans or {}).get(doc_id), (documents or {}).get(doc_id))
     points = tally.points
     return Scores(
         fields=tally.fields, overall=tally.overall, documents=tally.documents, gold_total=len(golds),
@@ -173,9 +175,10 @@ class _Tally:
 
     def document(self, doc_id: str, gold: dict[str, Any], pred: dict[str, Any] | None, reason: str | None,
                  comparer: Comparer, leaf_confidence: dict[str, float],
-                 spans: dict[str, Any] | None = None) -> None:
+                 spans: dict[str, Any] | None = None, document: str | None = None) -> None:
         events = comparer.record(pred, gold)
-        features = leaf_features(leaf_confidence, pred, spans) if leaf_confidence and pred is not None else {}
+        features = leaf_features(leaf_confidence, pred, spans, document) \
+            if leaf_confidence and pred is not None else {}
         if pred is None:
             events = [e for e in events if e.kind != "null_agree"]
         doc = FieldStats()
