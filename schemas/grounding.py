@@ -15,6 +15,9 @@ document holds, so the model can only choose among values the document really wr
 - `cell`: every whole cell (a table cell, a line, what follows a `label:`), with and without the
   punctuation around it: names, addresses, line items.
 
+A value of a shape (a number, date, amount, e-mail, phone, web address or identifier) that the document writes
+only under another field's label is left out where it labels another value with the field's own words
+(`schemas.labels`: `issue_date` loses `Payment due: 01 Mar 2026` beside `Date of issue: January 30, 2026`).
 A `null` the field allowed stays allowed (the honest "not stated"). Candidates the field's own bounds refuse
 (`maxLength`, `minimum`, ...) are left out. A field whose document holds no candidate keeps its schema as
 written (or only `null`, when it is nullable). Like `schema_policy.max_string_length`, this shapes the
@@ -32,6 +35,7 @@ from typing import Any
 import jsonschema
 
 from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, cells_of, sentences_of
+from schemas.labels import field_words, label_index, named_only
 from schemas.pointer import pointer
 from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
 from schemas.walk import iter_subschemas
@@ -217,7 +221,13 @@ def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in branch.items() if k not in (KEY, "format")}
 
 
-def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, Any]) -> dict[str, Any]:
+# Kinds whose candidates are values of a shape (not runs of words): a value the document writes only under another
+# field's label is left out where the document labels one with this field's words (`schemas.labels.named_only`).
+LABELLED_KINDS = frozenset({"number", "date", "money", "email", "phone", "url", "id"})
+
+
+def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, Any],
+              words_: set[str] | None = None, rivals: tuple[set[str], ...] = ()) -> dict[str, Any]:
     if kind not in cache:  # kept in the cache: `_allowed` keys its own cache by the candidate list's id
         cache[kind] = FINDERS[kind](document)
     if kind in FALLBACK and not _nullable(node) and not _allowed(cache[kind], _value_branch(node), cache):
@@ -226,6 +236,10 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
             cache[kind] = FINDERS[kind](document)
     # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
     candidates = _allowed(cache[kind], _value_branch(node), cache)
+    if kind in LABELLED_KINDS and words_ and len(candidates) > 1:
+        if ("labels", kind) not in cache:
+            cache[("labels", kind)] = label_index(FINDERS[kind], document)
+        candidates = named_only(candidates, cache[("labels", kind)], words_, rivals)
     shape = FORMAT_SHAPES.get(_format(node) or "")
     if shape is not None:  # a word is an email (or uri, hostname) only if it looks like one
         candidates = [c for c in candidates if isinstance(c, str) and shape.fullmatch(c)]
@@ -492,6 +506,13 @@ def field_name(path: tuple[Any, ...]) -> str | None:
     return None
 
 
+def field_names(path: tuple[Any, ...], last: int = 2) -> list[str]:
+    """The names of the properties on the way to the field at `path`, the last `last` of them (`vendor`, `name`)."""
+    names = [path[i] for i in range(1, len(path))
+             if path[i - 1] in ("properties", "patternProperties") and isinstance(path[i], str)]
+    return names[-last:]
+
+
 def named_kind(path: tuple[Any, ...]) -> str | None:
     """`email`, `phone`, `url` or `id` for a plain string field whose name says it holds one (`customer_email`,
     `EmailAddress`, `PhoneNumber`, `fax`, `websiteURL`; `order_number`, `StudentID`, `CourseCode`), else None. By
@@ -564,9 +585,11 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
     definitions = {key: json_schema[key] for key in ("$defs", "definitions") if isinstance(json_schema.get(key), dict)}
     cache: dict[str, Any] = {"definitions": definitions}
     nodes = dict(iter_subschemas(work))
+    named = {path: field_words(field_names(path)) for path in kinds}  # for labels: each field's words
     for path, kind in kinds.items():
         node = nodes[path]
-        grounded = _grounded(node, kind, document, cache)
+        grounded = _grounded(node, kind, document, cache, named[path],
+                             tuple(words_ for other, words_ in named.items() if other != path))
         node.clear()
         node.update(grounded)
     return work

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.labels import field_words, label_before, name_words
 from schemas.spans import leaves
 
 MIN_POINTS = 12  # isotonic (format 1): a field with fewer scored leaves uses the map fitted on all fields together
@@ -155,29 +156,6 @@ def _out_of_order(paths: Sequence[str], starts: dict[str, int]) -> set[str]:
     return out
 
 
-_STOP_WORDS = frozenset({"the", "of", "to", "for", "and", "or", "an", "in", "on", "by", "at", "is", "your", "our"})
-# A label before a value on its line: at the line's start or after a separator, then `Words:` or `Words #:`
-_LABEL = re.compile(r"(?:^|[,;|\t]|\s{2})[ \t>*•-]*([A-Za-z][A-Za-z .#/&()'-]{0,40}?)[ \t]*[:#]+[ \t]*$",
-                    re.MULTILINE)
-
-
-def name_words(name: str) -> set[str]:
-    """A name's words, for matching a field's name against a document's label: split at case changes and
-    non-letters, hyphens inside a word dropped (`E-mail` → `email`), lower case, at least two letters, not a
-    stop word, cut to their first four letters (`orderNumber` → {orde, numb}; `Purchase date` → {purc, date})."""
-    name = re.sub(r"(?<=[A-Za-z])-(?=[A-Za-z])", "", name)
-    name = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return {w.lower()[:4] for w in re.split(r"[^A-Za-z]+", name) if len(w) >= 2 and w.lower() not in _STOP_WORDS}
-
-
-def label_before(text: str, start: int) -> str | None:
-    """The label the document writes before offset `start` on the same line, if only a label stands between the
-    line's start (or a separator) and the value: `Order #: BL8449-1` → `Order`, `Total due: $3.00` → `Total due`."""
-    line_start = text.rfind("\n", 0, start) + 1
-    match = _LABEL.search(text, max(line_start, start - 80), start)  # `^` only at a real line start
-    return match.group(1).strip() if match else None
-
-
 def label_agreement(path: str, starts: Mapping[str, int], document: str | None) -> int:
     """1 if the document labels the leaf's first place with a word of its name (the path's last two names,
     `vendor.name` → vendor, name), -1 if with a label of other words, 0 without a label, a place or the text."""
@@ -188,8 +166,7 @@ def label_agreement(path: str, starts: Mapping[str, int], document: str | None) 
     if label is None:
         return 0
     names = [part for part in re.sub(r"\[\d+\]", "", path).split(".") if part][-2:]
-    mine = set().union(*(name_words(n) for n in names)) if names else set()
-    return 1 if mine & name_words(label) else -1
+    return 1 if field_words(names) & name_words(label) else -1
 
 
 def leaf_features(confidence: Mapping[str, float], record: Mapping[str, Any] | None,

@@ -164,7 +164,7 @@ def test_eval_scores_the_leaf_model_cross_fitted_and_fits_it_on_every_leaf():
 
 
 def test_a_label_before_a_value_is_read_on_its_line_only():
-    from workers.calibrator import label_before, name_words
+    from schemas.labels import label_before, name_words
 
     text = ("--- Contact form ---\nOrder #: BL8449-1\nName: Jane Smith, Email: jane@x.io\n"
             "Date: Sat, 04 Apr 2026\nI paid $5: it is broken\n" + "x" * 100 + " Total: 12.50")

@@ -1,0 +1,95 @@
+"""Labels: the words a document writes before a value on its line (`Order #: BL8449-1`, `Purchase date: 11 Jan
+2026`, `Name: Jane Smith, Email: jane@x.io`), and whether they name a field.
+
+Forms, contact forms, e-mail headers and invoices label their values. A value written under another field's label
+(`Payment due: 01 Mar 2026` for an `issue_date`, `Submitted: 2026-01-20` for an `order_date`) is the small model's
+most confident kind of wrong answer. Grounding leaves such a value out of a field's candidates where the document
+labels another value with the field's own words (`schemas.grounding`), and the calibration's leaf model reads
+whether a value stands under a label of its field's words (`workers.calibrator`).
+
+A label is one to forty letters, spaces and `.#/&()'-`, at the start of a line or after a separator (`,` `;` `|`, a
+tab, two spaces), ending in `:` or `#`. Words match by their first four letters, case and hyphens aside.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+STOP_WORDS = frozenset({"the", "of", "to", "for", "and", "or", "an", "in", "on", "by", "at", "is", "your", "our"})
+_LABEL_TEXT = r"[A-Za-z][A-Za-z .#/&()'-]{0,40}?"
+_START = r"(?:^|(?<=[,;|\t])|(?<=\s{2}))[ \t>*•-]*"
+# A label just before an offset (searched with endpos = the offset): `^` only at a real line start
+LABEL_BEFORE = re.compile(rf"{_START}({_LABEL_TEXT})[ \t]*[:#]+[ \t]*$", re.MULTILINE)
+# A labelled value: the label, then the value up to a tab, `|`, two spaces, the next `, Label:` or the line's end
+LABELLED = re.compile(rf"{_START}(?P<label>{_LABEL_TEXT})[ \t]*[:#]+[ \t]*"
+                      rf"(?P<value>[^\n]*?)(?=\s{{2}}|[|\t]|[,;][ \t]*{_LABEL_TEXT}[ \t]*[:#]|[ \t]*$)",
+                      re.MULTILINE)
+
+
+def name_words(name: str) -> set[str]:
+    """A name's words, for matching a field's name against a document's label: split at case changes and
+    non-letters, hyphens inside a word dropped (`E-mail` → `email`), lower case, at least two letters, not a
+    stop word, cut to their first four letters (`orderNumber` → {orde, numb}; `Purchase date` → {purc, date})."""
+    name = re.sub(r"(?<=[A-Za-z])-(?=[A-Za-z])", "", name)
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return {w.lower()[:4] for w in re.split(r"[^A-Za-z]+", name) if len(w) >= 2 and w.lower() not in STOP_WORDS}
+
+
+def field_words(names: Iterable[str]) -> set[str]:
+    """The words of a field's names (its own and its parent's: `vendor.name` → {vend, name})."""
+    return set().union(*(name_words(n) for n in names))
+
+
+def label_before(text: str, start: int) -> str | None:
+    """The label the document writes before offset `start` on the same line, if only a label stands between the
+    line's start (or a separator) and the value: `Order #: BL8449-1` → `Order`, `Total due: $3.00` → `Total due`.
+    At most 80 characters back: a longer line's middle is not a line's start."""
+    line_start = text.rfind("\n", 0, start) + 1
+    match = LABEL_BEFORE.search(text, max(line_start, start - 80), start)
+    return match.group(1).strip() if match else None
+
+
+def labelled(text: str) -> list[tuple[set[str], int, int]]:
+    """Each labelled value of the document: (the label's words, the value's start, its end)."""
+    return [(name_words(m.group("label")), m.start("value"), m.end("value")) for m in LABELLED.finditer(text)
+            if m.end("value") > m.start("value")]
+
+
+LabelIndex = tuple[set[str], dict[str, list[set[str]]]]
+
+
+def label_index(finder: Callable[[str], list[Any]], document: str) -> LabelIndex:
+    """For one kind of value (`finder`, e.g. `schemas.grounding.dates`): (the values the document writes outside
+    every labelled value, value → the words of each label it stands under), values as JSON text."""
+    blanked = list(document)
+    under: dict[str, list[set[str]]] = {}
+    for words, start, end in labelled(document):
+        blanked[start:end] = " " * (end - start)
+        for value in finder(document[start:end]):
+            under.setdefault(json.dumps(value), []).append(words)
+    return {json.dumps(v) for v in finder("".join(blanked))}, under
+
+
+def names(label: set[str], words: set[str], rivals: Iterable[set[str]] = ()) -> bool:
+    """Whether a label (its words) names the field whose name has `words`: it shares a word with it, and no
+    other field of the schema (`rivals`, their words) shares more (`Date of issue` names `issue_date`, not
+    `due_date`; `Date` names both `date` and `due_date`)."""
+    shared = len(label & words)
+    return shared > 0 and all(len(label & rival) <= shared for rival in rivals)
+
+
+def named_only(candidates: list[Any], index: LabelIndex, words: set[str],
+               rivals: Iterable[set[str]] = ()) -> list[Any]:
+    """The candidates without those the document writes only under labels that do not name the field (`names`),
+    where it writes some candidate under a label that does: `issue_date` loses `Payment due: 01 Mar 2026` beside
+    `Date of issue: January 30, 2026`, and `due_date` the issue date; a field no label names keeps all, and so
+    does a value the document also writes unlabelled."""
+    free, under = index
+    rivals = list(rivals)
+    named = {value for value, labels in under.items() if any(names(label, words, rivals) for label in labels)}
+    if not named & {json.dumps(c) for c in candidates}:
+        return candidates
+    return [c for c in candidates if (key := json.dumps(c)) in free or key in named or key not in under]

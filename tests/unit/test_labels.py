@@ -1,0 +1,67 @@
+"""Labels a document writes before its values, and grounding that leaves out a value written under another
+field's label (`schemas.labels`, `schemas.grounding`)."""
+
+from __future__ import annotations
+
+from schemas.grounding import dates, ground, money
+from schemas.labels import label_index, labelled, name_words, named_only
+
+FORM = ("--- Contact form submission ---\nSubmitted: 2026-01-20 11:54\nName: Hannah Kowalski, Email: h@k.net\n"
+        "Order #: BL8449-1\nPurchase date: 11 Jan 2026\nAmount paid: USD 32.99\nMessage:\n"
+        "It still hasn't arrived. I paid $5.00 for shipping: please refund it.\n")
+INVOICE = ("Blue Fjord Consulting AS\nINVOICE BLU-2026-5906\nDate of issue: January 30, 2026\n"
+           "Payment due: 01 Mar 2026\nBill to: Litware Inc\n\nDescription | Qty | Unit price | Amount\n"
+           "Freight, pallet | 5 | €243.80 | €1,219.00\n\nSubtotal: €1,219.00\nTax: €231.61\n"
+           "Total due (EUR): €1,450.61\n")
+
+
+def test_labelled_values_are_read_to_a_separator_the_next_label_or_the_lines_end() -> None:
+    found = [(sorted(words), FORM[start:end]) for words, start, end in labelled(FORM)]
+    assert found == [(["subm"], "2026-01-20 11:54"), (["name"], "Hannah Kowalski"), (["emai"], "h@k.net"),
+                     (["orde"], "BL8449-1"), (["date", "purc"], "11 Jan 2026"), (["amou", "paid"], "USD 32.99")]
+    invoice = {INVOICE[s:e]: sorted(w) for w, s, e in labelled(INVOICE)}
+    assert invoice["January 30, 2026"] == ["date", "issu"]  # a comma inside a value does not end it
+    assert invoice["€1,450.61"] == ["due", "eur", "tota"]
+    assert "€243.80" not in invoice  # a table's cells have no label
+    assert name_words("E-mail") == {"emai"} and name_words("invoiceNumber") == {"invo", "numb"}
+
+
+def test_a_value_only_under_another_fields_label_is_left_out_where_a_label_names_the_field() -> None:
+    index = label_index(dates, INVOICE)
+    both = ["2026-01-30", "2026-03-01"]
+    assert named_only(both, index, name_words("issue_date")) == ["2026-01-30"]
+    assert named_only(both, index, name_words("due_date")) == both  # alone, `date` and `due` name both labels
+    # beside an issue_date, `Date of issue` names that field better (two words to one): it is not due_date's
+    assert named_only(both, index, name_words("due_date"), [name_words("issue_date")]) == ["2026-03-01"]
+    assert named_only(both, index, name_words("issue_date"), [name_words("due_date")]) == ["2026-01-30"]
+    assert named_only(both, index, name_words("shipped_on")) == both  # no label names it: all kept
+    amounts = label_index(money, INVOICE)
+    total = named_only([243.8, 1219.0, 231.61, 1450.61], amounts, name_words("total"))
+    assert total == [243.8, 1219.0, 1450.61]  # the subtotal's 1219.00 is also a table cell: kept; the tax is not
+    assert named_only(["2026-03-01"], index, name_words("issue_date")) == ["2026-03-01"]  # the named one is not
+    # among the candidates (the field's bounds refused it): nothing to prefer, so nothing is left out
+
+
+def test_grounding_leaves_out_the_forms_submission_date_for_an_order_date() -> None:
+    schema = {"type": "object", "properties": {
+        "order_date": {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]},
+        "amount": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+        "due": {"type": "string", "format": "date"}}}
+    grounded = ground(schema, FORM, mode="auto")["properties"]
+    assert grounded["order_date"]["anyOf"][0]["enum"] == ["2026-01-11"]  # `Purchase date` shares `date`
+    assert grounded["due"]["enum"] == ["2026-01-20", "2026-01-11"]  # no label says `due`: both kept
+    invoice = {"type": "object", "properties": {"issue_date": {"type": "string", "format": "date"},
+                                                "due_date": {"type": "string", "format": "date"}}}
+    dated = ground(invoice, INVOICE, mode="auto")["properties"]
+    assert dated["issue_date"]["enum"] == ["2026-01-30"] and dated["due_date"]["enum"] == ["2026-03-01"]
+    # `$5.00` stands in the message, under no label: a value the document also writes unlabelled is kept
+    assert grounded["amount"]["anyOf"][0]["enum"] == [32.99, 5.0]
+    form = FORM.replace("I paid $5.00 for shipping", "Shipping: $5.00")
+    assert ground(schema, form, mode="auto")["properties"]["amount"]["anyOf"][0]["enum"] == [32.99]
+
+
+def test_prose_without_labels_grounds_as_before() -> None:
+    schema = {"type": "object", "properties": {"issue_date": {"type": "string", "format": "date"}}}
+    prose = "We issued it on 30 January 2026 and it is due on 1 March 2026."
+    assert labelled(prose) == []
+    assert ground(schema, prose, mode="auto")["properties"]["issue_date"]["enum"] == ["2026-01-30", "2026-03-01"]
