@@ -500,10 +500,8 @@ def named_money(path: tuple[Any, ...]) -> bool:
 
 def field_name(path: tuple[Any, ...]) -> str | None:
     """The name of the property that holds the field at `path` (a list's name for its items)."""
-    for i in range(len(path) - 1, 0, -1):
-        if path[i - 1] in ("properties", "patternProperties") and isinstance(path[i], str):
-            return path[i]
-    return None
+    names = field_names(path, 1)
+    return names[0] if names else None
 
 
 def field_names(path: tuple[Any, ...], last: int = 2) -> list[str]:
