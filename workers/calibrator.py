@@ -20,8 +20,16 @@ Two kinds of file:
   - `label` and `other_label`: the document writes the value after a label on its line (`Order #: BL8449-1`,
     `Submitted: 2026-01-20`), and the label shares a word with the leaf's name (`order_number`), or does not
     (`order_date` from `Submitted:`). Forms, e-mail headers and contact forms label their values; a value the
-    model took from under another field's label is often the wrong one. Files written before these two
-    features read as weight 0 for them.
+    model took from under another field's label is often the wrong one;
+  - `mention`, for a field of few distinct values (a category, a flag): whether the document's words agree with
+    the value (`refund_requested: true` where it writes "refund"; `billing` where it writes "bill..."). The small
+    model says `true` to almost every flag; the document often says otherwise;
+  - `place`: how often the field's values were right in the gold when written under the same label (`Date:` of an
+    e-mail's header for an `order_date`, `Purchase date:`, none), smoothed log-odds against the field's;
+  - `field_confidence`: the field's own logistic map of the raw confidence, against the field's share: the raw
+    confidence tells right from wrong on some fields (a product name the model half-invents) and not on others
+    (a category), which one weight for all fields cannot say.
+  Files written before a feature read as weight 0 for it (and without places and scales, as none).
   The model's weights are fitted by L2-regularised logistic regression (Newton's method; a few features, so no
   library is needed).
 """
@@ -35,13 +43,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.labels import field_words, label_before, name_words
+from schemas.labels import field_words, label_before, labelled, name_words
 from schemas.spans import leaves
 
 MIN_POINTS = 12  # isotonic (format 1): a field with fewer scored leaves uses the map fitted on all fields together
 POOLED = "*"
-FEATURES = ("confidence", "field", "repeats", "value", "order", "label", "other_label")
-LATER_FEATURES = ("label", "other_label")  # a format-2 file may lack them (written before them): weight 0
+FEATURES = ("confidence", "field", "repeats", "value", "order", "label", "other_label", "mention", "place",
+            "field_confidence")
+# a format-2 file may lack these (written before them): weight 0, as without them
+LATER_FEATURES = ("label", "other_label", "mention", "place", "field_confidence")
 L2 = 0.1  # the weights' penalty (not the bias's)
 SMOOTHING = 4.0  # pseudo-leaves pulling a field's (or a value's) share right toward the wider share
 _EPS = 1e-4
@@ -102,6 +112,8 @@ class Leaf:
     repeats: bool  # another leaf of the row holds the same value
     out_of_order: bool  # a list item the document writes at another place in the list's order
     label: int = 0  # 1: the document labels the value with a word of the leaf's name; -1: with another label
+    mention: int = 0  # 1: the document's words agree with the value (`mention`); -1: they do not; 0: no document
+    place: str = ""  # the words of the label the value is written under (`place`); "" none or no document
 
 
 def logit(p: float) -> float:
@@ -169,6 +181,33 @@ def label_agreement(path: str, starts: Mapping[str, int], document: str | None) 
     return 1 if field_words(names) & name_words(label) else -1
 
 
+def mention(path: str, value: Any, words: set[str] | None) -> int:
+    """Whether a document's words (`name_words` of its text) agree with a leaf's value: a flag (`refund_requested`)
+    agrees when it is true and the document writes a word of the flag's name (`refund`), or false and it writes
+    none; a text value (`billing`, `not_delivered`) when the document writes one of its words. 1 agrees, -1 does
+    not, 0: no document or no words to look for. The leaf model reads it for fields of few distinct values only
+    (a category, a flag): a name or an address that grounding copied from the document always agrees."""
+    if words is None or value is None:
+        return 0
+    if isinstance(value, bool):
+        name = re.sub(r"\[\d+\]", "", path).rsplit(".", 1)[-1]
+        own = name_words(name)
+        return 0 if not own else 1 if bool(own & words) == value else -1
+    own = name_words(str(value))
+    return 0 if not own else 1 if own & words else -1
+
+
+def place(start: int | None, regions: Sequence[tuple[set[str], int, int]]) -> str:
+    """The label a value is written under, as its sorted words (`date`, `date purc`, `from`): the labelled value of
+    the document (`labels.labelled`) whose text holds the value's first place; "" where none does."""
+    if start is None:
+        return ""
+    for words, lo, hi in regions:
+        if lo <= start < hi:
+            return " ".join(sorted(words))
+    return ""
+
+
 def leaf_features(confidence: Mapping[str, float], record: Mapping[str, Any] | None,
                   spans: Mapping[str, Any] | None, document: str | None = None) -> dict[str, Leaf]:
     """Concrete leaf path → `Leaf`, for each leaf with a confidence. `record` is the row's record (its values);
@@ -181,13 +220,16 @@ def leaf_features(confidence: Mapping[str, float], record: Mapping[str, Any] | N
         counts[text] = counts.get(text, 0) + 1
     starts = _starts(spans)
     disordered = _out_of_order(list(confidence), starts)
+    words = name_words(document) if document is not None else None
+    regions = labelled(document) if document is not None else []
     out = {}
     for path, conf in confidence.items():
         value = values.get(path)
         text = norm(value) if value is not None else ""
         out[path] = Leaf(confidence=float(conf), text=text, shape=shape(value) if value is not None else "",
                          repeats=path in texts and counts.get(texts[path], 0) > 1, out_of_order=path in disordered,
-                         label=label_agreement(path, starts, document))
+                         label=label_agreement(path, starts, document), mention=mention(path, value, words),
+                         place=place(starts.get(path), regions))
     return out
 
 
@@ -196,13 +238,32 @@ class FieldPrior:
     prior: float  # log-odds of the field's share right
     categorical: bool  # values keyed by value (few distinct ones) rather than by shape
     values: dict[str, float] = field(default_factory=dict)  # key → log-odds against `prior`
+    places: dict[str, float] = field(default_factory=dict)  # the label written before it → log-odds against `prior`
+    scale: tuple[float, float] = (0.0, 0.0)  # the field's own map of the raw confidence: log-odds a + b·logit
 
     def key(self, leaf: Leaf) -> str:
         return leaf.text if self.categorical else leaf.shape
 
+    def own_confidence(self, leaf: Leaf) -> float:
+        """The field's own map of the raw confidence (`_field_scale`), as log-odds against `prior`: what the raw
+        confidence says on this field, where it tells right from wrong on some fields and not on others."""
+        offset, slope = self.scale
+        return offset + slope * logit(leaf.confidence) - self.prior if slope or offset else 0.0
+
 
 def _smoothed(right: int, n: int, base: float) -> float:
     return logit((right + SMOOTHING * base) / (n + SMOOTHING))
+
+
+def _field_scale(items: Sequence[tuple[Leaf, bool]], share: float) -> tuple[float, float]:
+    """A field's logistic map of its leaves' raw confidence (log-odds a + b·logit(confidence)), pulled toward the
+    field's share right by `SMOOTHING` pseudo-leaves at the mean raw confidence, the slope by the L2 penalty."""
+    xs = [logit(leaf.confidence) for leaf, _ in items]
+    mean = sum(xs) / len(xs)
+    rows = [[1.0, x] for x in xs] + [[1.0, mean]] * int(SMOOTHING)
+    targets = [float(ok) for _, ok in items] + [share] * int(SMOOTHING)
+    offset, slope = _newton(rows, targets)
+    return round(offset, 6), round(slope, 6)
 
 
 @dataclass(frozen=True)
@@ -217,8 +278,11 @@ class LeafModel:
         known = self.fields.get(name)
         prior = known.prior if known else self.prior
         value = known.values.get(known.key(leaf), 0.0) if known else 0.0
+        mentioned = float(leaf.mention) if known and known.categorical else 0.0
+        placed = known.places.get(leaf.place, 0.0) if known else 0.0
+        own = known.own_confidence(leaf) if known else 0.0
         return [1.0, logit(leaf.confidence), prior, float(leaf.repeats), value, float(leaf.out_of_order),
-                float(leaf.label > 0), float(leaf.label < 0)]
+                float(leaf.label > 0), float(leaf.label < 0), mentioned, placed, own]
 
     def predict(self, path: str, leaf: Leaf) -> float:
         w = [self.weights.get(k, 0.0) for k in ("bias", *FEATURES)]
@@ -258,19 +322,25 @@ class LeafModel:
                 groups.setdefault(base.key(leaf), []).append(ok)
             field_share = _sigmoid(prior)
             values = {k: round(_smoothed(sum(oks), len(oks), field_share) - prior, 6) for k, oks in groups.items()}
-            fields[name] = FieldPrior(round(prior, 6), categorical, values)
+            at: dict[str, list[bool]] = {}
+            for leaf, ok in items:
+                at.setdefault(leaf.place, []).append(ok)
+            places = {k: round(_smoothed(sum(oks), len(oks), field_share) - prior, 6) for k, oks in at.items()}
+            fields[name] = FieldPrior(round(prior, 6), categorical, values, places, _field_scale(items, field_share))
         return cls({}, round(logit(share), 6), fields)
 
     def to_json(self) -> dict[str, object]:
         return {"weights": self.weights, "prior": self.prior,
-                "fields": {k: {"prior": f.prior, "categorical": f.categorical, "values": f.values}
-                           for k, f in self.fields.items()}}
+                "fields": {k: {"prior": f.prior, "categorical": f.categorical, "values": f.values,
+                               "places": f.places, "scale": list(f.scale)} for k, f in self.fields.items()}}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LeafModel:
         weights, prior, fields = data.get("weights"), data.get("prior"), data.get("fields")
-        if isinstance(weights, dict) and set(weights) == {"bias", *FEATURES} - set(LATER_FEATURES):
-            weights = {**weights, **dict.fromkeys(LATER_FEATURES, 0.0)}  # written before them: as without them
+        later = set(LATER_FEATURES) - set(weights) if isinstance(weights, dict) else set()
+        if later and set(weights) | later == {"bias", *FEATURES} and \
+                all(LATER_FEATURES.index(k) >= len(LATER_FEATURES) - len(later) for k in later):
+            weights = {**weights, **dict.fromkeys(later, 0.0)}  # written before them: as without them
         if not (isinstance(weights, dict) and set(weights) == {"bias", *FEATURES}
                 and all(isinstance(v, int | float) for v in weights.values())):
             raise ValueError(f"format 2: weights must be numbers for bias and {', '.join(FEATURES)}")
@@ -284,7 +354,13 @@ class LeafModel:
                     and all(isinstance(v, int | float) for v in values.values())):
                 raise ValueError(f"format 2: field {name!r} needs a prior (number), categorical (true/false) and "
                                  "values (key → number)")
-            out[name] = FieldPrior(float(f["prior"]), f["categorical"], {str(k): float(v) for k, v in values.items()})
+            places, scale = f.get("places", {}), f.get("scale", [0.0, 0.0])  # absent in files written before them
+            if not (isinstance(places, dict) and all(isinstance(v, int | float) for v in places.values())
+                    and isinstance(scale, list) and len(scale) == 2 and all(isinstance(v, int | float) for v in scale)):
+                raise ValueError(f"format 2: field {name!r}: places must map labels to numbers and scale be two "
+                                 "numbers")
+            out[name] = FieldPrior(float(f["prior"]), f["categorical"], {str(k): float(v) for k, v in values.items()},
+                                   {str(k): float(v) for k, v in places.items()}, (float(scale[0]), float(scale[1])))
         return cls({k: float(v) for k, v in weights.items()}, float(prior), out)
 
 

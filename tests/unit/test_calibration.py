@@ -6,6 +6,7 @@ import pytest
 
 from pipeline.tools.calibration import auroc, calibration, markdown, precision_at
 from pipeline.tools.evaluate import score
+from schemas.labels import name_words
 
 
 def test_auroc_is_the_chance_a_right_leaf_outranks_a_wrong_one():
@@ -219,3 +220,53 @@ def test_the_leaf_model_learns_labels_and_reads_a_file_written_before_them():
     leaf = Leaf(0.8, "2026-01-10", "9-9-9", False, False, label=1)
     assert before.model.predict("order_date", leaf) == before.model.predict("order_date", Leaf(0.8, "2026-01-10",
                                                                                                "9-9-9", False, False))
+
+
+def test_mention_says_whether_the_document_speaks_of_a_flag_or_a_category():
+    from workers.calibrator import leaf_features, mention
+
+    words = name_words("I would like a refund, please. The parcel arrived damaged.")
+    assert mention("refund_requested", True, words) == 1  # the document writes "refund"
+    assert mention("refund_requested", False, words) == -1
+    assert mention("refund_requested", True, name_words("Can I change the address?")) == -1
+    assert mention("refund_requested", False, name_words("Can I change the address?")) == 1
+    assert mention("issue_category", "damaged", words) == 1 and mention("issue_category", "billing", words) == -1
+    assert mention("items[0].gift", True, name_words("a gift")) == 1  # the flag's own name, not its list's
+    assert mention("refund_requested", True, None) == 0 and mention("category", "--", words) == 0
+    record = {"refund_requested": True, "issue_category": "billing"}
+    leaves = leaf_features({"refund_requested": 0.7, "issue_category": 0.4}, record, None, "Refund me now")
+    assert leaves["refund_requested"].mention == 1 and leaves["issue_category"].mention == -1
+    assert leaf_features({"refund_requested": 0.7}, record, None)["refund_requested"].mention == 0  # no document
+
+
+def test_the_leaf_model_learns_where_a_field_is_written_and_how_far_its_own_confidence_holds():
+    from workers.calibrator import Calibrator, Leaf, LeafModel, leaf_features
+
+    points = []
+    for i in range(48):
+        header = i % 3 == 0  # a third of the dates are the e-mail's own Date: line, and wrong
+        text = (f"From: a@x.io\nDate: Sat, {10 + i % 9:02d} Mar 2026 17:26:44 +0000\n\n"
+                f"I ordered it on {10 + i % 9:02d} Jan 2026. It is {'good' if i % 2 else 'bad'}.")
+        start = text.index("Sat, ") + 5 if header else text.index(" on ") + 4
+        record = {"order_date": "2026-03-10" if header else "2026-01-10", "product": "good" if i % 2 else "bad"}
+        conf = {"order_date": 0.7 if i % 2 else 0.9, "product": 0.95 if i % 2 else 0.3}
+        leaves = leaf_features(conf, record, {"order_date": [(start, start + 11)]}, text)
+        assert leaves["order_date"].place == ("date" if header else "")
+        points += [(f"d{i}", "order_date", leaves["order_date"], not header),
+                   (f"d{i}", "product", leaves["product"], bool(i % 2))]  # the product's confidence tells
+    tables = LeafModel.tables([(name, leaf, ok) for _, name, leaf, ok in points])
+    assert tables.fields["order_date"].places["date"] < 0 < tables.fields["order_date"].places[""]
+    assert tables.fields["product"].scale[1] > 0  # its own map rises with the raw confidence
+    product = tables.fields["product"]
+    assert product.own_confidence(Leaf(0.95, "good", "a", False, False)) > 0 > \
+        product.own_confidence(Leaf(0.3, "bad", "a", False, False))
+    cal = Calibrator.fit_leaves(points)
+    assert cal.model.weights["place"] > 0 and cal.model.weights["field_confidence"] > 0
+    old = cal.to_json()  # a file written before places and scales: they read as nothing
+    old["fields"] = {k: {key: v for key, v in f.items() if key not in ("places", "scale")}
+                     for k, f in old["fields"].items()}
+    before = Calibrator.from_json(old)
+    assert before.model.fields["order_date"].places == {} and before.model.fields["product"].scale == (0.0, 0.0)
+    with pytest.raises(ValueError, match="places must map"):
+        Calibrator.from_json({**old, "fields": {"x": {"prior": 0.0, "categorical": False, "values": {},
+                                                      "places": [], "scale": [0, 0]}}})
