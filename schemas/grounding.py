@@ -35,7 +35,7 @@ from typing import Any
 import jsonschema
 
 from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, cells_of, sentences_of
-from schemas.labels import field_words, label_index, named_only
+from schemas.labels import field_words, label_index, named_only, names_message, outside, sent_line
 from schemas.pointer import pointer
 from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
 from schemas.walk import iter_subschemas
@@ -236,10 +236,8 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
             cache[kind] = FINDERS[kind](document)
     # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
     candidates = _allowed(cache[kind], _value_branch(node), cache)
-    if kind in LABELLED_KINDS and words_ and len(candidates) > 1:
-        if ("labels", kind) not in cache:
-            cache[("labels", kind)] = label_index(FINDERS[kind], document)
-        candidates = named_only(candidates, cache[("labels", kind)], words_, rivals)
+    if kind in LABELLED_KINDS and words_:
+        candidates = _by_label(candidates, kind, document, cache, words_, rivals)
     shape = FORMAT_SHAPES.get(_format(node) or "")
     if shape is not None:  # a word is an email (or uri, hostname) only if it looks like one
         candidates = [c for c in candidates if isinstance(c, str) and shape.fullmatch(c)]
@@ -255,6 +253,31 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
     if any(isinstance(c, float) and not c.is_integer() for c in candidates):  # 8.7, not 8.6999999999999993
         choice[LITERALS_KEY] = [json.dumps(c) for c in candidates]
     return {"anyOf": [choice, {"type": "null"}]} if _nullable(node) else choice
+
+
+def _by_label(candidates: list[Any], kind: str, document: str, cache: dict[str, Any], words_: set[str],
+              rivals: tuple[set[str], ...]) -> list[Any]:
+    """The candidates of a field named `words_` without those written under another field's label (`named_only`),
+    and for a date without an e-mail's sent date where the field is not named for it (`_not_sent`)."""
+    if kind == "date" and candidates and not names_message(words_):
+        candidates = _not_sent(candidates, document, cache)
+    if len(candidates) > 1:
+        if ("labels", kind) not in cache:
+            cache[("labels", kind)] = label_index(FINDERS[kind], document)
+        candidates = named_only(candidates, cache[("labels", kind)], words_, rivals)
+    return candidates
+
+
+def _not_sent(candidates: list[Any], document: str, cache: dict[str, Any]) -> list[Any]:
+    """The date candidates without the one an e-mail's header writes only as when the message was sent
+    (`Date: Sat, 07 Mar 2026 17:26:44 +0000`): a field not named for the message (`order_date`) is not that date."""
+    if "sent" not in cache:
+        span = sent_line(document)
+        cache["sent"] = (set(dates(document[span[0]:span[1]])), outside(dates, document, span)) if span else None
+    if cache["sent"] is None:
+        return candidates
+    sent, elsewhere = cache["sent"]
+    return [c for c in candidates if c not in sent or json.dumps(c) in elsewhere]
 
 
 # Kinds whose candidates are runs of a document's words: past MAX_CANDIDATES (a long document) they are decoded

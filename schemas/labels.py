@@ -29,6 +29,14 @@ LABELLED = re.compile(rf"{_START}(?P<label>{_LABEL_TEXT})[ \t]*[:#]+[ \t]*"
                       re.MULTILINE)
 
 
+# An e-mail's header: the lines it opens with, up to the first blank line, at least two of them header fields and
+# one `From:` or `To:`. Its `Date:` (or `Sent:`) line says when the message was sent.
+_HEADER_LINE = re.compile(r"(from|to|cc|bcc|subject|date|sent|reply-to|message-id)[ \t]*:", re.IGNORECASE)
+_SENT_LINE = re.compile(r"(?:date|sent)[ \t]*:[ \t]*(?P<value>[^\n]*)", re.IGNORECASE)
+# A field named for the message itself (`date`, `sent_at`, `email_date`, `received_time`): the header's date is its
+MESSAGE_WORDS = frozenset({"date", "time", "sent", "mess", "emai", "mail", "rece", "head"})
+
+
 def name_words(name: str) -> set[str]:
     """A name's words, for matching a field's name against a document's label: split at case changes and
     non-letters, hyphens inside a word dropped (`E-mail` → `email`), lower case, at least two letters, not a
@@ -56,6 +64,36 @@ def labelled(text: str) -> list[tuple[set[str], int, int]]:
     """Each labelled value of the document: (the label's words, the value's start, its end)."""
     return [(name_words(m.group("label")), m.start("value"), m.end("value")) for m in LABELLED.finditer(text)
             if m.end("value") > m.start("value")]
+
+
+def sent_line(text: str) -> tuple[int, int] | None:
+    """Where an e-mail's header writes when the message was sent: the value of its `Date:` or `Sent:` line, (start,
+    end), for a document that opens with an e-mail header (`From: ...`, `To: ...`, `Date: ...`); else None."""
+    offset, seen, sent, addressed = len(text) - len(text.lstrip("\n")), 0, None, False
+    for line in text[offset:].split("\n"):
+        if not line.strip():
+            break
+        match = _HEADER_LINE.match(line)
+        if match is None:
+            return None  # not a header: a line of another kind before the first blank one
+        seen += 1
+        addressed |= match.group(1).lower() in ("from", "to")
+        sent_match = _SENT_LINE.match(line)
+        if sent_match and sent is None:
+            sent = (offset + sent_match.start("value"), offset + sent_match.end("value"))
+        offset += len(line) + 1
+    return sent if seen >= 2 and addressed else None
+
+
+def names_message(words: set[str]) -> bool:
+    """Whether a field's name (its words) says it is the message's own date: `date`, `sent_at`, `email_date`."""
+    return bool(words) and words <= MESSAGE_WORDS
+
+
+def outside(finder: Callable[[str], list[Any]], text: str, span: tuple[int, int]) -> set[str]:
+    """The values (`finder`, as JSON text) the text writes outside `span`."""
+    start, end = span
+    return {json.dumps(v) for v in finder(text[:start] + " " * (end - start) + text[end:])}
 
 
 LabelIndex = tuple[set[str], dict[str, list[set[str]]]]

@@ -65,3 +65,29 @@ def test_prose_without_labels_grounds_as_before() -> None:
     prose = "We issued it on 30 January 2026 and it is due on 1 March 2026."
     assert labelled(prose) == []
     assert ground(schema, prose, mode="auto")["properties"]["issue_date"]["enum"] == ["2026-01-30", "2026-03-01"]
+
+
+MAIL = ("From: Dana Whitfield <dana.whitfield@gmail.example>\nTo: support@brightlane.com\nSubject: Wrong item\n"
+        "Date: Sun, 22 Feb 2026 19:48:04 +0000\n\nHi,\n\nThe order was placed on 13 Feb 2026.\n")
+
+
+def test_an_emails_sent_date_is_not_a_date_of_anything_else() -> None:
+    from schemas.labels import names_message, sent_line
+
+    start, end = sent_line(MAIL)
+    assert MAIL[start:end] == "Sun, 22 Feb 2026 19:48:04 +0000"
+    assert sent_line("\n" + MAIL) == (start + 1, end + 1)  # blank lines before the header
+    assert sent_line("Date: 22 Feb 2026\nTotal: $3.00\n") is None  # a form, not an e-mail: no From or To
+    assert sent_line("Dear team,\nFrom: a@b.c\nDate: 22 Feb 2026\n") is None  # not at the start
+    assert names_message(name_words("date")) and names_message(name_words("sent_at"))
+    assert names_message(name_words("emailDate")) and not names_message(name_words("order_date"))
+    schema = {"type": "object", "properties": {
+        "order_date": {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]},
+        "date": {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]}}}
+    grounded = ground(schema, MAIL, mode="auto")["properties"]
+    assert grounded["order_date"]["anyOf"][0]["enum"] == ["2026-02-13"]  # not the day it was sent
+    assert sorted(grounded["date"]["anyOf"][0]["enum"]) == ["2026-02-13", "2026-02-22"]  # a field named for it
+    only_sent = MAIL.replace("The order was placed on 13 Feb 2026.", "It broke.")
+    assert ground(schema, only_sent, mode="auto")["properties"]["order_date"] == {"type": "null"}
+    again = only_sent + "Sent on 22 Feb 2026 too.\n"  # written again in the body: kept
+    assert ground(schema, again, mode="auto")["properties"]["order_date"]["anyOf"][0]["enum"] == ["2026-02-22"]
