@@ -26,10 +26,7 @@ Two kinds of file:
     model says `true` to almost every flag; the document often says otherwise;
   - `place`: how often the field's values were right in the gold when written under the same label (`Date:` of an
     e-mail's header for an `order_date`, `Purchase date:`, none), smoothed log-odds against the field's;
-  - `field_confidence`: the field's own logistic map of the raw confidence, against the field's share: the raw
-    confidence tells right from wrong on some fields (a product name the model half-invents) and not on others
-    (a category), which one weight for all fields cannot say.
-  Files written before a feature read as weight 0 for it (and without places and scales, as none).
+  Files written before a feature read as weight 0 for it (and without places, as none).
   The model's weights are fitted by L2-regularised logistic regression (Newton's method; a few features, so no
   library is needed).
 """
@@ -48,10 +45,10 @@ from schemas.spans import leaves
 
 MIN_POINTS = 12  # isotonic (format 1): a field with fewer scored leaves uses the map fitted on all fields together
 POOLED = "*"
-FEATURES = ("confidence", "field", "repeats", "value", "order", "label", "other_label", "mention", "place",
-            "field_confidence")
+MIN_CATEGORICAL = 8  # a field with fewer leaves in the gold is not told a category by its few distinct values
+FEATURES = ("confidence", "field", "repeats", "value", "order", "label", "other_label", "mention", "place")
 # a format-2 file may lack these (written before them): weight 0, as without them
-LATER_FEATURES = ("label", "other_label", "mention", "place", "field_confidence")
+LATER_FEATURES = ("label", "other_label", "mention", "place")
 L2 = 0.1  # the weights' penalty (not the bias's)
 SMOOTHING = 4.0  # pseudo-leaves pulling a field's (or a value's) share right toward the wider share
 _EPS = 1e-4
@@ -239,31 +236,14 @@ class FieldPrior:
     categorical: bool  # values keyed by value (few distinct ones) rather than by shape
     values: dict[str, float] = field(default_factory=dict)  # key → log-odds against `prior`
     places: dict[str, float] = field(default_factory=dict)  # the label written before it → log-odds against `prior`
-    scale: tuple[float, float] = (0.0, 0.0)  # the field's own map of the raw confidence: log-odds a + b·logit
 
     def key(self, leaf: Leaf) -> str:
         return leaf.text if self.categorical else leaf.shape
-
-    def own_confidence(self, leaf: Leaf) -> float:
-        """The field's own map of the raw confidence (`_field_scale`), as log-odds against `prior`: what the raw
-        confidence says on this field, where it tells right from wrong on some fields and not on others."""
-        offset, slope = self.scale
-        return offset + slope * logit(leaf.confidence) - self.prior if slope or offset else 0.0
 
 
 def _smoothed(right: int, n: int, base: float) -> float:
     return logit((right + SMOOTHING * base) / (n + SMOOTHING))
 
-
-def _field_scale(items: Sequence[tuple[Leaf, bool]], share: float) -> tuple[float, float]:
-    """A field's logistic map of its leaves' raw confidence (log-odds a + b·logit(confidence)), pulled toward the
-    field's share right by `SMOOTHING` pseudo-leaves at the mean raw confidence, the slope by the L2 penalty."""
-    xs = [logit(leaf.confidence) for leaf, _ in items]
-    mean = sum(xs) / len(xs)
-    rows = [[1.0, x] for x in xs] + [[1.0, mean]] * int(SMOOTHING)
-    targets = [float(ok) for _, ok in items] + [share] * int(SMOOTHING)
-    offset, slope = _newton(rows, targets)
-    return round(offset, 6), round(slope, 6)
 
 
 @dataclass(frozen=True)
@@ -280,9 +260,8 @@ class LeafModel:
         value = known.values.get(known.key(leaf), 0.0) if known else 0.0
         mentioned = float(leaf.mention) if known and known.categorical else 0.0
         placed = known.places.get(leaf.place, 0.0) if known else 0.0
-        own = known.own_confidence(leaf) if known else 0.0
         return [1.0, logit(leaf.confidence), prior, float(leaf.repeats), value, float(leaf.out_of_order),
-                float(leaf.label > 0), float(leaf.label < 0), mentioned, placed, own]
+                float(leaf.label > 0), float(leaf.label < 0), mentioned, placed]
 
     def predict(self, path: str, leaf: Leaf) -> float:
         w = [self.weights.get(k, 0.0) for k in ("bias", *FEATURES)]
@@ -315,7 +294,9 @@ class LeafModel:
         for name, items in by_field.items():
             right = sum(ok for _, ok in items)
             prior = _smoothed(right, len(items), share)
-            categorical = len({leaf.text for leaf, _ in items}) <= max(2, len(items) // 4)
+            texts = {leaf.text for leaf, _ in items}
+            # few distinct values among enough leaves to say so (a category), or a flag's true and false
+            categorical = texts <= {"true", "false"} or len(items) >= MIN_CATEGORICAL and len(texts) <= len(items) // 4
             base = FieldPrior(prior, categorical)
             groups: dict[str, list[bool]] = {}
             for leaf, ok in items:
@@ -326,13 +307,13 @@ class LeafModel:
             for leaf, ok in items:
                 at.setdefault(leaf.place, []).append(ok)
             places = {k: round(_smoothed(sum(oks), len(oks), field_share) - prior, 6) for k, oks in at.items()}
-            fields[name] = FieldPrior(round(prior, 6), categorical, values, places, _field_scale(items, field_share))
+            fields[name] = FieldPrior(round(prior, 6), categorical, values, places)
         return cls({}, round(logit(share), 6), fields)
 
     def to_json(self) -> dict[str, object]:
         return {"weights": self.weights, "prior": self.prior,
                 "fields": {k: {"prior": f.prior, "categorical": f.categorical, "values": f.values,
-                               "places": f.places, "scale": list(f.scale)} for k, f in self.fields.items()}}
+                               "places": f.places} for k, f in self.fields.items()}}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LeafModel:
@@ -354,13 +335,11 @@ class LeafModel:
                     and all(isinstance(v, int | float) for v in values.values())):
                 raise ValueError(f"format 2: field {name!r} needs a prior (number), categorical (true/false) and "
                                  "values (key → number)")
-            places, scale = f.get("places", {}), f.get("scale", [0.0, 0.0])  # absent in files written before them
-            if not (isinstance(places, dict) and all(isinstance(v, int | float) for v in places.values())
-                    and isinstance(scale, list) and len(scale) == 2 and all(isinstance(v, int | float) for v in scale)):
-                raise ValueError(f"format 2: field {name!r}: places must map labels to numbers and scale be two "
-                                 "numbers")
+            places = f.get("places", {})  # absent in files written before them
+            if not (isinstance(places, dict) and all(isinstance(v, int | float) for v in places.values())):
+                raise ValueError(f"format 2: field {name!r}: places must map labels to numbers")
             out[name] = FieldPrior(float(f["prior"]), f["categorical"], {str(k): float(v) for k, v in values.items()},
-                                   {str(k): float(v) for k, v in places.items()}, (float(scale[0]), float(scale[1])))
+                                   {str(k): float(v) for k, v in places.items()})
         return cls({k: float(v) for k, v in weights.items()}, float(prior), out)
 
 

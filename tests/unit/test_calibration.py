@@ -239,34 +239,41 @@ def test_mention_says_whether_the_document_speaks_of_a_flag_or_a_category():
     assert leaf_features({"refund_requested": 0.7}, record, None)["refund_requested"].mention == 0  # no document
 
 
-def test_the_leaf_model_learns_where_a_field_is_written_and_how_far_its_own_confidence_holds():
-    from workers.calibrator import Calibrator, Leaf, LeafModel, leaf_features
+def test_the_leaf_model_reads_mention_only_for_a_flag_or_a_field_of_few_values_among_many():
+    from workers.calibrator import FEATURES, Leaf, LeafModel
+
+    flag = [("refund_requested", Leaf(0.7, "true", "Aa", False, False, mention=1), True)]
+    few = [("category", Leaf(0.5, v, "a", False, False, mention=1), True) for v in ["billing", "other"] * 6]
+    names = [("name", Leaf(0.9, "ann", "Aa", False, False, mention=1), True)] * 2  # 2 leaves, 1 value: not a category
+    tables = LeafModel.tables(flag + few + names)
+    at = FEATURES.index("mention") + 1  # after the bias
+    assert [tables.features(name, leaf)[at] for name, leaf, _ in (flag[0], few[0], names[0])] == [1.0, 1.0, 0.0]
+
+
+def test_the_leaf_model_learns_how_often_a_field_is_right_under_each_label():
+    from workers.calibrator import Calibrator, LeafModel, leaf_features
 
     points = []
     for i in range(48):
         header = i % 3 == 0  # a third of the dates are the e-mail's own Date: line, and wrong
         text = (f"From: a@x.io\nDate: Sat, {10 + i % 9:02d} Mar 2026 17:26:44 +0000\n\n"
-                f"I ordered it on {10 + i % 9:02d} Jan 2026. It is {'good' if i % 2 else 'bad'}.")
+                f"I ordered it on {10 + i % 9:02d} Jan 2026.")
         start = text.index("Sat, ") + 5 if header else text.index(" on ") + 4
-        record = {"order_date": "2026-03-10" if header else "2026-01-10", "product": "good" if i % 2 else "bad"}
-        conf = {"order_date": 0.7 if i % 2 else 0.9, "product": 0.95 if i % 2 else 0.3}
+        record = {"order_date": "2026-03-10" if header else "2026-01-10"}
+        conf = {"order_date": 0.7 if i % 2 else 0.9}  # says nothing of right or wrong
         leaves = leaf_features(conf, record, {"order_date": [(start, start + 11)]}, text)
         assert leaves["order_date"].place == ("date" if header else "")
-        points += [(f"d{i}", "order_date", leaves["order_date"], not header),
-                   (f"d{i}", "product", leaves["product"], bool(i % 2))]  # the product's confidence tells
+        points.append((f"d{i}", "order_date", leaves["order_date"], not header))
     tables = LeafModel.tables([(name, leaf, ok) for _, name, leaf, ok in points])
     assert tables.fields["order_date"].places["date"] < 0 < tables.fields["order_date"].places[""]
-    assert tables.fields["product"].scale[1] > 0  # its own map rises with the raw confidence
-    product = tables.fields["product"]
-    assert product.own_confidence(Leaf(0.95, "good", "a", False, False)) > 0 > \
-        product.own_confidence(Leaf(0.3, "bad", "a", False, False))
     cal = Calibrator.fit_leaves(points)
-    assert cal.model.weights["place"] > 0 and cal.model.weights["field_confidence"] > 0
-    old = cal.to_json()  # a file written before places and scales: they read as nothing
-    old["fields"] = {k: {key: v for key, v in f.items() if key not in ("places", "scale")}
-                     for k, f in old["fields"].items()}
+    assert cal.model.weights["place"] > 0
+    header, body = (next(leaf for _, _, leaf, _ in points if leaf.place == p) for p in ("date", ""))
+    assert cal.model.predict("order_date", header) < 0.5 < cal.model.predict("order_date", body)
+    old = cal.to_json()  # a file written before places: they read as none
+    old["fields"] = {k: {key: v for key, v in f.items() if key != "places"} for k, f in old["fields"].items()}
     before = Calibrator.from_json(old)
-    assert before.model.fields["order_date"].places == {} and before.model.fields["product"].scale == (0.0, 0.0)
+    assert before.model.fields["order_date"].places == {}
     with pytest.raises(ValueError, match="places must map"):
         Calibrator.from_json({**old, "fields": {"x": {"prior": 0.0, "categorical": False, "values": {},
-                                                      "places": [], "scale": [0, 0]}}})
+                                                      "places": []}}})
