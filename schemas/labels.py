@@ -96,6 +96,39 @@ def outside(finder: Callable[[str], list[Any]], text: str, span: tuple[int, int]
     return {json.dumps(v) for v in finder(text[:start] + " " * (end - start) + text[end:])}
 
 
+# A placeholder is no value: `Product: N/A` says the form has none
+PLACEHOLDERS = frozenset({"n/a", "n.a.", "na", "none", "null", "nil", "-", "--", "—", "tbd", "tba", "unknown",
+                          "not applicable", "not available", "not provided", "not given", "not stated"})
+
+
+_LABEL_LINE = re.compile(rf"[ \t>*•-]*{_LABEL_TEXT}[ \t]*[:#]")
+
+
+def blank_labels(text: str) -> list[set[str]]:
+    """The words of each label the document leaves blank: a placeholder after it (`Amount paid: -`, `Order #:
+    N/A`), or nothing after it on its line where the next line is another label or there is none (`Product: ` in
+    a form; not `Message:` with the message below it)."""
+    out = []
+    for m in LABELLED.finditer(text):
+        value = m.group("value").strip()
+        if value:
+            blank = value.casefold() in PLACEHOLDERS
+        else:
+            line_end = text.find("\n", m.end("value"))
+            following = "" if line_end < 0 else text[line_end + 1:].split("\n", 1)[0]
+            blank = not following.strip() and line_end < 0 or bool(_LABEL_LINE.match(following))
+        if blank:
+            out.append(name_words(m.group("label")))
+    return out
+
+
+def label_texts(text: str) -> set[str]:
+    """The labels the document writes, as text in lower case (`subject`, `order #`... without the `:`): no field's
+    value (`Product:` with nothing after it is not a product named `Product`)."""
+    found = {m.group("label").strip().casefold() for m in LABELLED.finditer(text)}
+    return found | {label.rstrip(" #").strip() for label in found}
+
+
 LabelIndex = tuple[set[str], dict[str, list[set[str]]]]
 
 

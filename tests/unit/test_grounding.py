@@ -401,7 +401,9 @@ def test_the_identifier_finder_reads_words_with_digits_that_are_not_dates_times_
 
     doc = ("Order #W365213573 of 03/10/2026 at 17:47, a 16-inch bike, paid $1,250.00 and 34.50 in 2026; "
            "ticket 64225, course CS305, a 2nd try #60589, the 1990s.")
-    assert identifiers(doc) == ["W365213573", "16-inch", "64225", "CS305", "60589"]
+    assert identifiers(doc) == ["W365213573", "64225", "CS305", "60589"]  # a 16-inch bike: a quantity
+    assert identifiers("a 65W charger, a 1.7L kettle, a 10-Piece set, 4K video, 500ml, S3, BL8449-1") == \
+        ["S3", "BL8449-1"]
 
 
 def test_auto_grounds_an_id_field_in_the_identifiers_and_falls_back_where_the_document_writes_none() -> None:

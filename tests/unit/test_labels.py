@@ -91,3 +91,42 @@ def test_an_emails_sent_date_is_not_a_date_of_anything_else() -> None:
     assert ground(schema, only_sent, mode="auto")["properties"]["order_date"] == {"type": "null"}
     again = only_sent + "Sent on 22 Feb 2026 too.\n"  # written again in the body: kept
     assert ground(schema, again, mode="auto")["properties"]["order_date"]["anyOf"][0]["enum"] == ["2026-02-22"]
+
+
+def test_a_labels_own_text_and_a_placeholder_are_not_a_fields_value() -> None:
+    from schemas.labels import label_texts
+
+    form = "Subject: Question\nName: Mia Rossi\nOrder #: \nProduct: N/A\nMessage:\nIt is late.\n"
+    assert label_texts(form) == {"subject", "name", "order", "product", "message"}
+    schema = {"type": "object", "properties": {"product": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                                               "topic": {"type": "string"}}}
+    props = ground(schema, form, mode="auto")["properties"]
+    product = props["product"]["anyOf"][0]["enum"]
+    assert "Mia Rossi" in product and not {"Subject", "Product", "Product:", "Name", "Name:", "N/A"} & set(product)
+    assert "N/A" in props["topic"]["enum"]  # a required field keeps a placeholder: it may be all there is
+    assert "Subject" not in props["topic"]["enum"]
+
+
+def test_a_forms_text_under_another_label_and_a_blank_field() -> None:
+    from schemas.labels import blank_labels
+
+    form = ("Name: Mia Rossi\nEmail: mia@x.org\nOrder #: \nProduct: Bolt Charger\nAmount paid: -\nMessage:\n"
+            "The box held a phone case.\n")
+    assert blank_labels(form) == [{"orde"}, {"amou", "paid"}]  # not Message: its text is on the lines below
+    schema = {"type": "object", "properties": {
+        "customer_name": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "product": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "order_number": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "amount": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+        "message": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
+    props = ground(schema, form, mode="auto")["properties"]
+    product = props["product"]["anyOf"][0]["enum"]
+    assert "Bolt Charger" in product and "Mia Rossi" not in product and "Rossi" not in product  # under Name:
+    assert "phone case" in product  # unlabelled text stays
+    assert "Mia Rossi" in props["customer_name"]["anyOf"][0]["enum"]
+    assert props["order_number"] == {"type": "null"} and props["amount"] == {"type": "null"}  # left blank
+    assert "The box held a phone case." in props["message"]["anyOf"][0]["enum"]
+    blank = form.replace("Bolt Charger", "")
+    assert ground(schema, blank, mode="auto")["properties"]["product"] == {"type": "null"}
+    required = {"type": "object", "properties": {"product": {"type": "string"}}}  # not nullable: candidates stay
+    assert "phone case" in ground(required, blank, mode="auto")["properties"]["product"]["enum"]
