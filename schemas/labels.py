@@ -135,9 +135,12 @@ LabelIndex = tuple[set[str], dict[str, list[set[str]]]]
 def label_index(finder: Callable[[str], list[Any]], document: str) -> LabelIndex:
     """For one kind of value (`finder`, e.g. `schemas.grounding.dates`): (the values the document writes outside
     every labelled value, value → the words of each label it stands under), values as JSON text."""
+    regions = labelled(document)
+    if not regions:  # prose: nothing is labelled, so nothing is left out (`named_only` reads no free value then)
+        return set(), {}
     blanked = list(document)
     under: dict[str, list[set[str]]] = {}
-    for words, start, end in labelled(document):
+    for words, start, end in regions:
         blanked[start:end] = " " * (end - start)
         for value in finder(document[start:end]):
             under.setdefault(json.dumps(value), []).append(words)
