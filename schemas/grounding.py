@@ -35,19 +35,9 @@ from typing import Any
 import jsonschema
 
 from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, cells_of, sentences_of
-from schemas.labels import (
-    PLACEHOLDERS,
-    blank_labels,
-    field_words,
-    label_index,
-    label_texts,
-    named_only,
-    names,
-    names_message,
-    outside,
-    sent_line,
-)
+from schemas.labels import field_words
 from schemas.pointer import pointer
+from schemas.screening import screened
 from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
 from schemas.walk import iter_subschemas
 
@@ -234,11 +224,6 @@ def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in branch.items() if k not in (KEY, "format")}
 
 
-# Kinds whose candidates are values of a shape (not runs of words): a value the document writes only under another
-# field's label is left out where the document labels one with this field's words (`schemas.labels.named_only`).
-LABELLED_KINDS = frozenset({"number", "date", "money", "email", "phone", "url", "id", "text", "word"})
-
-
 def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, Any],
               words_: set[str] | None = None, rivals: tuple[set[str], ...] = ()) -> dict[str, Any]:
     if kind not in cache:  # kept in the cache: `_allowed` keys its own cache by the candidate list's id
@@ -249,7 +234,7 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
             cache[kind] = FINDERS[kind](document)
     # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
     candidates = _allowed(cache[kind], _value_branch(node), cache)
-    candidates = _screened(candidates, kind, node, document, cache, words_, rivals)
+    candidates = screened(candidates, kind, FINDERS, _nullable(node), document, cache, words_, rivals)
     shape = FORMAT_SHAPES.get(_format(node) or "")
     if shape is not None:  # a word is an email (or uri, hostname) only if it looks like one
         candidates = [c for c in candidates if isinstance(c, str) and shape.fullmatch(c)]
@@ -265,67 +250,6 @@ def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, A
     if any(isinstance(c, float) and not c.is_integer() for c in candidates):  # 8.7, not 8.6999999999999993
         choice[LITERALS_KEY] = [json.dumps(c) for c in candidates]
     return {"anyOf": [choice, {"type": "null"}]} if _nullable(node) else choice
-
-
-WORD_KINDS = frozenset({"word", "text", "id"})  # kinds whose candidates are the document's words
-
-
-def _screened(candidates: list[Any], kind: str, node: dict[str, Any], document: str, cache: dict[str, Any],
-              words_: set[str] | None, rivals: tuple[set[str], ...]) -> list[Any]:
-    """The candidates without what is not a value of the field: for words, a label's own text (`Subject`,
-    `Product` of `Product:`) and, for a nullable field, a placeholder (`N/A`); for a value of a shape, one written
-    under another field's label (`_by_label`)."""
-    if kind in WORD_KINDS:
-        if "label texts" not in cache:
-            cache["label texts"] = label_texts(document)
-        nullable = _nullable(node)
-        candidates = [c for c in candidates if not isinstance(c, str) or (
-            c.strip().rstrip(":#").strip().casefold() not in cache["label texts"]
-            and not (nullable and c.strip().casefold() in PLACEHOLDERS))]
-    if kind in LABELLED_KINDS and words_:
-        candidates = _by_label(candidates, kind, document, cache, words_, rivals)
-        if candidates and _nullable(node) and _left_blank(kind, document, cache, words_, rivals):
-            return []
-    return candidates
-
-
-def _left_blank(kind: str, document: str, cache: dict[str, Any], words_: set[str],
-                rivals: tuple[set[str], ...]) -> bool:
-    """Whether the document leaves the field's label blank (`Product: `, `Order #: N/A`) and writes no value of
-    the field's kind under a label that names it: a form that says it has none."""
-    if "blank labels" not in cache:
-        cache["blank labels"] = blank_labels(document)
-    if not any(names(label, words_, rivals) for label in cache["blank labels"]):
-        return False
-    if ("labels", kind) not in cache:
-        cache[("labels", kind)] = label_index(FINDERS[kind], document)
-    _, under = cache[("labels", kind)]
-    return not any(names(label, words_, rivals) for labels in under.values() for label in labels)
-
-
-def _by_label(candidates: list[Any], kind: str, document: str, cache: dict[str, Any], words_: set[str],
-              rivals: tuple[set[str], ...]) -> list[Any]:
-    """The candidates of a field named `words_` without those written under another field's label (`named_only`),
-    and for a date without an e-mail's sent date where the field is not named for it (`_not_sent`)."""
-    if kind == "date" and candidates and not names_message(words_):
-        candidates = _not_sent(candidates, document, cache)
-    if len(candidates) > 1:
-        if ("labels", kind) not in cache:
-            cache[("labels", kind)] = label_index(FINDERS[kind], document)
-        candidates = named_only(candidates, cache[("labels", kind)], words_, rivals)
-    return candidates
-
-
-def _not_sent(candidates: list[Any], document: str, cache: dict[str, Any]) -> list[Any]:
-    """The date candidates without the one an e-mail's header writes only as when the message was sent
-    (`Date: Sat, 07 Mar 2026 17:26:44 +0000`): a field not named for the message (`order_date`) is not that date."""
-    if "sent" not in cache:
-        span = sent_line(document)
-        cache["sent"] = (set(dates(document[span[0]:span[1]])), outside(dates, document, span)) if span else None
-    if cache["sent"] is None:
-        return candidates
-    sent, elsewhere = cache["sent"]
-    return [c for c in candidates if c not in sent or json.dumps(c) in elsewhere]
 
 
 # Kinds whose candidates are runs of a document's words: past MAX_CANDIDATES (a long document) they are decoded
