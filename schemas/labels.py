@@ -116,7 +116,7 @@ def blank_labels(text: str) -> list[set[str]]:
         else:
             line_end = text.find("\n", m.end("value"))
             following = "" if line_end < 0 else text[line_end + 1:].split("\n", 1)[0]
-            blank = not following.strip() and line_end < 0 or bool(_LABEL_LINE.match(following))
+            blank = line_end < 0 or bool(_LABEL_LINE.match(following))
         if blank:
             out.append(name_words(m.group("label")))
     return out
@@ -125,8 +125,7 @@ def blank_labels(text: str) -> list[set[str]]:
 def label_texts(text: str) -> set[str]:
     """The labels the document writes, as text in lower case (`subject`, `order #`... without the `:`): no field's
     value (`Product:` with nothing after it is not a product named `Product`)."""
-    found = {m.group("label").strip().casefold() for m in LABELLED.finditer(text)}
-    return found | {label.rstrip(" #").strip() for label in found}
+    return {m.group("label").strip().casefold() for m in LABELLED.finditer(text)}
 
 
 LabelIndex = tuple[set[str], dict[str, list[set[str]]]]

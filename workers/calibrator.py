@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -245,6 +245,16 @@ def _smoothed(right: int, n: int, base: float) -> float:
     return logit((right + SMOOTHING * base) / (n + SMOOTHING))
 
 
+def _shares_by(items: Sequence[tuple[Leaf, bool]], key: Callable[[Leaf], str], prior: float) -> dict[str, float]:
+    """A field's leaves grouped by `key`: each group's share right, as smoothed log-odds against the field's
+    (`prior`)."""
+    groups: dict[str, list[bool]] = {}
+    for leaf, ok in items:
+        groups.setdefault(key(leaf), []).append(ok)
+    share = _sigmoid(prior)
+    return {k: round(_smoothed(sum(oks), len(oks), share) - prior, 6) for k, oks in groups.items()}
+
+
 
 @dataclass(frozen=True)
 class LeafModel:
@@ -298,15 +308,8 @@ class LeafModel:
             # few distinct values among enough leaves to say so (a category), or a flag's true and false
             categorical = texts <= {"true", "false"} or len(items) >= MIN_CATEGORICAL and len(texts) <= len(items) // 4
             base = FieldPrior(prior, categorical)
-            groups: dict[str, list[bool]] = {}
-            for leaf, ok in items:
-                groups.setdefault(base.key(leaf), []).append(ok)
-            field_share = _sigmoid(prior)
-            values = {k: round(_smoothed(sum(oks), len(oks), field_share) - prior, 6) for k, oks in groups.items()}
-            at: dict[str, list[bool]] = {}
-            for leaf, ok in items:
-                at.setdefault(leaf.place, []).append(ok)
-            places = {k: round(_smoothed(sum(oks), len(oks), field_share) - prior, 6) for k, oks in at.items()}
+            values = _shares_by(items, base.key, prior)
+            places = _shares_by(items, lambda leaf: leaf.place, prior)
             fields[name] = FieldPrior(round(prior, 6), categorical, values, places)
         return cls({}, round(logit(share), 6), fields)
 
