@@ -96,7 +96,7 @@ def _value(cur: _Cursor, path: str, out: list[tuple[str, int, int, Any]]) -> Non
     if char == "[":
         return _array(cur, path, out)
     if char == '"':
-        value, cur.pos = json.decoder.scanstring(cur.text, cur.pos + 1)
+        value, cur.pos = json.decoder.scanstring(cur.text, cur.pos + 1, False)  # raw control characters: as parsed
         out.append((path, start, cur.pos, value))
         return None
     for literal, value in _LITERALS:

@@ -17,6 +17,11 @@ def test_leaf_spans_name_concrete_paths_and_cover_each_literal():
         assert text[start:end] in ('"x\\"y"', "1", "true", "-2.5e3")
 
 
+def test_a_raw_control_character_in_a_string_is_read_as_the_contract_reads_it():
+    """A `maxLength` string's grammar admits a raw tab (schemas.contract.parse_output): its leaf is still found."""
+    assert [(p, v) for p, _, _, v in leaf_spans('{"a": "x\ty", "b": 2}')] == [("a", "x\ty"), ("b", 2)]
+
+
 @pytest.mark.parametrize("bad", ['{"a": }', '{"a": 1', '{"a": 1} x', '[1,]'])
 def test_leaf_spans_refuse_what_is_not_one_json_value(bad):
     with pytest.raises(ValueError):

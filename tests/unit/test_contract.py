@@ -56,6 +56,27 @@ def test_unparseable_output_is_invalid_json(contract):
     assert rejected.value.reason == "invalid_json"
 
 
+def test_a_raw_control_character_that_the_grammar_of_a_max_length_string_admits_is_read_not_refused():
+    """XGrammar decodes a `maxLength` string as `[^"\\\r\n]{0,n}`, so its grammar admits a raw tab or U+0001, which
+    strict JSON (and Pydantic's parser) refuse: the output is the model's value, not `invalid_json`."""
+    import xgrammar
+    from xgrammar.testing import _is_grammar_accept_string
+
+    ticket = SchemaContract.from_model_ref("tests.fixtures.models:Ticket")  # product: str = Field(max_length=60)
+    record = {"customer": {"name": "Ann", "email": None}, "product": "Kettle\tK-2\x01", "priority": "low",
+              "summary": "broken"}
+    output = json.dumps(record, ensure_ascii=False).replace("\\t", "\t").replace("\\u0001", "\x01")
+    assert "\t" in output and "\x01" in output  # raw, as the engine may write them
+    grammar = xgrammar.Grammar.from_json_schema(json.dumps(ticket.json_schema), any_whitespace=False)
+    assert _is_grammar_accept_string(grammar, output)
+    plain = xgrammar.Grammar.from_json_schema(json.dumps({"type": "string"}), any_whitespace=False)
+    assert not _is_grammar_accept_string(plain, '"a\tb"')  # a string without maxLength must escape them
+    assert ticket.check(output, {"document": "Ann: Kettle\tK-2 broken"})["product"] == "Kettle\tK-2\x01"
+    with pytest.raises(RecordRejected) as rejected:  # a control character outside a string is still not JSON
+        ticket.check("\x01" + output)
+    assert rejected.value.reason == "invalid_json"
+
+
 def test_validator_errors_carry_location_message_and_type(contract):
     with pytest.raises(RecordRejected) as rejected:
         contract.check(invoice_json(invoice_number="NOR-2026-9999", total=99.0), {"document": DOC})
