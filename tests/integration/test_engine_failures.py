@@ -3,6 +3,7 @@ replaced and its batches redone, never dead-lettered."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -16,20 +17,23 @@ from tests.conftest import ROOT, SAMPLE, descendants_named, run_cli, write_confi
 
 pytestmark = pytest.mark.engine
 
+ACTOR = re.compile(r"\bactor=[^\s:]+:(\d+)")  # `actor.warm actor=HOST:PID`: the actor's process
 
-def test_a_kv_budget_larger_than_free_memory_is_one_line_and_exit_3(tmp_path, local_cli_env):
+
+def test_a_kv_budget_larger_than_free_memory_is_one_line_and_exit_3(tmp_path, cli_env):
     config = write_config(tmp_path, **{"input.limit": 2, "model.engine_kwargs": {"kv_cache_memory_bytes": 1 << 50}})
-    result = run_cli(["run", str(config)], local_cli_env)
+    result = run_cli(["run", str(config)], cli_env)
     assert result.returncode == exit_codes.ENGINE, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: the engine could not start: the KV cache needs 1048576.00 GiB"), last
     assert "model.engine_kwargs.kv_cache_memory_bytes" in last
 
 
-def _engine_cores(driver_pid: int) -> list[psutil.Process]:
-    """The vLLM engine-core processes (they name themselves VLLM::EngineCore) of this run: the driver starts its
-    own local Ray cluster, so its actors' engine cores descend from it; another run's on this machine do not."""
-    return descendants_named(driver_pid, "EngineCore")
+def _engine_cores(warm_line: str) -> list[psutil.Process]:
+    """The vLLM engine-core processes (they name themselves VLLM::EngineCore) of the actor that wrote `warm_line`
+    (its `actor.warm` line names it `host:pid`): its children, so another run's on the same cluster are not."""
+    found = ACTOR.search(warm_line)
+    return descendants_named(int(found.group(1)), "EngineCore") if found else []
 
 
 def _run_killing_the_engine_once(config, env) -> tuple[int, str, list[int]]:
@@ -45,7 +49,7 @@ def _run_killing_the_engine_once(config, env) -> tuple[int, str, list[int]]:
         for line in proc.stdout:
             lines.append(line)
             if "actor.warm" in line and not killed:
-                for core in _engine_cores(proc.pid):
+                for core in _engine_cores(line):
                     core.kill()
                     killed.append(core.pid)
 
@@ -60,14 +64,14 @@ def _run_killing_the_engine_once(config, env) -> tuple[int, str, list[int]]:
     return proc.returncode, "".join(lines), killed
 
 
-def test_a_dead_engine_is_replaced_and_its_batch_redone_without_engine_errors(tmp_path, local_cli_env):
+def test_a_dead_engine_is_replaced_and_its_batch_redone_without_engine_errors(tmp_path, cli_env):
     """The engine core runs in its own process here (V1 multiprocessing), so the test can kill it as a crash
     would. The actor's next step fails as fatal, the actor exits, Ray restarts it and redoes its batches on a
     fresh engine."""
     docs = 4
     config = write_config(tmp_path, **{"input.limit": docs, "model.max_tokens": 32, "workers.batch_size": 2,
                                        "workers.batches_in_flight": 2, "workers.max_restarts": 2})
-    returncode, output, killed = _run_killing_the_engine_once(config, local_cli_env)
+    returncode, output, killed = _run_killing_the_engine_once(config, cli_env)
     assert killed, "no engine core was found to kill:\n" + output[-3000:]
     assert returncode == 0, output[-4000:]
     assert "actor.engine_dead" in output  # the actor saw its engine die and exited for a restart
@@ -87,10 +91,10 @@ def _committed(config, sql: str) -> list:
     return [row[0] for row in run_query(load_config(config), sql).fetchall()]
 
 
-def test_when_the_restarts_are_used_up_the_run_stops_in_one_line_with_exit_3(tmp_path, local_cli_env):
+def test_when_the_restarts_are_used_up_the_run_stops_in_one_line_with_exit_3(tmp_path, cli_env):
     config = write_config(tmp_path, **{"input.limit": 2, "model.max_tokens": 32, "workers.batch_size": 2,
                                        "workers.max_restarts": 0})
-    returncode, output, killed = _run_killing_the_engine_once(config, local_cli_env)
+    returncode, output, killed = _run_killing_the_engine_once(config, cli_env)
     assert killed, output[-3000:]
     assert returncode == exit_codes.ENGINE, output[-4000:]
     # One error line. The run is verbose here (the test waits for actor.warm), so Ray may still print a late

@@ -15,6 +15,11 @@ from workers.engine.outputs import Generation, Refused, generations
 from workers.engine.requests import Deltas, IdleSteps, add_requests
 from workers.engine.vllm_engine import Sampling, VllmEngine
 
+# How often a caller waiting on its outputs looks whether the engine core (a child process, with V1
+# multiprocessing) has died: vLLM leaves `step()` waiting forever then, so the caller is what notices. The look
+# is a flag read; at 5 s, a crashed core cost its run 5 s before the actor exited to be restarted.
+DEATH_CHECK_S = 1.0
+
 log = structlog.get_logger("workers.engine")
 
 
@@ -100,7 +105,7 @@ class EngineThread:
             raise EngineFatal(f"the engine thread has stopped: {self._failure or 'closed'}")
         job = _Job(prompts, self._engine.sampling_for(len(prompts), json_schema, max_tokens, temperature, seeds, using))
         self._jobs.put(job)
-        while not job.done.wait(5.0):
+        while not job.done.wait(DEATH_CHECK_S):
             self._engine.wake_if_core_died()
             if not self._thread.is_alive() and not job.done.is_set():  # closed or crashed after we looked
                 raise EngineFatal(f"the engine thread has stopped: {self._failure or 'closed'}")
