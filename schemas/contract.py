@@ -41,10 +41,10 @@ def parse_output(raw_output: str) -> tuple[Any, str]:
     """The output's JSON value, and a text of it that Pydantic's JSON parser reads as `json.loads` did.
 
     A raw control character (a tab, U+0001, ...) inside a string is read as that character. XGrammar
-    (0.2.8) decodes a string with `maxLength` as `[^"\\\r\n]{0,n}`, which admits them, where strict JSON wants them
-    escaped, so a grammar-valid output would otherwise be `invalid_json` (seen on the bundled model at
-    temperature 0.8 under `Field(max_length=60)`). Such an output's text is written again with the characters
-    escaped, for Pydantic, which refuses them as strict JSON does."""
+    (0.2.8) decodes a string with `maxLength` or `minLength` as `[^"\\\r\n]{0,n}`, which admits them, where strict
+    JSON wants them escaped, so a grammar-valid output would otherwise be `invalid_json` (seen on the bundled model
+    at temperature 0.8 under `Field(max_length=60)`; mlc-ai/xgrammar#800). Such an output's text is written again
+    with the characters escaped, for Pydantic, which refuses them as strict JSON does."""
     try:
         return json.loads(raw_output), raw_output
     except json.JSONDecodeError:
