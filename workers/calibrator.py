@@ -255,7 +255,6 @@ def _shares_by(items: Sequence[tuple[Leaf, bool]], key: Callable[[Leaf], str], p
     return {k: round(_smoothed(sum(oks), len(oks), share) - prior, 6) for k, oks in groups.items()}
 
 
-
 @dataclass(frozen=True)
 class LeafModel:
     """Format 2: a logistic model of a leaf's chance of being right (module docstring)."""

@@ -53,6 +53,12 @@ class _Cursor:
         self.pos += 1
 
 
+def _string(cur: _Cursor) -> tuple[str, int]:
+    """The JSON string opening at `cur.pos` and the position after it. A raw control character in it is read as
+    the character, as `schemas.contract.parse_output` reads the output (a `maxLength` string's grammar admits it)."""
+    return json.decoder.scanstring(cur.text, cur.pos + 1, False)
+
+
 def _object(cur: _Cursor, path: str, out: list[tuple[str, int, int, Any]]) -> None:
     cur.pos += 1
     if cur.peek() == "}":
@@ -61,7 +67,7 @@ def _object(cur: _Cursor, path: str, out: list[tuple[str, int, int, Any]]) -> No
     while True:
         if cur.peek() != '"':
             raise ValueError(f"expected a key at {cur.pos}")
-        key, cur.pos = json.decoder.scanstring(cur.text, cur.pos + 1)
+        key, cur.pos = _string(cur)
         cur.expect(":")
         _value(cur, join_path(path, key), out)
         if cur.peek() != ",":
@@ -96,7 +102,7 @@ def _value(cur: _Cursor, path: str, out: list[tuple[str, int, int, Any]]) -> Non
     if char == "[":
         return _array(cur, path, out)
     if char == '"':
-        value, cur.pos = json.decoder.scanstring(cur.text, cur.pos + 1, False)  # raw control characters: as parsed
+        value, cur.pos = _string(cur)
         out.append((path, start, cur.pos, value))
         return None
     for literal, value in _LITERALS:

@@ -20,6 +20,7 @@ def test_leaf_spans_name_concrete_paths_and_cover_each_literal():
 def test_a_raw_control_character_in_a_string_is_read_as_the_contract_reads_it():
     """A `maxLength` string's grammar admits a raw tab (schemas.contract.parse_output): its leaf is still found."""
     assert [(p, v) for p, _, _, v in leaf_spans('{"a": "x\ty", "b": 2}')] == [("a", "x\ty"), ("b", 2)]
+    assert [p for p, _, _, _ in leaf_spans('{"k\ty": 1}')] == ["k\ty"]  # a key of an open object, the same way
 
 
 @pytest.mark.parametrize("bad", ['{"a": }', '{"a": 1', '{"a": 1} x', '[1,]'])
