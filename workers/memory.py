@@ -367,7 +367,10 @@ def measure_need(spec: Any, model_path: str, prompt_token_ids: Callable[[Any, An
     if sample is None or not sizes_itself(spec) or not (Path(model_path) / "config.json").is_file():
         return None
     try:
-        from transformers import AutoTokenizer
+        from workers.engine.imports import collector_paused
+
+        with collector_paused():  # transformers' import
+            from transformers import AutoTokenizer
 
         from workers.prompt import prompt_for
 

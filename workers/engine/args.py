@@ -10,6 +10,7 @@ from typing import Any
 
 import structlog
 
+from workers.engine.imports import collector_paused
 from workers.engine.precision import cpu_dtype
 from workers.memory import KvNeed, cpu_kv_arguments
 
@@ -51,7 +52,8 @@ def speculation_method(llm_args: dict[str, Any]) -> str | None:
 
 def has_accelerator() -> bool:
     try:
-        import torch
+        with collector_paused():  # the first torch import of an actor (workers.engine.imports)
+            import torch
 
         return bool(torch.cuda.is_available())
     except Exception:  # noqa: BLE001 - no torch or a broken driver both mean "no accelerator"
