@@ -160,7 +160,7 @@ def start_as_the_actor(extra: dict[str, str]) -> None:
               {**os.environ, **memory, **extra, "_PARTS_REEXEC": "1"})
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", nargs="?", default=str(ROOT / "jobs/extract.yaml"))
     parser.add_argument("--docs", type=int, default=0, help="documents to run (0: all of the sample)")
@@ -173,42 +173,46 @@ def main() -> int:
     parser.add_argument("--trim-every", type=float, default=None,
                         help="as the actor: malloc_trim(0) once warm, then every this many seconds (default: the "
                              "actor's workers.memory.TRIM_SECONDS; 0: never, as before the actor trimmed)")
-    args = parser.parse_args()
-    start_env = dict(kv.split("=", 1) for kv in args.env)
-    if not args.no_actor_env:
-        start_as_the_actor(start_env)
-    steps: list[dict[str, Any]] = []
-    sampler = Sampler()
-    sampler.start()
+    return parser.parse_args()
 
-    def step(name: str, **extra: Any) -> None:
-        steps.append({"step": name, **status(), **mallinfo(), **extra})
-        steps[-1]["step_peak"] = steps[-1].pop("VmHWM")  # the highest RSS since the step before (the kernel's)
-        reset_peak()
-        print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
 
-    step("python")
-    import pyarrow.parquet as pq
+def step(steps: list[dict[str, Any]], name: str, **extra: Any) -> None:
+    """One step: the RSS parts and malloc's totals now, and `extra`, printed as it is taken."""
+    steps.append({"step": name, **status(), **mallinfo(), **extra})
+    steps[-1]["step_peak"] = steps[-1].pop("VmHWM")  # the highest RSS since the step before (the kernel's)
+    reset_peak()
+    print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
 
-    from pipeline.config import load_config
-    from pipeline.dataflow import actor_env, build_spec
 
-    env = {} if args.no_actor_env else actor_env(0)
+def import_steps(steps: list[dict[str, Any]], no_actor_env: bool, start_env: dict[str, str]) -> dict[str, str]:
+    """The imports, a step each: the pipeline (then the environment Ray gives the actor, set), torch, vLLM.
+    Returns the environment set."""
+    # pipeline.dataflow brings pyarrow.parquet, ray, structlog, pipeline.config and workers.actor with it.
+    from pipeline.dataflow import actor_env
+
+    env = {} if no_actor_env else actor_env(0)
     env.update(start_env)
     os.environ.update(env)
-    step("pipeline imported (pyarrow, ray, structlog)", env=env)
+    step(steps, "pipeline imported (pyarrow, ray, structlog)", env=env)
     import torch
 
-    step("import torch", torch_threads=torch.get_num_threads())
+    step(steps, "import torch", torch_threads=torch.get_num_threads())
     import vllm  # noqa: F401
 
-    step("import vllm")
+    step(steps, "import vllm")
+    return env
+
+
+def load_job(args: argparse.Namespace) -> tuple[Any, Any, list[Any], list[str]]:
+    """The job's config (`--set` applied), its spec with the KV budget sized from the sample's documents, and the
+    documents' ids and texts (the first `--docs` of them)."""
     import dataclasses
 
+    import pyarrow.parquet as pq
     import yaml
 
-    from workers.actor import start_engine
-    from workers.extractor import BatchExtractor
+    from pipeline.config import load_config
+    from pipeline.dataflow import build_spec
     from workers.memory import sample_document
 
     loaded = load_config(args.config, {k: yaml.safe_load(v) for k, v in (o.split("=", 1) for o in args.overrides)})
@@ -221,29 +225,49 @@ def main() -> int:
     spec = build_spec(loaded, "memory-parts")
     spec = dataclasses.replace(spec, kv_sample=sample_document(texts, max_chars=16 * spec.max_model_len,
                                                                documents=len(texts)))
+    return cfg, spec, ids, texts
+
+
+def kv_cache_bytes(engine: Any) -> int | None:
+    """The bytes vLLM gave the KV cache (None if it does not say)."""
+    try:
+        return int(engine._engine.llm.llm_engine.vllm_config.cache_config.kv_cache_memory_bytes or 0) or None
+    except AttributeError:
+        return None
+
+
+def warm_engine(steps: list[dict[str, Any]], spec: Any) -> tuple[Any, Any, int | None]:
+    """The engine as the actor starts it, then the schema warm-up, a step each. Returns the engine, the extractor
+    and the KV cache's bytes."""
+    from workers.actor import start_engine
+    from workers.extractor import BatchExtractor
+
     started = time.perf_counter()
     engine = start_engine(spec, False)
-    kv_bytes = None
-    try:
-        kv_bytes = int(engine._engine.llm.llm_engine.vllm_config.cache_config.kv_cache_memory_bytes or 0) or None
-    except AttributeError:
-        pass
-    step("engine up (weights, KV cache)", seconds=round(time.perf_counter() - started, 1),
+    kv_bytes = kv_cache_bytes(engine)
+    step(steps, "engine up (weights, KV cache)", seconds=round(time.perf_counter() - started, 1),
          kv_mib=round((kv_bytes or 0) / MIB), smaps=smaps(kv_bytes))
     extractor = BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
     extractor.prepare()
-    step("schema warm-up (first grammar, first forward)")
+    step(steps, "schema warm-up (first grammar, first forward)")
+    return engine, extractor, kv_bytes
+
+
+def trim_as_the_actor(steps: list[dict[str, Any]], trim_every: float | None) -> float:
+    """What the actor does once warm (workers.actor): malloc_trim(0), then again every `trim_every` seconds (None:
+    the actor's own period; 0: never). Returns the period."""
     from workers.memory import TRIM_SECONDS, keep_trimmed, release_free_memory
 
-    trim_every = TRIM_SECONDS if args.trim_every is None else args.trim_every
-    if trim_every:  # what the actor does once warm (workers.actor)
+    trim_every = TRIM_SECONDS if trim_every is None else trim_every
+    if trim_every:
         release_free_memory()
         keep_trimmed(trim_every)
-        step(f"trimmed once warm; then every {trim_every:.1f} s")
+        step(steps, f"trimmed once warm; then every {trim_every:.1f} s")
+    return trim_every
 
-    from workers import vllm_compat
 
-    backend = vllm_compat.grammar_backend(engine._engine.llm)
+def counting_grammars(engine: Any) -> set[str]:
+    """The distinct schemas (grammars) asked of `engine` from now on, filled as its `generate` is called."""
     asked: set[str] = set()
     real_generate = engine.generate
 
@@ -253,7 +277,12 @@ def main() -> int:
         return real_generate(prompts, json_schema, *rest, **kw)
 
     engine.generate = counting_generate  # type: ignore[method-assign]
-    batch, in_flight = cfg.workers.batch_size, cfg.workers.batches_in_flight
+    return asked
+
+
+def in_threads(extractor: Any, ids: list[Any], texts: list[str], batch: int, in_flight: int) -> tuple[list[Any], float]:
+    """The documents in `in_flight` threads of `batch` documents, as Ray Data calls an actor: each batch's outcomes,
+    and the seconds they took."""
     chunks = [(ids[i:i + batch], texts[i:i + batch]) for i in range(0, len(ids), batch)]
     outcomes: list[Any] = [None] * len(chunks)
     started = time.perf_counter()
@@ -267,17 +296,46 @@ def main() -> int:
         t.start()
     for t in threads:
         t.join()
-    seconds = time.perf_counter() - started
+    return outcomes, time.perf_counter() - started
+
+
+def run_documents(steps: list[dict[str, Any]], engine: Any, extractor: Any, workers: Any, ids: list[Any],
+                  texts: list[str]) -> tuple[Any, set[str], list[Any]]:
+    """The job's documents through the extractor, then a step with their rows, speed, distinct grammars and the
+    grammar cache's bytes. Returns vLLM's grammar backend, the grammars asked for and each batch's outcomes."""
+    from workers import vllm_compat
+
+    backend = vllm_compat.grammar_backend(engine._engine.llm)
+    asked = counting_grammars(engine)
+    outcomes, seconds = in_threads(extractor, ids, texts, workers.batch_size, workers.batches_in_flight)
     rows = sum(1 for chunk in outcomes for o in chunk if o.is_row)
     cache = backend.compiler.get_cache_size_bytes() if backend is not None and hasattr(backend, "compiler") else None
     limit = backend.compiler.cache_limit_bytes if backend is not None and hasattr(backend, "compiler") else None
-    step("documents done", docs=len(ids), rows=rows, seconds=round(seconds, 1),
+    step(steps, "documents done", docs=len(ids), rows=rows, seconds=round(seconds, 1),
          docs_per_s=round(len(ids) / seconds, 3), distinct_grammars=len(asked),
          grammar_cache_mib=round(cache / MIB, 1) if cache is not None else None,
          grammar_cache_limit_mib=round(limit / MIB, 1) if limit is not None else None)
+    return backend, asked, outcomes
+
+
+def main() -> int:
+    args = parse_args()
+    start_env = dict(kv.split("=", 1) for kv in args.env)
+    if not args.no_actor_env:
+        start_as_the_actor(start_env)
+    steps: list[dict[str, Any]] = []
+    sampler = Sampler()
+    sampler.start()
+    step(steps, "python")
+    env = import_steps(steps, args.no_actor_env, start_env)
+    cfg, spec, ids, texts = load_job(args)
+    engine, extractor, kv_bytes = warm_engine(steps, spec)
+    trim_every = trim_as_the_actor(steps, args.trim_every)
+    # The outcomes are held to the end, as the documents' texts are: the last steps and smaps count them.
+    backend, asked, outcomes = run_documents(steps, engine, extractor, cfg.workers, ids, texts)
     one = grammar_sizes(backend, asked) if backend is not None and asked else None
     trimmed = ctypes.CDLL("libc.so.6").malloc_trim(0)  # what malloc holds free, given back: the ceiling of trimming
-    step("after malloc_trim(0)", released=bool(trimmed))
+    step(steps, "after malloc_trim(0)", released=bool(trimmed))
     parts = smaps(kv_bytes)
     sampler.stop.set()
     sampler.join()

@@ -130,6 +130,72 @@ def profile_text(stats: Path) -> str:
     return buffer.getvalue()
 
 
+def start_driver(out: Path, cluster: simbench.LocalCluster, docs: int, actors: int, batch_size: int, cwd: Path,
+                 cprofile: bool) -> tuple[subprocess.Popen[bytes], Path, float]:
+    """The cell (its corpus under OUT/corpus, its config, log and output under OUT/cell, afresh) and its driver
+    started on `cluster` (under cProfile with `cprofile`): the driver, the cell's output and when it started."""
+    corpus = out / "corpus" / f"{docs}-1"
+    info = simbench.make_corpus(corpus, docs, 1)
+    cell = out / "cell"
+    shutil.rmtree(cell, ignore_errors=True)
+    cell.mkdir(parents=True)
+    output = cell / "output"
+    config = simbench.write_config(cell / "extract.yaml", corpus, info, output, actors, batch_size, batch_size,
+                                   {})
+    started = time.perf_counter()
+    with (cell / "driver.log").open("w") as log:
+        command = simbench.driver_command(config, info)
+        if cprofile:
+            command = profiled(command, out / "driver.prof")
+        proc = subprocess.Popen(command, env=cluster.driver_env(), stdout=log,
+                                stderr=subprocess.STDOUT, cwd=cwd)
+    return proc, output, started
+
+
+class Sampler(threading.Thread):
+    """Until the driver exits, every 0.5 s: its RSS parts and its threads' CPU; every 10 s, its Python threads'
+    names."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], started: float) -> None:
+        super().__init__(daemon=True)
+        self.proc, self.started = proc, started
+        self.samples: list[tuple[float, dict[str, int]]] = []
+        self.threads: dict[str, tuple[str, float]] = {}
+        self.names: dict[str, str] = {}
+
+    def run(self) -> None:
+        ticks = 0
+        while self.proc.poll() is None:
+            try:
+                self.samples.append((round(time.perf_counter() - self.started, 1), rss_parts(self.proc.pid)))
+                self.threads.update(thread_cpu(self.proc.pid))
+                if ticks % 20 == 19:
+                    self.names.update(python_thread_names(self.proc.pid))
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            ticks += 1
+            time.sleep(0.5)
+
+
+def cpu_by_thread(threads: dict[str, tuple[str, float]], names: dict[str, str]) -> dict[str, float]:
+    """CPU seconds by thread name (Python's where py-spy saw the thread, else the kernel's; "?" for an unnamed
+    Python thread), the busiest first."""
+    by_thread: dict[str, float] = {}
+    for tid, (kernel_name, seconds) in threads.items():
+        name = names.get(tid) or ("?" if kernel_name == "python" else kernel_name)
+        by_thread[name] = round(by_thread.get(name, 0.0) + seconds, 2)
+    return dict(sorted(by_thread.items(), key=lambda kv: -kv[1]))
+
+
+def rss_peaks(samples: list[tuple[float, dict[str, int]]]) -> dict[str, int]:
+    """The highest of each RSS part (MB) over the samples."""
+    peaks: dict[str, int] = {}
+    for _, parts in samples:
+        for key, value in parts.items():
+            peaks[key] = max(peaks.get(key, 0), value)
+    return peaks
+
+
 def run(docs: int, actors: int, batch_size: int, out: Path, cwd: Path, spy: bool = False,
         cprofile: bool = False) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
@@ -137,40 +203,9 @@ def run(docs: int, actors: int, batch_size: int, out: Path, cwd: Path, spy: bool
         (out / stale).unlink(missing_ok=True)
     cluster = simbench.LocalCluster([actors + 1])
     try:
-        corpus = out / "corpus" / f"{docs}-1"
-        info = simbench.make_corpus(corpus, docs, 1)
-        cell = out / "cell"
-        shutil.rmtree(cell, ignore_errors=True)
-        cell.mkdir(parents=True)
-        output = cell / "output"
-        config = simbench.write_config(cell / "extract.yaml", corpus, info, output, actors, batch_size, batch_size,
-                                       {})
-        started = time.perf_counter()
-        with (cell / "driver.log").open("w") as log:
-            command = simbench.driver_command(config, info)
-            if cprofile:
-                command = profiled(command, out / "driver.prof")
-            proc = subprocess.Popen(command, env=cluster.driver_env(), stdout=log,
-                                    stderr=subprocess.STDOUT, cwd=cwd)
+        proc, output, started = start_driver(out, cluster, docs, actors, batch_size, cwd, cprofile)
         recorder = spy_recorder(proc.pid, out) if spy else None
-        samples: list[tuple[float, dict[str, int]]] = []
-        threads: dict[str, tuple[str, float]] = {}
-        names: dict[str, str] = {}
-
-        def sample() -> None:
-            ticks = 0
-            while proc.poll() is None:
-                try:
-                    samples.append((round(time.perf_counter() - started, 1), rss_parts(proc.pid)))
-                    threads.update(thread_cpu(proc.pid))
-                    if ticks % 20 == 19:
-                        names.update(python_thread_names(proc.pid))
-                except (OSError, subprocess.TimeoutExpired):
-                    pass
-                ticks += 1
-                time.sleep(0.5)
-
-        sampler = threading.Thread(target=sample, daemon=True)
+        sampler = Sampler(proc, started)
         sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
@@ -181,21 +216,13 @@ def run(docs: int, actors: int, batch_size: int, out: Path, cwd: Path, spy: bool
     manifest = simbench._run_manifest(output)
     outcomes = (manifest.get("rows") or 0) + (manifest.get("dead_letters") or 0)
     cpu = usage.ru_utime + usage.ru_stime
-    by_thread: dict[str, float] = {}
-    for tid, (kernel_name, seconds) in threads.items():
-        name = names.get(tid) or ("?" if kernel_name == "python" else kernel_name)
-        by_thread[name] = round(by_thread.get(name, 0.0) + seconds, 2)
-    peaks: dict[str, int] = {}
-    for _, parts in samples:
-        for key, value in parts.items():
-            peaks[key] = max(peaks.get(key, 0), value)
     result = {"docs": docs, "actors": actors, "batch_size": batch_size, "exit": os.waitstatus_to_exitcode(status),
               "wall_s": round(wall, 1), "driver_cpu_s": round(cpu, 2), "outcomes": outcomes,
               "driver_cpu_us_per_outcome": round(cpu / outcomes * 1e6, 2) if outcomes else None,
-              "ru_maxrss_mb": usage.ru_maxrss // 1024, "rss_peaks_mb": peaks,
-              "cpu_by_thread_s": dict(sorted(by_thread.items(), key=lambda kv: -kv[1])),
+              "ru_maxrss_mb": usage.ru_maxrss // 1024, "rss_peaks_mb": rss_peaks(sampler.samples),
+              "cpu_by_thread_s": cpu_by_thread(sampler.threads, sampler.names),
               "timings": manifest.get("timings")}
-    (out / "samples.json").write_text(json.dumps(samples))
+    (out / "samples.json").write_text(json.dumps(sampler.samples))
     (out / "result.json").write_text(json.dumps(result, indent=2))
     return result
 

@@ -19,6 +19,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -32,37 +33,28 @@ def rss_mib() -> float:
     return 0.0
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", nargs="?", default=str(ROOT / "jobs/extract.yaml"))
     parser.add_argument("--grammars", type=int, default=1500)
     parser.add_argument("--cache-mb", type=int, default=512)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    import pyarrow.parquet as pq
-    import xgrammar as xgr
-    from transformers import AutoTokenizer
 
-    from pipeline.config import load_config
-    from pipeline.dataflow import build_spec
+def fill_cache(compiler: Any, spec: Any, texts: list[str], grammars: int,
+               cache_mb: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`grammars` grounded grammars compiled as the engine would, cycling over `texts` with a distinct suffix each
+    round so that every grammar is new: the result, and the series of the cache's bytes and the RSS every 100."""
     from schemas.bounds import grammar_schema
     from schemas.grounding import ground
-    from workers.bundled_model import resolve_model_path
     from workers.engine.outputs import structured_params
 
-    loaded = load_config(args.config)
-    spec = build_spec(loaded, "grammar-cache")
     decode, contract = spec.decode, spec.schema.contract
-    texts = [t for t in pq.read_table(ROOT / "jobs/sample/invoices.parquet").column(spec.text_column).to_pylist()
-             if t and len(t) < 8000]
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(spec.model_path))
-    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer))
-    compiler = xgr.GrammarCompiler(info, max_threads=8, cache_enabled=True, cache_limit_bytes=args.cache_mb * MIB)
     bounds = spec.engine.grammar_bounds
     started_rss, started = rss_mib(), time.perf_counter()
     series, sizes = [], []
-    for n in range(args.grammars):
+    for n in range(grammars):
         text = texts[n % len(texts)] + f"\nRef. R{n // len(texts):05d}-{n:06d}"
         schema = grammar_schema(ground(contract.json_schema, text, decode.ground_numbers, decode.grounding),
                                 *bounds, max_tokens=decode.max_tokens)
@@ -74,15 +66,37 @@ def main() -> int:
         if n < 50:
             sizes.append(compiled.memory_size_bytes)
         del compiled
-        if (n + 1) % 100 == 0 or n + 1 == args.grammars:
+        if (n + 1) % 100 == 0 or n + 1 == grammars:
             series.append({"grammars": n + 1, "cache_mib": round(compiler.get_cache_size_bytes() / MIB, 1),
                            "rss_mib": round(rss_mib(), 1)})
             print(json.dumps(series[-1]), file=sys.stderr, flush=True)
-    result = {"cache_limit_mib": args.cache_mb, "grammars": args.grammars,
+    result = {"cache_limit_mib": cache_mb, "grammars": grammars,
               "grammar_mib_mean": round(sum(sizes) / len(sizes) / MIB, 3),
               "rss_before_mib": round(started_rss, 1), "rss_after_mib": series[-1]["rss_mib"],
               "rss_growth_mib": round(series[-1]["rss_mib"] - started_rss, 1),
               "cache_mib": series[-1]["cache_mib"], "seconds": round(time.perf_counter() - started, 1)}
+    return result, series
+
+
+def main() -> int:
+    args = parse_args()
+
+    import pyarrow.parquet as pq
+    import xgrammar as xgr
+    from transformers import AutoTokenizer
+
+    from pipeline.config import load_config
+    from pipeline.dataflow import build_spec
+    from workers.bundled_model import resolve_model_path
+
+    loaded = load_config(args.config)
+    spec = build_spec(loaded, "grammar-cache")
+    texts = [t for t in pq.read_table(ROOT / "jobs/sample/invoices.parquet").column(spec.text_column).to_pylist()
+             if t and len(t) < 8000]
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(spec.model_path))
+    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer))
+    compiler = xgr.GrammarCompiler(info, max_threads=8, cache_enabled=True, cache_limit_bytes=args.cache_mb * MIB)
+    result, series = fill_cache(compiler, spec, texts, args.grammars, args.cache_mb)
     print(json.dumps(result))
     if args.json:
         args.json.write_text(json.dumps({**result, "series": series}, indent=1) + "\n")

@@ -27,11 +27,12 @@ import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=str(ROOT / "jobs" / "extract.yaml"))
     parser.add_argument("--sequences", type=int, default=None, help="default: batch_size × batches_in_flight")
@@ -39,37 +40,47 @@ def main() -> int:
     parser.add_argument("--size-for", type=int, default=None,
                         help="size the budget for this many sequences (fewer than submitted: longer documents than "
                              "sized, as vLLM meets them; every request must still finish, some preempted)")
-    args = parser.parse_args()
-    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the scheduler in this process, to watch it
-    sys.path.insert(0, str(ROOT))
-    from vllm import SamplingParams
+    return parser.parse_args()
 
+
+def job_spec(config: str) -> tuple[Any, str]:
+    """The job's spec, its KV sample read from the input's first row group, and the input's URI."""
     from pipeline.config import load_config
     from pipeline.dataflow import build_spec
     from pipeline.storage import storage_for
+    from workers.memory import read_sample
+
+    loaded = load_config(config)
+    spec = build_spec(loaded, "kv-share")
+    uri = str(Path(loaded.config.input.uri if Path(loaded.config.input.uri).is_absolute()
+                   else Path(config).parent / loaded.config.input.uri).resolve())
+    storage = storage_for(uri)
+    spec = dataclasses.replace(spec, kv_sample=read_sample(storage, [SimpleNamespace(path=uri, row_group=0)], spec))
+    return spec, uri
+
+
+def sized_engine(spec: Any, sized_for: int, share: bool) -> tuple[Any, dict[str, Any], Any]:
+    """The engine with the KV cache the actor would ask for `sized_for` sequences (the shared prefix counted once
+    with `share`). Returns the engine, its arguments and the measured need."""
     from workers.bundled_model import resolve_model_path
     from workers.engine.args import engine_arguments
     from workers.engine.vllm_engine import VllmEngine
-    from workers.memory import measure_need, read_sample
-    from workers.prompt import prompt_for
+    from workers.memory import measure_need
 
-    loaded = load_config(args.config)
-    spec = build_spec(loaded, "kv-share")
-    uri = str(Path(loaded.config.input.uri if Path(loaded.config.input.uri).is_absolute()
-                   else Path(args.config).parent / loaded.config.input.uri).resolve())
-    storage = storage_for(uri)
-    spec = dataclasses.replace(spec, kv_sample=read_sample(storage, [SimpleNamespace(path=uri, row_group=0)], spec))
     path = resolve_model_path(spec.model_path)
     need = measure_need(spec, path, VllmEngine.prompt_token_ids)
-    sequences = args.sequences or spec.sequences_in_flight
     kwargs = dict(spec.engine_kwargs)
-    if args.no_share:
+    if not share:
         kwargs["enable_prefix_caching"] = False
-    llm_args = engine_arguments(path, spec.max_model_len, 1, kwargs, False, sequences=args.size_for or sequences,
-                                kv_need=need)
-    engine = VllmEngine(**llm_args)
+    llm_args = engine_arguments(path, spec.max_model_len, 1, kwargs, False, sequences=sized_for, kv_need=need)
+    return VllmEngine(**llm_args), llm_args, need
 
+
+def sample_prompts(engine: Any, spec: Any, uri: str, sequences: int) -> list[list[int]]:
+    """The sample's prompts (token ids) that fit `max_tokens` more in the context, repeated to `sequences` of them."""
     import pyarrow.parquet as pq
+
+    from workers.prompt import prompt_for
 
     texts = [t for t in pq.read_table(uri, columns=[spec.text_column]).column(0).to_pylist() if t]
     schema_json = json.dumps(spec.contract.json_schema, ensure_ascii=False)
@@ -78,9 +89,12 @@ def main() -> int:
         ids = engine.prompt_token_ids(prompt_for(spec.prompt, text, spec.contract.json_schema, schema_json))
         if len(ids) + spec.max_tokens <= engine.max_model_len:
             prompts.append(ids)
-    prompts = (prompts * (sequences // len(prompts) + 1))[:sequences]
+    return (prompts * (sequences // len(prompts) + 1))[:sequences]
 
-    scheduler = engine.llm.llm_engine.engine_core.engine_core.scheduler
+
+def watch(scheduler: Any) -> dict[str, Any]:
+    """What vLLM's scheduler does from now on: its preemptions counted, the peak share of KV blocks in use and the
+    most requests running at once (the dict returned, filled as it schedules)."""
     seen = {"preemptions": 0, "peak_usage": 0.0, "peak_running": 0}
     preempt, schedule = scheduler._preempt_request, scheduler.schedule
 
@@ -95,6 +109,20 @@ def main() -> int:
         return out
 
     scheduler._preempt_request, scheduler.schedule = counted_preempt, watched_schedule
+    return seen
+
+
+def main() -> int:
+    args = parse_args()
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the scheduler in this process, to watch it
+    sys.path.insert(0, str(ROOT))
+    from vllm import SamplingParams
+
+    spec, uri = job_spec(args.config)
+    sequences = args.sequences or spec.sequences_in_flight
+    engine, llm_args, need = sized_engine(spec, args.size_for or sequences, not args.no_share)
+    prompts = sample_prompts(engine, spec, uri, sequences)
+    seen = watch(engine.llm.llm_engine.engine_core.engine_core.scheduler)
     params = SamplingParams(max_tokens=spec.max_tokens, temperature=0.0, ignore_eos=True)
     started = time.perf_counter()
     outputs = engine.llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)

@@ -15,18 +15,7 @@ pytestmark = pytest.mark.engine
 ARMS = ("engine", "engine_same_requests", "unconstrained", "retry", "pipeline", "pipeline_no_confidence")
 
 
-def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
-    out = tmp_path / "bench"
-    # 24 output tokens: every arm, the retry loop and both price rounds still run; what they time is not checked
-    # here, and the sample's outputs at --quick's 96 tokens made this the suite's slowest test (8 min on 2 busy
-    # cores).
-    # The timeout is a guard against a hang, not a figure: five engines start (the engine arms', the price's, the
-    # same requests' and one per pipeline run), and on 2 cores shared with other runs (load average 45) 900 s was
-    # not enough.
-    result = run_cli(["bench", "--quick", "--docs", "2", "--max-tokens", "24", "--price-rounds", "2",
-                      "--out", str(out)], cli_env, timeout=2400)
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads((out / "bench.json").read_text())
+def _check_arms(report):
     # A job that speculates (the CPU default) also gets the engine arm without speculation.
     assert report["docs"] == 2 and set(ARMS) <= set(report["arms"]) <= {*ARMS, "engine_no_speculation"}
     for name in report["arms"]:
@@ -35,6 +24,9 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
         assert 0 <= arm["field_accuracy"] <= 1 and arm["correct_leaves"] >= 0
     assert report["arms"]["retry"]["retries"] >= 0
     assert report["arms"]["pipeline"]["driver_peak_rss_mb"] > 0
+
+
+def _check_same_requests_arm(report):
     # The pipeline's own requests in one engine call: the same prompts as the pipeline's actor sent (the job's
     # examples or schema in them, so longer than the engine arm's bare prompts), one grounded grammar per document,
     # and the job's sampling (the sample's presence penalty, and log-probabilities for _confidence).
@@ -46,6 +38,10 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     assert same["cpu_s"] > 0 and same["cores_used"] > 0  # the engine's process, over its timed call
     assert pipeline["cores_used"] is None or pipeline["cores_used"] > 0  # its actor, from ready to the commit
     assert same["sequences_in_flight"] == 4  # the pipeline arm's batches: 1 document each, 4 in flight
+
+
+def _check_ratios(report, out):
+    """Every ratio the report gives, and the rows of the arm without _confidence (OUT's pipeline-plain-output)."""
     assert set(report["ratios"]) == {"pipeline_over_engine", "pipeline_over_engine_same_requests",
                                      "pipeline_over_engine_same_requests_tokens",
                                      "constrained_over_unconstrained_per_token",
@@ -65,6 +61,9 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
         assert n_confident == 0
     assert (report["ratios"]["engine_speculation_speedup"] is None) == ("engine_no_speculation" not in report["arms"])
     assert all(v is None or v > 0 for v in report["ratios"].values())
+
+
+def _check_price_markdown_and_chart(report, out):
     price = report["constraint_price"]  # both sides timed twice, alternating
     assert price["rounds"] == 2
     assert len(price["constrained_s"]) == len(price["equal_length_unconstrained_s"]) == 2
@@ -74,6 +73,24 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
     assert all(f"| {name} |" in markdown for name in report["arms"])
     assert all(title in markdown for title, _ in COLUMNS)
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
+    out = tmp_path / "bench"
+    # 24 output tokens: every arm, the retry loop and both price rounds still run; what they time is not checked
+    # here, and the sample's outputs at --quick's 96 tokens made this the suite's slowest test (8 min on 2 busy
+    # cores).
+    # The timeout is a guard against a hang, not a figure: five engines start (the engine arms', the price's, the
+    # same requests' and one per pipeline run), and on 2 cores shared with other runs (load average 45) 900 s was
+    # not enough.
+    result = run_cli(["bench", "--quick", "--docs", "2", "--max-tokens", "24", "--price-rounds", "2",
+                      "--out", str(out)], cli_env, timeout=2400)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "bench.json").read_text())
+    _check_arms(report)
+    _check_same_requests_arm(report)
+    _check_ratios(report, out)
+    _check_price_markdown_and_chart(report, out)
 
 
 def test_simulated_bench_runs_its_cells_and_ceilings(tmp_path, cli_env):

@@ -80,18 +80,9 @@ def _actor_node(cluster, nodes):
     return None
 
 
-def test_a_worker_raylet_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
-    """A head and two worker raylets on loopback (one CPU each; an actor takes 0.75, so the two actors sit on two
-    nodes and one node is free). The simulated engine runs the job; once outcomes are staged, the raylet of a
-    worker node holding an actor is SIGKILLed (its workers with it). The run goes on or fails; a failed run is
-    rerun as a user would. Every document is then committed exactly once."""
-    import time
-
-    import psutil
-
-    from pipeline.tools.simbench import LocalCluster, staged_rows
-
-    n = 600
+def _simulated_job(tmp_path, n):
+    """`n` invoices, a two-field schema and a job on the simulated engine: two actors of 0.75 CPU, batches of 20,
+    two in flight, three restarts. Returns the documents' ids, the output folder and the config."""
     ids = [f"k-{i:05d}" for i in range(n)]
     write_docs(tmp_path / "docs.parquet", ids, [f"Invoice {i} from Acme, total {i}.50 EUR." for i in range(n)])
     (tmp_path / "schema.json").write_text(json.dumps({"type": "object", "properties": {
@@ -105,37 +96,66 @@ def test_a_worker_raylet_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
             "allow": True, "tokens_per_s": 100, "ttft_s": 0.05, "output_tokens": 10, "max_seqs": 4}},
         "workers": {"actors": 2, "cpus_per_actor": 0.75, "batch_size": 20, "batches_in_flight": 2,
                     "max_restarts": 3}}))
+    return ids, output, config
+
+
+def _kill_an_actor_node_once_staged(cluster, driver, output):
+    """While the run goes (240 s at most), once 120 outcomes are staged: SIGKILL the raylet of a worker node holding
+    an actor, and its workers with it. Returns that (node, raylet), or None if no worker node held an actor."""
+    import time
+
+    import psutil
+
+    from pipeline.tools.simbench import staged_rows
+
+    deadline = time.monotonic() + 240
+    while driver.poll() is None and time.monotonic() < deadline:
+        if staged_rows(output) >= 120:
+            killed = _actor_node(cluster, [1, 2])
+            if killed is not None:
+                node, raylet = killed
+                doomed = [raylet, *raylet.children(recursive=True)]
+                for proc in doomed:  # the node's raylet and its workers: the node is gone
+                    try:
+                        proc.kill()
+                    except psutil.NoSuchProcess:
+                        pass
+                return killed
+        time.sleep(0.2)
+    return None
+
+
+def _rerun_while_it_fails(command, cluster, returncode):
+    """The exit codes: the first run's (`returncode`), then those of up to two reruns while the last failed."""
+    outcomes = [returncode]
+    for _ in range(2):  # as a user would: rerun the failed run; committed and staged work is kept
+        if outcomes[-1] == 0:
+            break
+        again = subprocess.run(command, env=cluster.driver_env(), cwd=ROOT, capture_output=True, text=True,
+                               timeout=300)
+        outcomes.append(again.returncode)
+    return outcomes
+
+
+def test_a_worker_raylet_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
+    """A head and two worker raylets on loopback (one CPU each; an actor takes 0.75, so the two actors sit on two
+    nodes and one node is free). The simulated engine runs the job; once outcomes are staged, the raylet of a
+    worker node holding an actor is SIGKILLed (its workers with it). The run goes on or fails; a failed run is
+    rerun as a user would. Every document is then committed exactly once."""
+    from pipeline.tools.simbench import LocalCluster
+
+    ids, output, config = _simulated_job(tmp_path, 600)
     cluster = LocalCluster([1, 1, 1])
     try:
         command = [sys.executable, "-m", "pipeline", "run", str(config)]
         driver = subprocess.Popen(command, env=cluster.driver_env(), cwd=ROOT, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
-        killed = None
-        deadline = time.monotonic() + 240
-        while driver.poll() is None and time.monotonic() < deadline:
-            if staged_rows(output) >= 120:
-                killed = _actor_node(cluster, [1, 2])
-                if killed is not None:
-                    node, raylet = killed
-                    doomed = [raylet, *raylet.children(recursive=True)]
-                    for proc in doomed:  # the node's raylet and its workers: the node is gone
-                        try:
-                            proc.kill()
-                        except psutil.NoSuchProcess:
-                            pass
-                    break
-            time.sleep(0.2)
+        killed = _kill_an_actor_node_once_staged(cluster, driver, output)
         first_log, _ = driver.communicate(timeout=300)
         assert killed is not None, "no worker node held an actor while the run was going: nothing was killed"
         # The run may survive the node or stop (its actors' restarts used up, a lost journal): either way what it
         # staged is kept, and the reruns below finish the job. Only the end state is the test's.
-        outcomes = [driver.returncode]
-        for _ in range(2):  # as a user would: rerun the failed run; committed and staged work is kept
-            if outcomes[-1] == 0:
-                break
-            again = subprocess.run(command, env=cluster.driver_env(), cwd=ROOT, capture_output=True, text=True,
-                                   timeout=300)
-            outcomes.append(again.returncode)
+        outcomes = _rerun_while_it_fails(command, cluster, driver.returncode)
         assert outcomes[-1] == 0, (outcomes, first_log[-3000:])
     finally:
         cluster.stop()
