@@ -1,10 +1,12 @@
 """The house's rules, checked on the source: no import cycles, vLLM imported only under `workers/`, `workers/` never
 importing `pipeline/`, the run path free of the tools and the CLI, the committed output's files named only in
-`pipeline/output/`, and the outcome columns named only in the contract (`workers.outcome`)."""
+`pipeline/output/`, the outcome columns named only in the contract (`workers.outcome`), and no module over 600 lines
+nor function over 50."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -169,3 +171,50 @@ def test_the_literal_check_sees_a_literal():
     names = _outcome_column_names()
     tree = ast.parse('table.column("_kind")')
     assert [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in names] == ["_kind"]
+
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 50  # from its `def` to its last line
+
+
+def _own_python_files() -> list[Path]:
+    """The repository's own Python files, every folder's: those git tracks, or without git every `.py` under the
+    root but .venv's and .git's."""
+    try:
+        done = subprocess.run(["git", "ls-files", "-z", "*.py"], cwd=ROOT, capture_output=True, text=True,
+                              check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(p for p in ROOT.rglob("*.py") if not {".venv", ".git"} & set(p.relative_to(ROOT).parts))
+    return [ROOT / name for name in done.stdout.split("\0") if name and (ROOT / name).is_file()]
+
+
+def _too_long(source: str, name: str) -> list[str]:
+    """`name` if the module is over MAX_MODULE_LINES, and each function or method of it over MAX_FUNCTION_LINES,
+    with its line count."""
+    found = []
+    if (lines := len(source.splitlines())) > MAX_MODULE_LINES:
+        found.append(f"{name}: {lines} lines")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if (length := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES:
+                found.append(f"{name}:{node.lineno} {node.name}: {length} lines")
+    return found
+
+
+def test_no_module_is_over_600_lines_and_no_function_over_50():
+    files = _own_python_files()
+    assert Path(__file__).resolve() in [f.resolve() for f in files]  # the list holds this file: it is not empty
+    too_long = [found for path in files for found in _too_long(path.read_text(), str(path.relative_to(ROOT)))]
+    assert too_long == [], "over the bounds (split them):\n" + "\n".join(too_long)
+
+
+def _a_method_of(lines: int) -> str:
+    """A module whose class has one method `lines` lines long, from its `def` (line 2) to its last line."""
+    return "class C:\n    async def method(self):\n" + "".join(f"        x{i} = {i}\n" for i in range(lines - 1))
+
+
+def test_the_length_check_finds_a_long_function_and_a_long_module():
+    assert _too_long(_a_method_of(51), "m.py") == ["m.py:2 method: 51 lines"]
+    assert _too_long(_a_method_of(50), "m.py") == []
+    assert _too_long("x = 1\n" * 601, "big.py") == ["big.py: 601 lines"]
+    assert _too_long("x = 1\n" * 600, "big.py") == []
