@@ -7,8 +7,8 @@ them all once more. None of them is garbage. So the import runs with the collect
 frozen (`gc.freeze`: moved where collections no longer look) before the collector is turned back on.
 
 Measured on 2 cores (the bundled model, `enforce_eager`, in-process; `docs/performance.md`, "An engine's start"):
-importing vLLM and starting `LLM(...)` took 10.1-11.1 s with the collector on and 7.9-8.1 s with it paused for
-the import. The frozen objects live as long as the process, as they would anyway; cyclic garbage made by the import
+a fresh process's imports and engine start took 11.1-11.6 s with the collector on and 7.9-8.2 s with it paused for
+the imports. The frozen objects live as long as the process, as they would anyway; cyclic garbage made by the import
 itself (about a hundred objects, by a collection after it) is kept instead of freed.
 """
 
