@@ -262,7 +262,10 @@ class HostDied(EngineFatal):
 
 
 def _tokenizer(model_path: str) -> Any:
-    from transformers import AutoTokenizer
+    from workers.engine.imports import collector_paused
+
+    with collector_paused():  # transformers' import (workers.engine.imports)
+        from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(model_path)
 
