@@ -4,6 +4,7 @@ built is frozen before it is turned back on."""
 from __future__ import annotations
 
 import gc
+import sys
 
 import pytest
 
@@ -21,14 +22,28 @@ def _collector_as_it_was():
         gc.disable()
 
 
-def test_the_block_runs_without_the_collector_and_what_it_built_is_frozen():
+def test_the_block_runs_without_the_collector_and_what_its_import_built_is_frozen(tmp_path, monkeypatch):
+    (tmp_path / "heavy_for_the_test.py").write_text("built = [[i] for i in range(1000)]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "heavy_for_the_test", raising=False)
     gc.enable()
     frozen = gc.get_freeze_count()
     with collector_paused():
         assert not gc.isenabled()
-        built = [[i] for i in range(1000)]  # container objects the collector tracks
+        import heavy_for_the_test  # container objects the collector tracks
     assert gc.isenabled()
-    assert gc.get_freeze_count() >= frozen + len(built)
+    assert gc.get_freeze_count() >= frozen + len(heavy_for_the_test.built)
+
+
+def test_a_block_that_imports_nothing_new_freezes_nothing():
+    gc.enable()
+    frozen = gc.get_freeze_count()
+    with collector_paused():
+        import json  # already imported
+
+        built = [[i] for i in range(1000)]
+    assert json and len(built) == 1000
+    assert gc.get_freeze_count() == frozen
 
 
 def test_a_nested_use_leaves_the_collector_off_until_the_outer_one_ends():

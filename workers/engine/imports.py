@@ -15,19 +15,24 @@ itself (about a hundred objects, by a collection after it) is kept instead of fr
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """Run the block (a heavy import) with the cyclic garbage collector off, then freeze what exists and turn the
-    collector back on if it was on. Nested uses are fine: only the outermost turns it back on."""
+    """Run the block (a heavy import) with the cyclic garbage collector off, then, if the block imported a module,
+    freeze what exists, and turn the collector back on if it was on. A block whose modules were already imported
+    (`has_accelerator` called again) freezes nothing: what a long-lived process built since stays collectable.
+    Nested uses are fine: only the outermost turns the collector back on."""
     enabled = gc.isenabled()
+    modules = len(sys.modules)
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
+        if len(sys.modules) > modules:
+            gc.freeze()
         if enabled:
             gc.enable()
