@@ -367,14 +367,10 @@ def measure_need(spec: Any, model_path: str, prompt_token_ids: Callable[[Any, An
     if sample is None or not sizes_itself(spec) or not (Path(model_path) / "config.json").is_file():
         return None
     try:
-        from workers.engine.imports import collector_paused
-
-        with collector_paused():  # transformers' import
-            from transformers import AutoTokenizer
-
+        from workers.engine.imports import model_tokenizer
         from workers.prompt import prompt_for
 
-        counter = SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(model_path))
+        counter = SimpleNamespace(tokenizer=model_tokenizer(model_path))
         contract = spec.contract
         schema_json = json.dumps(contract.json_schema, ensure_ascii=False)
         ids = prompt_token_ids(counter, prompt_for(spec.prompt, sample.document, contract.json_schema, schema_json))

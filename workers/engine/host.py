@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from workers.engine.errors import EngineFatal, EngineStartError, is_fatal
+from workers.engine.imports import model_tokenizer
 from workers.engine.outputs import Generation, tell_hooks
 
 if TYPE_CHECKING:  # no vLLM import in an actor that attaches
@@ -175,7 +176,7 @@ class HostedEngine:
         self.using: Sampling = (dict(sampling), tuple(bounds))  # sent with each call: the host has no run's own
         self.on_request_done: Any = None
         self.on_tokens: Any = None
-        self.tokenizer = SimpleNamespace(tokenizer=_tokenizer(llm_args["model"]))
+        self.tokenizer = SimpleNamespace(tokenizer=model_tokenizer(llm_args["model"]))
         self._start = (llm_args, env, node)
         info = self._connect()
         self.max_model_len = int(info["max_model_len"])
@@ -259,15 +260,6 @@ class HostedEngine:
 
 class HostDied(EngineFatal):
     """The host's process is gone (as opposed to its engine failing inside it)."""
-
-
-def _tokenizer(model_path: str) -> Any:
-    from workers.engine.imports import collector_paused
-
-    with collector_paused():  # transformers' import (workers.engine.imports)
-        from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(model_path)
 
 
 def _attach(name: str, llm_args: dict[str, Any], env: dict[str, str], node: str | None) -> Any:

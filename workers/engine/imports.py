@@ -18,6 +18,7 @@ import gc
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 @contextmanager
@@ -36,3 +37,12 @@ def collector_paused() -> Iterator[None]:
             gc.freeze()
         if enabled:
             gc.enable()
+
+
+def model_tokenizer(model_path: str) -> Any:
+    """The model folder's tokenizer (transformers' `AutoTokenizer`), transformers imported with the collector
+    paused: for a process that counts tokens without an engine of its own (the KV sizing, an engine host's actor)."""
+    with collector_paused():
+        from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_path)
