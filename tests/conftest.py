@@ -9,6 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from pipeline.tools.localcluster import free_port, node_port_flags  # one picker of ports: never one port twice
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "jobs" / "sample" / "invoices.parquet"
 TEST_KV_CACHE_BYTES = 256 << 20
@@ -87,14 +89,6 @@ def run_cli(args: list[str], env: dict[str, str], cwd: Path | None = None, timeo
 
     return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, env=env,
                           cwd=cwd or ROOT, timeout=timeout)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # The session's head requires its token of drivers (Ray 2.60), this process's too (`ray_cluster`); Ray reads the
@@ -187,13 +181,6 @@ def descendants_named(root_pid: int, text: str) -> list:
     return found
 
 
-def _node_ports() -> list[str]:
-    # Every port of its own, so a node never collides with another cluster's defaults.
-    return [f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
-            f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}",
-            f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}"]
-
-
 def start_ray_head(cpus: float, worker_nodes: int = 0, worker_cpus: float = 1):
     """`ray start --head` (dashboard and Jobs API), plus `worker_nodes` more nodes on this machine.
 
@@ -232,12 +219,12 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
             [ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dashboard}",
              "--dashboard-host=127.0.0.1", f"--temp-dir={temp_dir}", f"--num-cpus={cpus}",
              "--include-dashboard=true", "--disable-usage-stats", f"--ray-client-server-port={free_port()}",
-             *_node_ports()],
+             *node_port_flags(node_manager=True)],
             check=True, env=env, capture_output=True, timeout=180,
         )
         for _ in range(worker_nodes):
             subprocess.run([ray_bin, "start", f"--address=127.0.0.1:{port}", f"--num-cpus={worker_cpus}",
-                            "--disable-usage-stats", *_node_ports()],
+                            "--disable-usage-stats", *node_port_flags(node_manager=True)],
                            check=True, env=env, capture_output=True, timeout=180)
     except BaseException:
         kill_processes_mentioning(temp_dir)  # what did start of it

@@ -14,17 +14,31 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+_HANDED_OUT: set[int] = set()
 
 
-def _node_ports() -> list[str]:
-    return [f"--dashboard-agent-listen-port={_port()}", f"--dashboard-agent-grpc-port={_port()}",
-            f"--runtime-env-agent-port={_port()}", f"--metrics-export-port={_port()}",
-            f"--object-manager-port={_port()}"]
+def free_port() -> int:
+    """A loopback port free now and never handed out before by this process.
+
+    A port the kernel gives for a bind to 0 is free only until it is closed, and the next bind to 0 may give the very
+    same port again: two flags of one `ray start` then name one port, and Ray refuses to start ("metrics_export is
+    trying to use a port number ... that is used by other components"). Remembering what was handed out rules that
+    out; another process taking the port before Ray binds it stays possible, as with any pick of a free port."""
+    for _ in range(1000):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+    raise RuntimeError("no loopback port left that this process has not handed out already")
+
+
+def node_port_flags(node_manager: bool = False) -> list[str]:
+    """`ray start` flags giving each port of a node one of its own, so it never collides with another cluster's."""
+    names = ["dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port",
+             "metrics-export-port", "object-manager-port", *(["node-manager-port"] if node_manager else [])]
+    return [f"--{name}={free_port()}" for name in names]
 
 
 def ensure_auth_token(ray: str, env: dict[str, str]) -> None:
@@ -46,20 +60,20 @@ class LocalCluster:
 
     def __init__(self, cpus: list[int]) -> None:
         self.temp_dir = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray puts sockets under it
-        self.port = _port()
+        self.port = free_port()
         self.node_ports: list[int] = []
         env = self.env()
         ray = str(Path(sys.executable).parent / "ray")
         env["RAY_AUTH_MODE"] = "token"  # every node, and the drivers (`driver_env`), on one token
         ensure_auth_token(ray, env)
         for i, n in enumerate(cpus):
-            manager = _port()
+            manager = free_port()
             self.node_ports.append(manager)
             common = [f"--num-cpus={n}", f"--resources={json.dumps({f'node{i}': 1000})}", "--disable-usage-stats",
-                      f"--node-manager-port={manager}", *_node_ports()]
+                      f"--node-manager-port={manager}", *node_port_flags()]
             if i == 0:
                 args = [ray, "start", "--head", f"--port={self.port}", f"--temp-dir={self.temp_dir}",
-                        "--include-dashboard=false", f"--ray-client-server-port={_port()}", *common]
+                        "--include-dashboard=false", f"--ray-client-server-port={free_port()}", *common]
             else:
                 args = [ray, "start", f"--address=127.0.0.1:{self.port}", *common]
             done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=180)
