@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,15 +54,17 @@ TEST_KV_CACHE_BYTES = 256 << 20  # a fixed KV budget: one conformance prompt at 
 
 
 def make_engine(backend: str, model_path: str, max_model_len: int) -> Any:
-    """A vLLM engine (no Ray) holding one structured-output backend.
+    """A vLLM engine (no Ray) holding one structured-output backend, its core in this process.
 
-    Its engine core runs in vLLM's own child process (V1 multiprocessing), not in this one: a deleted
-    in-process engine does not give its memory back, so a second in-process engine would find less room.
-    A core process exits on `close_engine` and returns all of it.
+    `generate_all` runs each backend's engine in a child process of its own (`run_backend_in_child`), so a
+    second engine never finds less memory than the first: a deleted in-process engine does not give its memory
+    back, and the child's exit does. Before, the core ran in vLLM's own child (V1 multiprocessing), which on CPU
+    spawns two processes, each importing vLLM again (about 16 s to start against 2-3 s in-process), and runs the
+    model on the cores it does not reserve for its scheduler (one of 2).
     """
     from workers.engine import VllmEngine, engine_arguments, has_accelerator
 
-    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1"
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout carries the report
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -71,7 +74,7 @@ def make_engine(backend: str, model_path: str, max_model_len: int) -> Any:
 
 
 def close_engine(engine: Any) -> None:
-    """Stop the engine's core process now, rather than whenever the garbage collector gets to it."""
+    """Stop the engine now, rather than whenever the garbage collector gets to it."""
     engine.close()
 
 
@@ -164,9 +167,42 @@ def run_backend(backend: str, jobs: list[Job], model_path: str, opts: Options) -
     return outputs, rerouted, timing
 
 
+def _picklable(result: Any) -> Any:
+    """A result as it can cross back from the child: an exception that does not pickle becomes a RuntimeError
+    with the same `Type: message` text (what the report keeps of a refusal)."""
+    if not isinstance(result, Exception):
+        return result
+    try:
+        pickle.dumps(result)
+        return result
+    except Exception:  # noqa: BLE001 - any exception that does not survive pickling
+        return RuntimeError(f"{type(result).__name__}: {result}")
+
+
+def _backend_child(backend: str, jobs: list[Job], model_path: str, opts: Options) -> tuple[dict[str, Any],
+                                                                                           list[Job],
+                                                                                           dict[str, Any]]:
+    outputs, rerouted, timing = run_backend(backend, jobs, model_path, opts)
+    for value in outputs.values():
+        if "generation" in value:
+            value["generation"] = _picklable(value["generation"])
+    return outputs, rerouted, timing
+
+
+def run_backend_in_child(backend: str, jobs: list[Job], model_path: str, opts: Options) -> tuple[
+        dict[str, Any], list[Job], dict[str, Any]]:
+    """`run_backend` in a child process of its own (spawned: no copy of this process's threads), which exits
+    before the next backend's engine starts and so gives all its memory back."""
+    import concurrent.futures
+    import multiprocessing
+
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_backend_child, backend, jobs, model_path, opts).result()
+
+
 def generate_all(jobs: list[Job], model_path: str, opts: Options) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One engine per backend, one after another: each job goes to the first backend that compiled it;
-    a job the xgrammar engine refuses at request time goes on to the guidance engine."""
+    """One engine per backend, one after another, each in a child process: each job goes to the first backend
+    that compiled it; a job the xgrammar engine refuses at request time goes on to the guidance engine."""
     outputs: dict[str, Any] = {}
     timings = []
     carried: list[Job] = []
@@ -174,7 +210,7 @@ def generate_all(jobs: list[Job], model_path: str, opts: Options) -> tuple[dict[
         batch = [j for j in jobs if j.backends and j.backends[0] == backend and j not in carried] + carried
         if not batch:
             continue
-        done, carried, timing = run_backend(backend, batch, model_path, opts)
+        done, carried, timing = run_backend_in_child(backend, batch, model_path, opts)
         for key, value in done.items():
             outputs[key] = {**outputs.get(key, {}), **value}
         timings.append(timing)
