@@ -56,13 +56,14 @@ def ensure_auth_token(ray: str, env: dict[str, str]) -> None:
 class LocalCluster:
     """A Ray head and worker raylets on loopback, with their own temp dir; `stop` ends only their processes.
 
-    Each node gets its `--num-cpus` and a custom resource `node<i>` (head: node0), so a test can place work."""
+    Each node gets its `--num-cpus` and a custom resource `node<i>` (head: node0), so a test can place work.
+    `node_env` is added to the environment of every `ray start` (Ray's `RAY_<setting>` system settings)."""
 
-    def __init__(self, cpus: list[int]) -> None:
+    def __init__(self, cpus: list[int], node_env: dict[str, str] | None = None) -> None:
         self.temp_dir = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray puts sockets under it
         self.port = free_port()
         self.node_ports: list[int] = []
-        env = self.env()
+        env = {**self.env(), **(node_env or {})}
         ray = str(Path(sys.executable).parent / "ray")
         env["RAY_AUTH_MODE"] = "token"  # every node, and the drivers (`driver_env`), on one token
         ensure_auth_token(ray, env)

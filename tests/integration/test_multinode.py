@@ -137,6 +137,11 @@ def _rerun_while_it_fails(command, cluster, returncode):
     return outcomes
 
 
+# The GCS looks at each node every second, not every 3 s (Ray's default), and still takes 5 failed looks in a row
+# for a death: the killed node is found dead about 10 s sooner, and a slow live node gets as many chances.
+FAST_NODE_DEATH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_initial_delay_ms": "1000"}
+
+
 def test_a_worker_raylet_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
     """A head and two worker raylets on loopback (one CPU each; an actor takes 0.75, so the two actors sit on two
     nodes and one node is free). The simulated engine runs the job; once outcomes are staged, the raylet of a
@@ -144,8 +149,8 @@ def test_a_worker_raylet_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
     rerun as a user would. Every document is then committed exactly once."""
     from pipeline.tools.simbench import LocalCluster
 
-    ids, output, config = _simulated_job(tmp_path, 600)
-    cluster = LocalCluster([1, 1, 1])
+    ids, output, config = _simulated_job(tmp_path, 360)
+    cluster = LocalCluster([1, 1, 1], node_env=FAST_NODE_DEATH)
     try:
         command = [sys.executable, "-m", "pipeline", "run", str(config)]
         driver = subprocess.Popen(command, env=cluster.driver_env(), cwd=ROOT, stdout=subprocess.PIPE,
