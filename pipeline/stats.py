@@ -123,5 +123,11 @@ RunDesk = ray.remote(num_cpus=0, max_restarts=0)(_Desk)
 
 def new_desk(run_id: str) -> Any:
     """The run's desk, named so that an actor finds it by the run's id (`reporter_for`); on the driver, so that it
-    outlives every extraction actor (the journal must)."""
-    return RunDesk.options(name=board_name(run_id)).remote()
+    outlives every extraction actor (the journal must).
+
+    Placed on the driver's node explicitly: an actor that needs no CPU may otherwise land on any node, and a desk on
+    a worker node that died took the run down with it although every document was committed."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+    return RunDesk.options(name=board_name(run_id), scheduling_strategy=here).remote()

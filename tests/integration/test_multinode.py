@@ -57,6 +57,30 @@ def test_one_actor_per_node_and_every_id_once(two_nodes, tmp_path):
     assert sorted(ids) == sorted(docs)
 
 
+DESKS_SCRIPT = """
+import ray
+from pipeline.stats import new_desk
+ray.init()
+here = ray.get_runtime_context().get_node_id()
+desks = [new_desk(f"placement-{i}") for i in range(12)]
+ray.get([d.snapshot.remote() for d in desks])
+from ray.util.state import list_actors
+nodes = {a.name: a.node_id for a in list_actors(filters=[("state", "=", "ALIVE")], limit=1000)
+         if a.name.startswith("extract-progress-placement-")}
+print("desks on the driver's node:", sum(node == here for node in nodes.values()), "of", len(nodes))
+"""
+
+
+def test_the_runs_bookkeeping_actor_is_on_the_drivers_node(two_nodes):
+    """The run's desk (progress and the journal of in-flight batches) needs no CPU, so Ray could place it on any
+    node; on a worker node that died it took a run down whose every document was committed. Twelve desks from a
+    driver on a two-node cluster: every one on the driver's node."""
+    done = subprocess.run([sys.executable, "-c", DESKS_SCRIPT], env=joining(two_nodes), cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "desks on the driver's node: 12 of 12" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
 def _ids(output):
     return sorted(r[0] for r in duckdb.connect().execute(
         f"SELECT doc_id FROM read_parquet('{output}/rows/**/*.parquet') UNION ALL "
@@ -158,6 +182,8 @@ def test_a_worker_raylet_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
         killed = _kill_an_actor_node_once_staged(cluster, driver, output)
         first_log, _ = driver.communicate(timeout=300)
         assert killed is not None, "no worker node held an actor while the run was going: nothing was killed"
+        # The run's bookkeeping actor (its journal) is on the driver's node, never on the worker node killed here.
+        assert "actor.journal_lost" not in first_log, first_log[-3000:]
         # The run may survive the node or stop (its actors' restarts used up, a lost journal): either way what it
         # staged is kept, and the reruns below finish the job. Only the end state is the test's.
         outcomes = _rerun_while_it_fails(command, cluster, driver.returncode)
