@@ -46,6 +46,7 @@ from pipeline.tools.bench_requests import ARM as SAME_REQUESTS
 from pipeline.tools.bench_requests import describe, same_requests_arm
 from pipeline.tools.bench_sampler import RssSampler, actor_cpu
 from pipeline.tools.bench_scoring import leaf_fields
+from pipeline.tools.child import run_in_child
 from pipeline.tools.machine import describe as describe_machine
 from pipeline.tools.machine import machine
 from pipeline.tools.synthetic import make_corpus
@@ -132,18 +133,7 @@ def same_requests(loaded: LoadedConfig, texts: list[str], golds: list[dict]) -> 
 
 def _in_child(*args: Any, env: dict[str, str] | None = None) -> dict[str, Any]:
     """`_arms_child(*args)` in a child process of its own, started with `env` added to this environment."""
-    import concurrent.futures
-    import multiprocessing
-
-    saved = {key: os.environ.get(key) for key in env or {}}
-    os.environ.update({key: value for key, value in (env or {}).items() if key not in os.environ})
-    try:
-        with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-            return pool.submit(_arms_child, *args).result()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
+    return run_in_child(_arms_child, *args, env=env, what=f"the bench's {args[-1]} engine")
 
 
 def job_speculates(loaded: LoadedConfig) -> bool:

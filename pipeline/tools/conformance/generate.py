@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 
-from pipeline.tools.conformance.corpora import Options
+from pipeline.tools.conformance.corpora import ConformanceError, Options
 from pipeline.tools.conformance.judge import compact_json
 from workers.compiler import BACKENDS
 from workers.engine import REFUSED, Generation
@@ -191,13 +191,14 @@ def _backend_child(backend: str, jobs: list[Job], model_path: str, opts: Options
 
 def run_backend_in_child(backend: str, jobs: list[Job], model_path: str, opts: Options) -> tuple[
         dict[str, Any], list[Job], dict[str, Any]]:
-    """`run_backend` in a child process of its own (spawned: no copy of this process's threads), which exits
-    before the next backend's engine starts and so gives all its memory back."""
-    import concurrent.futures
-    import multiprocessing
+    """`run_backend` in a child process of its own, which exits before the next backend's engine starts and so
+    gives all its memory back. A child that dies is one line (`ConformanceError`), not a pool's traceback."""
+    from pipeline.tools.child import ChildDied, run_in_child
 
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(_backend_child, backend, jobs, model_path, opts).result()
+    try:
+        return run_in_child(_backend_child, backend, jobs, model_path, opts, what=f"the {backend} engine")
+    except ChildDied as exc:
+        raise ConformanceError(str(exc)) from exc
 
 
 def generate_all(jobs: list[Job], model_path: str, opts: Options) -> tuple[dict[str, Any], list[dict[str, Any]]]:
