@@ -7,7 +7,8 @@ from __future__ import annotations
 OK = 0
 FAILED = 1  # the run ended, and some partition failed (see the run manifest and the summary)
 USAGE = 2  # bad config, bad arguments, bad input found before Ray started
-ENGINE = 3  # an engine could not start (memory, model, engine arguments), or kept dying past workers.max_restarts;
+ENGINE = 3  # an engine could not start (memory, model, engine arguments), or kept dying past workers.max_restarts,
+# or the child process of a bench arm or a conformance backend died (pipeline.tools.child.ChildDied);
 # also Ray itself: its local cluster could not start, or the cluster at RAY_ADDRESS could not be reached
 QUALITY_ALERT = 4  # the run committed, but missed the output's quality bar (dead-letter/truncated rate, min rows)
 OUTPUT_LEASED = 5  # another writer holds the output's lease

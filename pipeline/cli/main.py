@@ -29,6 +29,7 @@ from pipeline.output.manifest import AccountingError, OutputCorruptError
 from pipeline.partition import DateError
 from pipeline.progress import FailFastError
 from pipeline.storage import StorageError
+from pipeline.tools.child import ChildDied
 
 # In the order `extract --help` lists them.
 REGISTER = (run.register, run.register_backfill, validate.register, query.register, submit.register,
@@ -70,7 +71,7 @@ ONE_LINE: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
     ((OutputCorruptError,), exit_codes.OUTPUT_CORRUPT),
     ((LeaseHeldError, LeaseLostError), exit_codes.OUTPUT_LEASED),
     ((FailFastError,), exit_codes.FAILED),
-    ((ClusterStartError,), exit_codes.ENGINE),
+    ((ClusterStartError, ChildDied), exit_codes.ENGINE),
 )
 ONE_LINE_ERRORS = tuple(kind for kinds, _ in ONE_LINE for kind in kinds)
 

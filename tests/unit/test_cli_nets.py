@@ -62,6 +62,15 @@ def test_any_other_error_keeps_its_traceback(error):
         exit_code(failing(error), argparse.Namespace())
 
 
+def test_an_engines_child_process_that_died_is_exit_3_in_one_line(capsys):
+    from pipeline.tools.child import ChildDied
+
+    died = ChildDied("the xgrammar engine's process ended before it finished (killed by a signal or out of memory?)")
+    assert exit_code(failing(died), argparse.Namespace()) == exit_codes.ENGINE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: the xgrammar engine's process ended")
+
+
 def test_every_exit_code_is_in_the_readme_and_operations_tables():
     import re
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import structlog
 
-from pipeline.tools.conformance.corpora import ConformanceError, Options
+from pipeline.tools.conformance.corpora import Options
 from pipeline.tools.conformance.judge import compact_json
 from workers.compiler import BACKENDS
 from workers.engine import REFUSED, Generation
@@ -192,13 +192,10 @@ def _backend_child(backend: str, jobs: list[Job], model_path: str, opts: Options
 def run_backend_in_child(backend: str, jobs: list[Job], model_path: str, opts: Options) -> tuple[
         dict[str, Any], list[Job], dict[str, Any]]:
     """`run_backend` in a child process of its own, which exits before the next backend's engine starts and so
-    gives all its memory back. A child that dies is one line (`ConformanceError`), not a pool's traceback."""
-    from pipeline.tools.child import ChildDied, run_in_child
+    gives all its memory back. A child that dies is `ChildDied`: one line and exit 3 from the CLI."""
+    from pipeline.tools.child import run_in_child
 
-    try:
-        return run_in_child(_backend_child, backend, jobs, model_path, opts, what=f"the {backend} engine")
-    except ChildDied as exc:
-        raise ConformanceError(str(exc)) from exc
+    return run_in_child(_backend_child, backend, jobs, model_path, opts, what=f"the {backend} engine")
 
 
 def generate_all(jobs: list[Job], model_path: str, opts: Options) -> tuple[dict[str, Any], list[dict[str, Any]]]:
