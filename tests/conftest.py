@@ -277,10 +277,10 @@ def pytest_terminal_summary(terminalreporter):
 
     from pipeline.tools.machine import cpu_seconds, cpu_work_line
 
-    if not _SESSION_CPU:
+    wall = time.monotonic() - _SESSION_CPU.get("wall", time.monotonic())
+    if wall < 60:  # a session of a few tests: the figure says nothing
         return
-    line = cpu_work_line(_SESSION_CPU["cpu"], cpu_seconds(), time.monotonic() - _SESSION_CPU["wall"],
-                         os.cpu_count())
+    line = cpu_work_line(_SESSION_CPU["cpu"], cpu_seconds(), wall, os.cpu_count())
     if line:
         terminalreporter.write_line(line)
 

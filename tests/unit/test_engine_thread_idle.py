@@ -114,3 +114,33 @@ def test_run_to_completion_sleeps_after_idle_steps_and_not_after_busy_ones(monke
     assert [o.request_id for o in outputs] == ["x"]
     # No sleep before the first step, nor after the step that made tokens.
     assert slept == [IDLE_WAIT_MIN_S, 2 * IDLE_WAIT_MIN_S, IDLE_WAIT_MIN_S]
+
+
+def test_callers_tokenize_one_at_a_time():
+    """vLLM's tokenizer deep-copies itself for a caller that finds every copy in use (0.1 s each): an actor's
+    batches, each on a thread of its own, tokenize one at a time instead, so its first batches make no copies."""
+    import threading
+
+    inside, most = [0], [0]
+    lock = threading.Lock()
+
+    class Tokenizing:
+        def prompt_token_ids(self, prompt):
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.01)
+            with lock:
+                inside[0] -= 1
+            return [len(prompt)]
+
+    thread = EngineThread.__new__(EngineThread)
+    thread._engine = Tokenizing()
+    thread._tokenizing = threading.Lock()
+    got: list = []
+    callers = [threading.Thread(target=lambda n=n: got.append(thread.prompt_token_ids("x" * n))) for n in range(1, 5)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert sorted(got) == [[1], [2], [3], [4]] and most[0] == 1
