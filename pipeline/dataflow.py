@@ -7,6 +7,7 @@ import dataclasses
 import importlib
 import inspect
 import os
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -108,11 +109,13 @@ def build_dataset(
     spec: ExtractionSpec,
     stats: Any,
     routes: SchemaRoutes | None = None,
+    slices: SliceStaging | None = None,
 ) -> ray.data.Dataset:
     """Documents → one extraction actor pool per backend in use → outcomes.
 
-    With one backend (the usual case) there is one pool. With two, rows carry `_backend` and each pool
-    takes its own; the driver's per-unit accounting does not mind a unit's outcomes coming in parts."""
+    With one backend (the usual case) there is one pool, and with `slices` its actors stage each batch they finish
+    (`pipeline.output.slices`), and the rows earlier slices hold are not read. With two, rows carry `_backend` and
+    each pool takes its own; the driver's per-unit accounting does not mind a unit's outcomes coming in parts."""
     cfg = loaded.config
     # The input's sizing document for the actors' CPU KV cache (workers.memory): read once, here.
     spec = dataclasses.replace(spec, kv_sample=read_sample(storage, units, spec, cpu=not cfg.workers.gpus_per_actor))
@@ -125,11 +128,13 @@ def build_dataset(
     ctx.execution_options.preserve_order = False
     ctx.enable_progress_bars = False
     slow_scheduler_tick()
-    documents = _documents(units, storage, id_field, cfg.input, cfg.workers, routes, split)
+    staging = slices if not split else None  # a split run filters each batch per pool: no batch is one range
+    documents = _documents(units, storage, id_field, cfg.input, cfg.workers, routes, split, staging)
     # A document that kills its actor is isolated and dead-lettered (workers.crashes); that takes restarts.
     journal = stats if cfg.workers.max_restarts else None  # the run's desk keeps the journal too (pipeline.stats)
     if not split:
-        return _actor_pool(documents, cfg.workers, dataclasses.replace(spec, backend=routes.default), stats, journal)
+        return _actor_pool(documents, cfg.workers, dataclasses.replace(spec, backend=routes.default), stats, journal,
+                           staging.writer if staging else None)
     branches = [_actor_pool(documents.map_batches(_only_backend, fn_kwargs={"backend": b}, batch_size=None,
                                                   batch_format="pyarrow", num_cpus=READ_TASK_CPUS),
                             cfg.workers, dataclasses.replace(spec, backend=b), stats, journal)
@@ -179,12 +184,24 @@ def read_concurrency(workers: WorkersConfig) -> int:
     return max(2, workers.actors * (workers.batches_in_flight + 1))
 
 
+@dataclasses.dataclass
+class SliceStaging:
+    """What a run's actors need to stage the batches they finish (`pipeline.output.slices`): the writer they call,
+    where each batch goes (unit, start, stop → path), and the rows earlier runs' slices hold (unit id → slices)."""
+
+    writer: Any
+    path: Callable[[Unit, int, int], str]
+    covered: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
+
+
 def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, source: InputConfig,
-               workers: WorkersConfig, routes: SchemaRoutes, split: bool) -> ray.data.Dataset:
+               workers: WorkersConfig, routes: SchemaRoutes, split: bool,
+               slices: SliceStaging | None = None) -> ray.data.Dataset:
     """The units' documents, one read task (so one block) per batch: Ray Data hands an actor whole blocks and
     runs the batches of one block one after another, so only separate blocks can be in flight in an actor at
-    once. With `split`, each row carries the backend its schema routes to."""
-    tasks = read_tasks(units, workers.batch_size)
+    once. With `split`, each row carries the backend its schema routes to; with `slices`, the slice file of its
+    batch, and the rows the slices of earlier runs hold are left out."""
+    tasks = read_tasks(units, workers.batch_size, slices.path if slices else None, slices.covered if slices else None)
     return ray.data.from_items(tasks, override_num_blocks=len(tasks)).map_batches(
         read_units,
         batch_size=1,
@@ -198,12 +215,12 @@ def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, source: 
 
 
 def _actor_pool(rows: ray.data.Dataset, workers: WorkersConfig, spec: ExtractionSpec, stats: Any,
-                journal: Any = None) -> ray.data.Dataset:
+                journal: Any = None, slices: Any = None) -> ray.data.Dataset:
     """`rows` through a pool of extraction actors for `spec` (its backend)."""
     resources = workers.ray_resources()
     return rows.map_batches(
         ExtractionActor,
-        fn_constructor_kwargs={"spec": spec, "stats": stats, "journal": journal},
+        fn_constructor_kwargs={"spec": spec, "stats": stats, "journal": journal, "slices": slices},
         # Each block is one batch already (one read task per batch, above). A batch size here would make
         # Ray Data bundle blocks up to it, e.g. a short last block with a full one, run as one task.
         batch_size=None,

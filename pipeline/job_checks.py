@@ -14,7 +14,7 @@ from __future__ import annotations
 from pipeline.config import ConfigError, LoadedConfig
 from pipeline.output.tables import ROW_LINEAGE_COLUMNS
 from pipeline.partition import DATE_TOKEN
-from pipeline.reader import UNIT_COLUMN
+from pipeline.reader import SLICE_COLUMN, UNIT_COLUMN
 from workers.classify import INVALID_INPUT_COLUMN
 from workers.extractor import BACKEND_COLUMN, OUTCOME_FIELDS
 
@@ -24,7 +24,7 @@ DATE_COLUMN = "dt"  # the date column a query view derives from a dated partitio
 
 def reserved_columns(dated: bool) -> tuple[str, ...]:
     """Column names a schema field may not take, for a job with (`dated`) or without a `{date}` input."""
-    internal = (UNIT_COLUMN, INVALID_INPUT_COLUMN, BACKEND_COLUMN, *(f.name for f in OUTCOME_FIELDS))
+    internal = (UNIT_COLUMN, SLICE_COLUMN, INVALID_INPUT_COLUMN, BACKEND_COLUMN, *(f.name for f in OUTCOME_FIELDS))
     names = (*ROW_LINEAGE_COLUMNS, *QUERY_COLUMNS, *internal, *((DATE_COLUMN,) if dated else ()))
     return tuple(dict.fromkeys(names))
 

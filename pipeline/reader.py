@@ -13,6 +13,7 @@ row into an `invalid_input` dead letter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ import pyarrow.compute  # pa.compute
 import pyarrow.parquet as pq
 import structlog
 
+from pipeline.output.slices import Slice, uncovered
 from pipeline.storage import Storage
 from pipeline.units import Unit
 from workers.classify import INVALID_INPUT_COLUMN
@@ -29,19 +31,33 @@ from workers.outcome import Internal
 log = structlog.get_logger(__name__)
 
 UNIT_COLUMN = Internal.UNIT
+SLICE_COLUMN = Internal.SLICE
 
 _last_group: dict[tuple[str, str, int, tuple[str, ...]], pa.Table] = {}
 
 
-def read_tasks(units: list[Unit], batch_size: int | None = None) -> list[dict[str, Any]]:
+def read_tasks(units: list[Unit], batch_size: int | None = None,
+               slice_path: Callable[[Unit, int, int], str] | None = None,
+               covered: dict[str, list[Slice]] | None = None) -> list[dict[str, Any]]:
     """One task per `batch_size` rows of each unit (per unit without it). A unit's slices keep its id, so the
-    driver still accounts and stages whole units; a worker reads a row group once for consecutive slices."""
+    driver still accounts and stages whole units; a worker reads a row group once for consecutive slices.
+
+    With `slice_path` (unit, start, stop → path), each task names where its actor stages the batch's outcomes
+    (`pipeline.output.slices`); the rows of a unit that `covered` (unit id → disjoint slices staged by an earlier
+    run) holds are not read again."""
     tasks = []
     for u in units:
+        have = (covered or {}).get(u.id)
+        ranges = uncovered(u.start, u.stop, have) if have else [(u.start, max(u.stop, u.start + 1))]
         step = max(batch_size or (u.stop - u.start), 1)
-        for start in range(u.start, max(u.stop, u.start + 1), step):
-            tasks.append({"path": u.path, "row_group": u.row_group, "start": start, "stop": min(start + step, u.stop),
-                          "unit_id": u.id, "version": u.version})
+        for first, last in ranges:
+            for start in range(first, last, step):
+                stop = min(start + step, last, u.stop)  # an empty unit: one task of no rows
+                task = {"path": u.path, "row_group": u.row_group, "start": start, "stop": stop,
+                        "unit_id": u.id, "version": u.version}
+                if slice_path is not None:
+                    task["slice"] = slice_path(u, start, stop)
+                tasks.append(task)
     return tasks
 
 
@@ -73,6 +89,8 @@ def read_units(
     fields += [pa.field(UNIT_COLUMN, pa.string())]
     fields += [pa.field(BACKEND_COLUMN, pa.string())] if routes is not None else []
     fields += [pa.field(INVALID_INPUT_COLUMN, pa.string())]
+    staged = "slice" in tasks.column_names  # each batch's slice file: one value per batch, dictionary-encoded
+    fields += [pa.field(SLICE_COLUMN, pa.dictionary(pa.int32(), pa.string()))] if staged else []
     schema = pa.schema(fields)
     pieces = []
     for task in tasks.to_pylist():
@@ -90,6 +108,9 @@ def read_units(
             values = piece.column(schema_column).to_pylist() if schema_column else [None] * piece.num_rows
             piece = piece.append_column(BACKEND_COLUMN, pa.array(
                 [routes.get(v, default_backend) if v is not None else default_backend for v in values], pa.string()))
+        if staged:
+            piece = piece.append_column(SLICE_COLUMN, pa.DictionaryArray.from_arrays(
+                pa.array([0] * piece.num_rows, pa.int32()), pa.array([task["slice"]], pa.string())))
         pieces.append(piece.select(schema.names).cast(schema))
     return pa.concat_tables(pieces) if pieces else schema.empty_table()
 

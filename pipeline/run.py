@@ -24,6 +24,7 @@ from pipeline.lease import Lease
 from pipeline.output.commit import PartitionCommitter, PartitionResult, output_parts, sweep
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, RunManifest
+from pipeline.output.slices import Slice, SliceWriter, disjoint, read_slices, uncovered
 from pipeline.partition import Partition, partition_for
 from pipeline.planning import FAILED, SKIPPED, PartitionPlan, plan_input, plan_run
 from pipeline.progress import Progress
@@ -93,11 +94,15 @@ def connect_ray() -> None:
 class _Work:
     """One partition's plan and its progress through this run."""
 
-    def __init__(self, pinput: PartitionInput, pending: list[Unit]) -> None:
+    def __init__(self, pinput: PartitionInput, pending: list[Unit], covered: dict[str, list[Slice]] | None = None
+                 ) -> None:
         self.input = pinput
         self.pending = pending
         self.resumed = len(pinput.units) - len(pending)
         self.left = len(pending)
+        # Pending units that earlier runs' slices hold in part (unit id → disjoint slices): only their other rows
+        # are read, and the slices' outcomes join them (pipeline.output.slices).
+        self.covered = covered or {}
 
 
 def run_job(
@@ -215,15 +220,48 @@ def _work(plans: list[PartitionPlan], committer: PartitionCommitter, results: di
 def _pending_work(committer: PartitionCommitter, pinput: PartitionInput, force: bool) -> _Work:
     """One partition's plan, less the units an earlier run already staged (`force`: none are kept)."""
     partition = pinput.partition
-    staged = committer.prepare(partition, fresh=force)
+    staged, slices = committer.prepare(partition, fresh=force)
     if stale := staged - {u.id for u in pinput.units}:  # unit ids carry each file's version: redone
         log.warning("partition.stale_staging", partition=partition.label, units=len(stale),
                     reason="staged from another version of the input files; those units are redone")
     pending = [u for u in pinput.units if u.id not in staged]
-    if len(pending) < len(pinput.units):
+    covered, from_slices = _slices_of(committer, pinput, pending, slices)
+    pending = [u for u in pending if u.id not in from_slices]
+    if len(pending) < len(pinput.units) or covered:
         log.info("partition.resume", partition=partition.label, staged_units=len(pinput.units) - len(pending),
-                 pending_units=len(pending))
-    return _Work(pinput, pending)
+                 units_from_slices=len(from_slices), pending_units=len(pending),
+                 documents_in_slices=sum(s.rows for found in covered.values() for s in found))
+    return _Work(pinput, pending, covered)
+
+
+def _slices_of(committer: PartitionCommitter, pinput: PartitionInput, pending: list[Unit], slices: list[Slice]
+               ) -> tuple[dict[str, list[Slice]], set[str]]:
+    """What the slices an earlier run's actors staged hold of the `pending` units: (unit id → its disjoint slices,
+    for the units they hold in part; the ids of the units they held whole, staged from them now). A slice that
+    does not read back as its rows is deleted, and its rows are redone."""
+    by_unit: dict[str, list[Slice]] = defaultdict(list)
+    for found in slices:
+        by_unit[found.unit_id].append(found)
+    covered: dict[str, list[Slice]] = {}
+    whole: set[str] = set()
+    for unit in pending:
+        found = [s for s in disjoint(by_unit.get(unit.id, [])) if unit.start <= s.start and s.stop <= unit.stop]
+        if not found:
+            continue
+        if uncovered(unit.start, unit.stop, found):
+            covered[unit.id] = found
+            continue
+        try:
+            tables = read_slices(committer.storage, found)
+        except (ValueError, OSError, pa.ArrowInvalid) as exc:
+            log.warning("partition.slice_unreadable", partition=pinput.partition.label, unit=unit.id,
+                        error=f"{type(exc).__name__}: {exc}", action="the unit is redone")
+            for s in found:
+                committer.storage.delete(s.path)
+            continue
+        committer.stage(pinput.partition, unit.id, tables)
+        whole.add(unit.id)
+    return covered, whole
 
 
 class _Commits:
@@ -302,10 +340,11 @@ def _stream(
     in_storage = storage_for(streaming[0].input.partition.input_uri, settings)
     id_field = streaming[0].input.schema.field(loaded.config.input.id_column)
     spec = build_spec(loaded, committer.run_id, routes)
-    dataset = build_dataset(loaded, units, in_storage, id_field, spec, stats, routes)
-    gc.freeze()  # the modules and the plan live as long as the run: full collections of the stream skip them
     buffers: dict[str, list[pa.Table]] = defaultdict(list)
     counts: Counter[str] = Counter()
+    slices = _slice_staging(streaming, committer, buffers, counts)
+    dataset = build_dataset(loaded, units, in_storage, id_field, spec, stats, routes, slices)
+    gc.freeze()  # the modules and the plan live as long as the run: full collections of the stream skip them
     done = dead = 0
     for batch in outcome_batches(dataset):
         log.debug("driver.batch", rows=batch.num_rows, unix=round(time.time(), 3))
@@ -319,7 +358,7 @@ def _stream(
                                       f"{unit.rows} documents (a duplicate)")
             buffers[unit_id].append(piece)
             if counts[unit_id] == unit.rows:
-                committer.stage(w.input.partition, unit_id, pa.concat_tables(buffers.pop(unit_id)))
+                committer.stage(w.input.partition, unit_id, buffers.pop(unit_id))
                 progress.mark("first_staged_s")  # the first unit's outcomes are durable: a rerun keeps them
                 w.left -= 1
                 if w.left == 0:
@@ -332,6 +371,42 @@ def _stream(
     missing = [uid for uid, (_, unit) in owner.items() if counts[uid] != unit.rows]
     if missing:
         raise AccountingError(f"{len(missing)} unit(s) came back incomplete, e.g. {missing[0]}")
+
+
+def _slice_staging(streaming: list[_Work], committer: PartitionCommitter, buffers: dict[str, list[pa.Table]],
+                   counts: Counter[str]) -> Any:
+    """Where this run's actors stage the batches they finish, and the rows earlier runs' slices hold (their outcomes
+    seeded into `buffers` and `counts`): `pipeline.dataflow.SliceStaging`."""
+    from pipeline.dataflow import SliceStaging
+
+    partitions = {w.input.partition.key: w.input.partition for w in streaming}
+    return SliceStaging(SliceWriter(committer.storage, committer.run_id),
+                        lambda u, start, stop: committer.slice_path(partitions[u.partition], u.id, start, stop),
+                        _seed(streaming, committer, buffers, counts))
+
+
+def _seed(streaming: list[_Work], committer: PartitionCommitter, buffers: dict[str, list[pa.Table]],
+          counts: Counter[str]) -> dict[str, list[Slice]]:
+    """The outcomes earlier runs' slices hold of units this run reads in part, into the units' buffers and counts;
+    returns the slices that stay counted (one that does not read back as its rows is deleted, and redone)."""
+    covered: dict[str, list[Slice]] = {}
+    for w in streaming:
+        for unit_id, found in w.covered.items():
+            kept = []
+            for s in found:
+                try:
+                    table, = read_slices(committer.storage, [s])
+                except (ValueError, OSError, pa.ArrowInvalid) as exc:
+                    log.warning("partition.slice_unreadable", partition=w.input.partition.label, unit=unit_id,
+                                error=f"{type(exc).__name__}: {exc}", action="its rows are redone")
+                    committer.storage.delete(s.path)
+                    continue
+                buffers[unit_id].append(table)
+                counts[unit_id] += table.num_rows
+                kept.append(s)
+            if kept:
+                covered[unit_id] = kept
+    return covered
 
 
 def unit_pieces(batch: pa.Table) -> list[tuple[str, pa.Table]]:

@@ -107,7 +107,7 @@ EXIT_ENGINE_DEAD = 75
 
 
 class ExtractionActor:
-    def __init__(self, spec: ExtractionSpec, stats: Any = None, journal: Any = None) -> None:
+    def __init__(self, spec: ExtractionSpec, stats: Any = None, journal: Any = None, slices: Any = None) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         logs.configure()
         # The simulated engine has no device: asking torch whether there is one costs a simulated actor 1.7 s of
@@ -115,6 +115,9 @@ class ExtractionActor:
         accelerator = spec.model_path != SIMULATED and has_accelerator()
         self.stats = stats
         self.journal = journal  # the run's desk, its crash journal (workers.crashes): poison documents are isolated
+        # Stages each finished batch where its `_slice` column says (pipeline.output.slices.SliceWriter), so that
+        # a driver killed before it receives the batch does not cost the batch.
+        self.slices = slices
         self.gate = Gate()
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.reporter = reporter_for(spec.run_id, self.name)  # live counts for the driver's display
@@ -229,12 +232,33 @@ class ExtractionActor:
             self._ask(lambda: ray.get(self.journal.alone.remote(key, None)))
         return pa.concat_tables(pieces)
 
+    def _stage_slices(self, places: pa.ChunkedArray, table: pa.Table) -> None:
+        """Write the batch's outcomes to its slice file (one per distinct `_slice` value, in the usual case one).
+        A write that fails costs only what the slice saves: the driver still stages the batch when it arrives."""
+        import pyarrow.compute as pc
+
+        values = pc.cast(places, pa.string())
+        paths = [p for p in pc.unique(values).to_pylist() if p]
+        for path in paths:
+            part = table if len(paths) == 1 and values.null_count == 0 else table.filter(pc.equal(values, path))
+            try:
+                self.slices.write(path, part)
+            except Exception as exc:  # noqa: BLE001 - the store's error: the batch still goes to the driver
+                log.warning("actor.slice_not_staged", actor=self.name, path=path, error=f"{type(exc).__name__}: {exc}",
+                            action="the driver stages these outcomes when they reach it; a driver killed first "
+                                   "costs this batch on the rerun")
+
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them."""
         # With `actor.batch` at the end, a batch cut off in flight (a killed driver or actor) is a start without an
         # end: jobs/bench/resume_at_scale.py counts the work redone after a kill from the two.
         log.debug("actor.batch_start", actor=self.name, documents=batch.num_rows)
+        places = batch.column(Internal.SLICE) if Internal.SLICE in batch.column_names else None
+        if places is not None:
+            batch = batch.drop_columns([Internal.SLICE])
         table = self._extract(batch) if self.journal is None or not batch.num_rows else self._journaled(batch)
+        if places is not None and self.slices is not None and table.num_rows:
+            self._stage_slices(places, table)
         span = self.extractor.last_generation
         log.debug("actor.batch", actor=self.name, documents=batch.num_rows,
                   generation_s=round(span[1] - span[0], 3) if span else None,

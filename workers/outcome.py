@@ -97,9 +97,10 @@ class Internal:
     UNIT = "_unit"  # the unit a document belongs to (pipeline.units)
     BACKEND = "_backend"  # which actor pool (structured-output backend) a row is routed to
     INVALID_INPUT = "_invalid_input"  # why the reader could not decode a row, else null
+    SLICE = "_slice"  # where the actor stages the batch the row is in (pipeline.output.slices); the actor drops it
 
 
-INTERNAL_COLUMNS = (Internal.UNIT, Internal.BACKEND, Internal.INVALID_INPUT)
+INTERNAL_COLUMNS = (Internal.UNIT, Internal.BACKEND, Internal.INVALID_INPUT, Internal.SLICE)
 
 
 class RowCol:
@@ -175,4 +176,4 @@ def lineage_names(kind: str) -> dict[str, str]:
 
 
 # An input's id column may not take these names: they sit beside it in the committed tables, or in the batches.
-RESERVED_ID_COLUMNS = frozenset((*ROW_LINEAGE_COLUMNS, *DEAD_LETTER_COLUMNS, Internal.UNIT))
+RESERVED_ID_COLUMNS = frozenset((*ROW_LINEAGE_COLUMNS, *DEAD_LETTER_COLUMNS, Internal.UNIT, Internal.SLICE))

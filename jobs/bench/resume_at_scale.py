@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -45,11 +44,10 @@ sys.path.insert(0, str(ROOT))
 from pipeline.tools.simbench import (  # noqa: E402 - after the path
     LocalCluster,
     _run_manifest,
-    committed_rows,
     driver_command,
     make_corpus,
     run_driver,
-    staging_dir,
+    staged_rows,
     write_config,
 )
 
@@ -126,21 +124,14 @@ def _interrupted(batches: list[dict[str, Any]], starts: list[dict[str, Any]]) ->
 # -- the runs ------------------------------------------------------------------------------------------------
 
 class _StagedCounter:
-    """Documents staged plus committed, each staged file's footer read once (a poll reads only new files)."""
+    """Documents staged plus committed (`staged_rows`: a unit's file, or else its slices), each unit file's footer
+    read once (a poll reads only new files)."""
 
     def __init__(self, output: Path) -> None:
-        self.output, self.rows = output, {}
+        self.output, self.footers = output, {}
 
     def __call__(self) -> int:
-        staging = staging_dir(self.output)
-        for path in staging.rglob("*.parquet") if staging.exists() else []:
-            if path not in self.rows:
-                try:
-                    self.rows[path] = pq.ParquetFile(path).metadata.num_rows
-                except Exception:  # noqa: BLE001 - a file being written: read at the next poll
-                    pass
-        present = {p for p in self.rows if p.exists()}  # a commit removes the staging it read
-        return sum(n for p, n in self.rows.items() if p in present) + committed_rows(self.output)
+        return staged_rows(self.output, self.footers)
 
 
 def run_and_kill(command: list[str], env: dict[str, str], output: Path, log: Path, kill_at: int,
@@ -185,9 +176,7 @@ def wait_actors_gone(cluster: LocalCluster, since: float, timeout_s: float = 120
 
 
 def kept_documents(output: Path) -> int:
-    staging = staging_dir(output)
-    staged = sum(pq.ParquetFile(p).metadata.num_rows for p in staging.rglob("*.parquet")) if staging.exists() else 0
-    return staged + committed_rows(output)
+    return staged_rows(output)
 
 
 def exactly_once(output: Path) -> tuple[int, int]:

@@ -44,6 +44,7 @@ import structlog
 from pipeline.config import ConfigError
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, PartitionManifest, read_manifest
+from pipeline.output.slices import Slice, parse_slice, slice_name
 from pipeline.output.tables import RecordTables
 from pipeline.output.transaction import Commit, Hook, begin_commit, file_facts, new_commit_id, publish, sweep
 from pipeline.partition import Partition
@@ -143,12 +144,14 @@ class PartitionCommitter:
     def _unit_file(self, p: Partition, unit_id: str) -> str:
         return join(self.layout.staging(p, self.output_hash), f"unit-{unit_id}.parquet")
 
-    def prepare(self, p: Partition, fresh: bool) -> set[str]:
-        """Delete staging that cannot be reused; return the unit ids already staged for this output. The records
-        of begun commits stay: the next sweep needs them."""
+    def prepare(self, p: Partition, fresh: bool) -> tuple[set[str], list[Slice]]:
+        """Delete staging that cannot be reused; return the unit ids already staged for this output, and the
+        slices its actors staged (`pipeline.output.slices`), from the same listing. The records of begun commits
+        stay: the next sweep needs them."""
         current = self.layout.staging(p, self.output_hash) + "/"
         commits = self.layout.commits_root(p) + "/"
         staged = set()
+        slices = []
         for path in self.storage.list_files(self.layout.staging_root(p)):
             name = path.rsplit("/", 1)[-1]
             if path.startswith(commits):
@@ -157,16 +160,30 @@ class PartitionCommitter:
                 self.storage.delete(path)
             elif name.startswith("unit-") and name.endswith(".parquet"):
                 staged.add(name[len("unit-"):-len(".parquet")])
-        return staged
+            elif (found := parse_slice(path)) is not None:
+                slices.append(found)
+        return staged, slices
+
+    def slice_path(self, p: Partition, unit_id: str, start: int, stop: int) -> str:
+        """Where an actor stages rows `start` to `stop` of a unit (`pipeline.output.slices`)."""
+        return join(self.layout.staging(p, self.output_hash), slice_name(unit_id, start, stop))
 
     def discard_staging(self, p: Partition) -> None:
         self.storage.delete_prefix(self.layout.staging_root(p))
 
-    def stage(self, p: Partition, unit_id: str, outcomes: pa.Table) -> None:
-        outcomes = outcomes.append_column(Col.RUN_ID, pa.array([self.run_id] * outcomes.num_rows, pa.string()))
+    def stage(self, p: Partition, unit_id: str, outcomes: pa.Table | list[pa.Table]) -> None:
+        """Stage a unit's outcomes (a table, or its pieces). A piece from a slice carries its run's id already
+        (`pipeline.output.slices`); the others get this run's."""
+        outcomes = pa.concat_tables([self.stamped(t) for t in (outcomes if isinstance(outcomes, list) else [outcomes])])
         path = self._unit_file(p, unit_id)
         with self.storage.atomic_output(path, self.layout.scratch(p)) as target:
             pq.write_table(outcomes, self.storage.arrow_path(target), filesystem=self.storage.arrow_fs())
+
+    def stamped(self, outcomes: pa.Table) -> pa.Table:
+        """`outcomes` with the run id column: this run's, unless they carry their own (a slice's)."""
+        if Col.RUN_ID in outcomes.column_names:
+            return outcomes
+        return outcomes.append_column(Col.RUN_ID, pa.array([self.run_id] * outcomes.num_rows, pa.string()))
 
     def carried(self, pinput: PartitionInput) -> PartitionManifest | None:
         """The incomplete commit whose documents this run's units continue (`pinput.offset` > 0), checked: it

@@ -1,0 +1,137 @@
+"""A finished batch survives its driver (issue 27 item 4): each actor stages every batch it finishes as a slice
+(`pipeline.output.slices`) before returning it, so outcomes that were between an actor and a driver when the driver
+died are not generated again. On the real path: the session's Ray cluster, the actors (on the simulated engine: the
+model is not the subject), Parquet on a local folder and on a real S3 API (moto on loopback), DuckDB.
+
+The driver's death is made in process: its commit raises, so the run stops with its units and slices staged, as a
+killed driver leaves them (`tests/integration/test_cluster.py` kills a real one). Then the unit files are removed:
+the state of a driver killed after the actors finished but before it received their batches.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.config import load_config
+from pipeline.output.commit import PartitionCommitter
+from pipeline.output.query import connect
+from pipeline.output.slices import parse_slice
+from pipeline.run import run_job
+from pipeline.storage import storage_for
+from tests.conftest import ROOT, s3_client, write_config, write_docs
+
+pytestmark = pytest.mark.engine
+
+DOCS = {f"d-{i:02d}": f"Ticket {i}: my printer number {i} stopped working." for i in range(16)}
+
+
+class DriverDied(RuntimeError):
+    pass
+
+
+@pytest.fixture(scope="module")
+def slice_job(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("slices")
+    write_docs(folder / "docs.parquet", list(DOCS), list(DOCS.values()))
+    (folder / "ticket_models.py").write_text((ROOT / "tests" / "fixtures" / "models.py").read_text())
+    return folder
+
+
+def config_for(folder: Path, output: str, **overrides) -> Path:
+    # Two units of 8 documents, each read as two batches of 4; `max_tokens` 3: every document is a quick
+    # `truncated` dead letter, which is all the accounting needs.
+    return write_config(folder, simulated=True, name="slices", schema="ticket_models:Ticket",
+                        prompt="Extract the support ticket.\n{document}",
+                        **{"input.uri": "docs.parquet", "output.uri": output, "output.checkpoint_rows": 8,
+                           "workers.batch_size": 4, "model.max_tokens": 3, "model.max_model_len": 1024, **overrides})
+
+
+def staged(storage, output: str) -> list[str]:
+    """The unit files and slices staged for the output (not scratch files or commit records)."""
+    return [p for p in storage.list_files(f"{output}/_staging")
+            if p.rsplit("/", 1)[-1].startswith(("unit-", "slice-")) and p.endswith(".parquet")]
+
+
+def documents_generated(manifest) -> int:
+    return sum(a["documents"] for a in manifest.actors)
+
+
+def run_until_commit(cfg: Path, monkeypatch) -> str:
+    """Run the job and let its driver 'die' at the commit, with every unit and slice staged; the run's id."""
+    def die(self, pinput, *args):
+        raise DriverDied(self.run_id)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(PartitionCommitter, "commit", die)
+        with pytest.raises(DriverDied) as died:
+            run_job(load_config(cfg))
+    return str(died.value)
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_a_rerun_takes_the_batches_the_actors_staged_and_generates_only_the_rest(
+        where, ray_cluster, slice_job, request, monkeypatch):
+    if where == "s3":
+        endpoint = request.getfixturevalue("s3_endpoint")
+        s3_client(endpoint).create_bucket(Bucket="slices")
+        output, extra = "s3://slices/out", {"storage.endpoint_url": endpoint}
+    else:
+        output, extra = str(slice_job / "out-local"), {}
+    cfg = config_for(slice_job, output, **extra)
+    loaded = load_config(cfg)
+    storage = storage_for(output, loaded.s3_settings)
+
+    first = run_until_commit(cfg, monkeypatch)
+    files = staged(storage, output)
+    units = [p for p in files if p.rsplit("/", 1)[-1].startswith("unit-")]
+    slices = sorted((parse_slice(p) for p in files if parse_slice(p)), key=lambda s: (s.unit_id, s.start))
+    assert len(units) == 2 and len(slices) == 4, files  # each batch staged by its actor, each unit by the driver
+    for s in slices:  # a slice holds what the unit file holds for its rows, stamped with the run that made it
+        table = pq.read_table(storage.arrow_path(s.path), filesystem=storage.arrow_fs())
+        assert table.num_rows == 4 and set(table.column("_run_id").to_pylist()) == {first}
+        assert "_unit" not in table.column_names and "_slice" not in table.column_names
+
+    # The driver died before it received any batch: no unit staged. One unit's slices are both there; the other's
+    # second batch was cut off in flight (no slice).
+    for path in units:
+        storage.delete(path)
+    cut_off = [s for s in slices if s.unit_id == slices[-1].unit_id][-1]
+    storage.delete(cut_off.path)
+
+    rerun = run_job(load_config(cfg))
+    partition, = rerun.partitions
+    assert partition["status"] == "committed"
+    assert documents_generated(rerun) == cut_off.rows == 4  # only the batch no slice held
+    assert partition["units_resumed"] == 1  # the unit its slices held whole was staged from them, never read
+    assert rerun.input_rows == len(DOCS) == rerun.rows + rerun.dead_letters
+    seen = connect(output, loaded.s3_settings).sql(
+        "SELECT doc_id, _run_id AS run FROM rows UNION ALL SELECT doc_id, run_id FROM dead_letters").fetchall()
+    assert sorted(d for d, _ in seen) == sorted(DOCS)  # each document exactly once
+    runs = [r for _, r in seen]
+    assert runs.count(first) == 12 and runs.count(rerun.run_id) == 4
+    assert not staged(storage, output)  # the commit took the slices away with the staging folder
+
+
+def test_slices_of_another_batch_size_are_used_without_overlap(ray_cluster, slice_job, monkeypatch):
+    """A rerun with another batch size finds slices whose ranges are not its batches: it reads only the rows they
+    do not hold, in its own batches, and takes no row twice."""
+    output = str(slice_job / "out-resized")
+    cfg = config_for(slice_job, output)
+    storage = storage_for(output)
+    first = run_until_commit(cfg, monkeypatch)
+    files = staged(storage, output)
+    for path in files:
+        name = path.rsplit("/", 1)[-1]
+        found = parse_slice(path)
+        if name.startswith("unit-") or (found and found.start % 8 == 4):  # keep each unit's first batch only
+            storage.delete(path)
+    rerun = run_job(load_config(cfg, {"workers.batch_size": 3}))
+    assert documents_generated(rerun) == 8
+    assert rerun.input_rows == len(DOCS) == rerun.rows + rerun.dead_letters
+    runs = json.loads(json.dumps(connect(output).sql(
+        "SELECT run_id, count(*) FROM dead_letters GROUP BY run_id ORDER BY run_id").fetchall()))
+    assert sorted(map(tuple, runs)) == sorted([(first, 8), (rerun.run_id, 8)])

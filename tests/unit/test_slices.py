@@ -1,0 +1,84 @@
+"""Slices (`pipeline.output.slices`): their names, the rows they hold, the read tasks left for the rest, the writer an
+actor calls, and how a bench counts what is staged."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.output.layout import OutputLayout
+from pipeline.output.slices import Slice, SliceWriter, disjoint, parse_slice, read_slices, slice_name, uncovered
+from pipeline.partition import Partition
+from pipeline.reader import read_tasks
+from pipeline.storage import LocalStorage
+from pipeline.tools.simbench import staged_rows
+from pipeline.units import Unit
+
+
+def s(start: int, stop: int, unit: str = "ab12") -> Slice:
+    return Slice(unit, start, stop, f"/x/{slice_name(unit, start, stop)}")
+
+
+def test_a_slice_name_reads_back_and_other_files_are_not_slices():
+    assert parse_slice("s3://b/out/_staging/all/h/" + slice_name("0f3a", 8, 12)) == Slice(
+        "0f3a", 8, 12, "s3://b/out/_staging/all/h/slice-0f3a-8-12.parquet")
+    for other in ("unit-0f3a.parquet", "slice-0f3a-8-8.parquet", "slice-0f3a-9-8.parquet",
+                  ".slice-0f3a-8-12.parquet.1.tmp", "slice-0f3a-8-12.parquet.tmp", "slice-XYZ-8-12.parquet"):
+        assert parse_slice(f"/o/{other}") is None, other
+
+
+def test_overlapping_slices_of_two_batch_sizes_keep_each_row_once():
+    kept = disjoint([s(4, 8), s(0, 4), s(0, 3), s(3, 6), s(8, 12)])
+    assert [(k.start, k.stop) for k in kept] == [(0, 4), (4, 8), (8, 12)]
+    assert [(k.start, k.stop) for k in disjoint([s(0, 3), s(3, 6), s(2, 9)])] == [(0, 3), (3, 6)]
+
+
+def test_the_rows_no_slice_holds():
+    assert uncovered(0, 16, []) == [(0, 16)]
+    assert uncovered(0, 16, [s(4, 8), s(12, 16)]) == [(0, 4), (8, 12)]
+    assert uncovered(8, 16, [s(8, 16)]) == []
+    assert uncovered(8, 16, [s(10, 11)]) == [(8, 10), (11, 16)]
+
+
+def test_read_tasks_name_each_batchs_slice_and_skip_the_rows_slices_hold():
+    a, b = Unit("", "f.parquet", 0, 0, 8, "v1"), Unit("", "f.parquet", 0, 8, 16, "v1")
+    plain = read_tasks([a, b], 4)
+    assert [(t["start"], t["stop"]) for t in plain] == [(0, 4), (4, 8), (8, 12), (12, 16)]
+    assert all("slice" not in t for t in plain)
+
+    def path(u: Unit, start: int, stop: int) -> str:
+        return f"/stage/{slice_name(u.id, start, stop)}"
+
+    tasks = read_tasks([a, b], 3, path, {a.id: [s(0, 4, a.id)], b.id: [s(10, 12, b.id)]})
+    assert [(t["unit_id"], t["start"], t["stop"]) for t in tasks] == [
+        (a.id, 4, 7), (a.id, 7, 8), (b.id, 8, 10), (b.id, 12, 15), (b.id, 15, 16)]
+    assert [parse_slice(t["slice"]) for t in tasks][0] == Slice(a.id, 4, 7, f"/stage/slice-{a.id}-4-7.parquet")
+
+
+def outcomes(n: int) -> pa.Table:
+    return pa.table({"doc_id": [f"d{i}" for i in range(n)], "_unit": ["u"] * n, "_kind": ["row"] * n})
+
+
+def test_the_writer_stages_a_batch_as_the_driver_would_its_unit(tmp_path):
+    layout = OutputLayout(str(tmp_path / "out"))
+    p = Partition(None, str(tmp_path / "in"))
+    path = f"{layout.staging(p, 'hash')}/{slice_name('ab', 0, 3)}"
+    SliceWriter(LocalStorage(), "run-1").write(path, outcomes(3))
+    table, = read_slices(LocalStorage(), [parse_slice(path)])
+    assert table.column_names == ["doc_id", "_kind", "_run_id"]  # no unit column; the run that made it
+    assert table.column("_run_id").to_pylist() == ["run-1"] * 3
+    assert sorted(f.name for f in (tmp_path / "out").rglob("*") if f.is_file()) == ["slice-ab-0-3.parquet"]
+
+
+def test_a_bench_counts_a_unit_from_its_file_or_else_its_slices(tmp_path):
+    output = tmp_path / "out"
+    stage = output / "_staging" / "all" / "hash"
+    stage.mkdir(parents=True)
+    pq.write_table(outcomes(8), stage / "unit-aa.parquet")
+    for start, stop in ((0, 4), (4, 8)):  # slices of a unit staged since: not counted again
+        pq.write_table(outcomes(4), stage / slice_name("aa", start, stop))
+    for start, stop in ((8, 12), (8, 11)):  # a unit not staged: its slices' rows, each once
+        pq.write_table(outcomes(stop - start), stage / slice_name("bb", start, stop))
+    footers: dict = {}
+    assert staged_rows(output, footers) == 8 + 4
+    assert list(footers.values()) == [8]
