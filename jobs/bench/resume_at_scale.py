@@ -9,7 +9,9 @@ A loopback Ray cluster (pipeline.tools.localcluster.LocalCluster), the simulated
 the driver logs every batch it receives (`driver.batch`), each actor every batch it finishes (`actor.batch`, in
 its Ray worker log under the cluster's session folder). The first run is SIGKILLed once the staged units plus
 committed partitions hold half the documents. Then, once the first run's actors are gone:
-- kept: the documents staged or committed (read back from the output);
+- kept: the documents staged or committed (read back from the output): a unit's file, or else the slices its actors
+  staged as they finished its batches (`pipeline.output.slices`; those kept only in slices, finished and never
+  received by the driver, are `first_driver.kept_in_slices_only`);
 - finished by the actors and not kept: every `actor.batch` of the first run, less the kept documents; these were
   generated and are generated again by the rerun (in Ray Data's queues or the driver's buffers at the kill, or
   finished by an actor after it);
@@ -206,6 +208,7 @@ def measure(args: argparse.Namespace, cell: Path, config: Path, info: dict[str, 
         first = run_and_kill(driver_command(config, info), env, output, cell / "first.log", args.docs // 2)
         first["waited_for_actors_s"] = wait_actors_gone(cluster, time.time())
         kept = kept_documents(output)
+        first["kept_in_slices_only"] = kept - staged_rows(output, slices_too=False)  # finished, never received
         first_logs = worker_logs(cluster)
         received = sum(int(e["rows"]) for e in events((cell / "first.log").read_text(errors="replace"),
                                                       "driver.batch"))

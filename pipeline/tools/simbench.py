@@ -220,17 +220,19 @@ def run_driver(command: list[str], env: dict[str, str], output: Path, log: Path,
             "killed_at_staged": killed_at}
 
 
-def staged_rows(output: Path, footers: dict[Path, int] | None = None) -> int:
+def staged_rows(output: Path, footers: dict[Path, int] | None = None, slices_too: bool = True) -> int:
     """Documents staged and not yet committed, plus those committed (from the partition manifests). A unit staged by
     the driver counts its file's rows; one that is not counts the rows of its actors' slices (from their names,
-    `pipeline.output.slices`), each row once. `footers` caches the unit files' row counts across calls."""
+    `pipeline.output.slices`; not with `slices_too` false), each row once. `footers` caches the unit files' row
+    counts across calls."""
     footers = {} if footers is None else footers
     units: dict[str, int] = {}
     slices: dict[str, list[Slice]] = defaultdict(list)
     staging = staging_dir(output)
     for path in staging.rglob("*.parquet") if staging.exists() else []:
         if (found := parse_slice(str(path))) is not None:
-            slices[found.unit_id].append(found)
+            if slices_too:
+                slices[found.unit_id].append(found)
         elif path.name.startswith("unit-"):
             if path not in footers:
                 try:
