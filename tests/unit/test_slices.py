@@ -82,3 +82,27 @@ def test_a_bench_counts_a_unit_from_its_file_or_else_its_slices(tmp_path):
     footers: dict = {}
     assert staged_rows(output, footers) == 8 + 4
     assert list(footers.values()) == [8]
+
+
+class _Writer:
+    def __init__(self, fail: bool = False) -> None:
+        self.fail, self.written = fail, {}
+
+    def write(self, path: str, table: pa.Table) -> None:
+        if self.fail:
+            raise OSError("the store is read-only")
+        self.written[path] = table.column("doc_id").to_pylist()
+
+
+def test_an_actor_stages_each_slice_of_a_batch_and_a_failed_write_does_not_fail_the_batch():
+    from types import SimpleNamespace
+
+    from workers.actor import ExtractionActor
+
+    places = pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([0, 0, 1], pa.int32()), pa.array(["/a", "/b"]))])
+    actor = SimpleNamespace(name="test:1", slices=_Writer())
+    ExtractionActor._stage_slices(actor, places, outcomes(3))  # two blocks bundled into one batch: two slices
+    assert actor.slices.written == {"/a": ["d0", "d1"], "/b": ["d2"]}
+    actor.slices = _Writer(fail=True)
+    ExtractionActor._stage_slices(actor, places.slice(0, 2), outcomes(2))  # logs a warning, raises nothing
+    assert actor.slices.written == {}
