@@ -251,17 +251,25 @@ def _slices_of(committer: PartitionCommitter, pinput: PartitionInput, pending: l
         if uncovered(unit.start, unit.stop, found):
             covered[unit.id] = found
             continue
-        try:
-            tables = read_slices(committer.storage, found)
-        except (ValueError, OSError, pa.ArrowInvalid) as exc:
-            log.warning("partition.slice_unreadable", partition=pinput.partition.label, unit=unit.id,
-                        error=f"{type(exc).__name__}: {exc}", action="the unit is redone")
-            for s in found:
-                committer.storage.delete(s.path)
-            continue
-        committer.stage(pinput.partition, unit.id, tables)
-        whole.add(unit.id)
+        tables = _read_or_drop(committer, pinput.partition.label, unit.id, found)
+        if tables is not None:
+            committer.stage(pinput.partition, unit.id, tables)
+            whole.add(unit.id)
     return covered, whole
+
+
+def _read_or_drop(committer: PartitionCommitter, label: str, unit_id: str, found: list[Slice]
+                  ) -> list[pa.Table] | None:
+    """The outcome tables of a unit's slices; None if one does not read back as its rows: then they are deleted,
+    and their rows redone."""
+    try:
+        return read_slices(committer.storage, found)
+    except (ValueError, OSError, pa.ArrowInvalid) as exc:
+        log.warning("partition.slice_unreadable", partition=label, unit=unit_id, slices=len(found),
+                    error=f"{type(exc).__name__}: {exc}", action="their rows are redone")
+        for s in found:
+            committer.storage.delete(s.path)
+        return None
 
 
 class _Commits:
@@ -394,15 +402,11 @@ def _seed(streaming: list[_Work], committer: PartitionCommitter, buffers: dict[s
         for unit_id, found in w.covered.items():
             kept = []
             for s in found:
-                try:
-                    table, = read_slices(committer.storage, [s])
-                except (ValueError, OSError, pa.ArrowInvalid) as exc:
-                    log.warning("partition.slice_unreadable", partition=w.input.partition.label, unit=unit_id,
-                                error=f"{type(exc).__name__}: {exc}", action="its rows are redone")
-                    committer.storage.delete(s.path)
+                tables = _read_or_drop(committer, w.input.partition.label, unit_id, [s])
+                if tables is None:
                     continue
-                buffers[unit_id].append(table)
-                counts[unit_id] += table.num_rows
+                buffers[unit_id] += tables
+                counts[unit_id] += s.rows
                 kept.append(s)
             if kept:
                 covered[unit_id] = kept

@@ -44,7 +44,7 @@ import structlog
 from pipeline.config import ConfigError
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, PartitionManifest, read_manifest
-from pipeline.output.slices import Slice, parse_slice, slice_name
+from pipeline.output.slices import Slice, parse_slice, slice_name, stamp
 from pipeline.output.tables import RecordTables
 from pipeline.output.transaction import Commit, Hook, begin_commit, file_facts, new_commit_id, publish, sweep
 from pipeline.partition import Partition
@@ -174,16 +174,11 @@ class PartitionCommitter:
     def stage(self, p: Partition, unit_id: str, outcomes: pa.Table | list[pa.Table]) -> None:
         """Stage a unit's outcomes (a table, or its pieces). A piece from a slice carries its run's id already
         (`pipeline.output.slices`); the others get this run's."""
-        outcomes = pa.concat_tables([self.stamped(t) for t in (outcomes if isinstance(outcomes, list) else [outcomes])])
+        pieces = outcomes if isinstance(outcomes, list) else [outcomes]
+        outcomes = pa.concat_tables([stamp(piece, self.run_id) for piece in pieces])
         path = self._unit_file(p, unit_id)
         with self.storage.atomic_output(path, self.layout.scratch(p)) as target:
             pq.write_table(outcomes, self.storage.arrow_path(target), filesystem=self.storage.arrow_fs())
-
-    def stamped(self, outcomes: pa.Table) -> pa.Table:
-        """`outcomes` with the run id column: this run's, unless they carry their own (a slice's)."""
-        if Col.RUN_ID in outcomes.column_names:
-            return outcomes
-        return outcomes.append_column(Col.RUN_ID, pa.array([self.run_id] * outcomes.num_rows, pa.string()))
 
     def carried(self, pinput: PartitionInput) -> PartitionManifest | None:
         """The incomplete commit whose documents this run's units continue (`pinput.offset` > 0), checked: it

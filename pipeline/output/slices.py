@@ -77,6 +77,13 @@ def uncovered(start: int, stop: int, covered: list[Slice]) -> list[tuple[int, in
     return [(a, b) for a, b in gaps if b > a]
 
 
+def stamp(outcomes: pa.Table, run_id: str) -> pa.Table:
+    """`outcomes` with the run id column, as staged: `run_id`, unless they carry their own (a slice's)."""
+    if Col.RUN_ID in outcomes.column_names:
+        return outcomes
+    return outcomes.append_column(Col.RUN_ID, pa.array([run_id] * outcomes.num_rows, pa.string()))
+
+
 class SliceWriter:
     """Picklable, handed to each extraction actor: `write(path, outcomes)` stages one batch's outcomes (the driver
     drops the unit column, and stamps the run id, as it does for a unit file)."""
@@ -86,8 +93,7 @@ class SliceWriter:
         self.run_id = run_id
 
     def write(self, path: str, outcomes: pa.Table) -> None:
-        table = outcomes.drop_columns([c for c in (Internal.UNIT,) if c in outcomes.column_names])
-        table = table.append_column(Col.RUN_ID, pa.array([self.run_id] * table.num_rows, pa.string()))
+        table = stamp(outcomes.drop_columns([c for c in (Internal.UNIT,) if c in outcomes.column_names]), self.run_id)
         # The partition's scratch folder (`OutputLayout.scratch`) is a sibling of its output's staging folder.
         scratch = join(posixpath.dirname(posixpath.dirname(path.rstrip("/"))), "_scratch")
         with self.storage.atomic_output(path, scratch) as target:

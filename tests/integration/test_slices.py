@@ -116,9 +116,11 @@ def test_a_rerun_takes_the_batches_the_actors_staged_and_generates_only_the_rest
     assert not staged(storage, output)  # the commit took the slices away with the staging folder
 
 
-def test_slices_of_another_batch_size_are_used_without_overlap(ray_cluster, slice_job, monkeypatch):
+def test_slices_of_another_batch_size_are_used_without_overlap_and_a_broken_one_is_redone(
+        ray_cluster, slice_job, monkeypatch):
     """A rerun with another batch size finds slices whose ranges are not its batches: it reads only the rows they
-    do not hold, in its own batches, and takes no row twice."""
+    do not hold, in its own batches, and takes no row twice. A slice that does not read back (a torn file) is
+    deleted and its rows are generated again."""
     output = str(slice_job / "out-resized")
     cfg = config_for(slice_job, output)
     storage = storage_for(output)
@@ -129,9 +131,11 @@ def test_slices_of_another_batch_size_are_used_without_overlap(ray_cluster, slic
         found = parse_slice(path)
         if name.startswith("unit-") or (found and found.start % 8 == 4):  # keep each unit's first batch only
             storage.delete(path)
+    torn = next(p for p in staged(storage, output) if parse_slice(p).start == 0)
+    Path(torn).write_bytes(Path(torn).read_bytes()[:100])
     rerun = run_job(load_config(cfg, {"workers.batch_size": 3}))
-    assert documents_generated(rerun) == 8
+    assert documents_generated(rerun) == 12  # the torn slice's 4 rows and the two missing batches
     assert rerun.input_rows == len(DOCS) == rerun.rows + rerun.dead_letters
     runs = json.loads(json.dumps(connect(output).sql(
         "SELECT run_id, count(*) FROM dead_letters GROUP BY run_id ORDER BY run_id").fetchall()))
-    assert sorted(map(tuple, runs)) == sorted([(first, 8), (rerun.run_id, 8)])
+    assert sorted(map(tuple, runs)) == sorted([(first, 4), (rerun.run_id, 12)])
