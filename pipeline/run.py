@@ -24,7 +24,7 @@ from pipeline.lease import Lease
 from pipeline.output.commit import PartitionCommitter, PartitionResult, output_parts, sweep
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, RunManifest
-from pipeline.output.slices import Slice, SliceWriter, disjoint, read_slices, uncovered
+from pipeline.output.slices import Slice, SliceWriter, disjoint, parse_slice, read_slices, uncovered
 from pipeline.partition import Partition, partition_for
 from pipeline.planning import FAILED, SKIPPED, PartitionPlan, plan_input, plan_run
 from pipeline.progress import Progress
@@ -32,7 +32,7 @@ from pipeline.reader import UNIT_COLUMN
 from pipeline.routing import SchemaRoutes, route_schemas
 from pipeline.storage import S3Settings, StorageError, storage_for
 from pipeline.units import PartitionInput, Unit
-from workers.outcome import RESERVED_ID_COLUMNS, Col, Kind
+from workers.outcome import RESERVED_ID_COLUMNS, Col, Internal, Kind, is_receipt
 
 log = structlog.get_logger(__name__)
 
@@ -94,8 +94,8 @@ def connect_ray() -> None:
 class _Work:
     """One partition's plan and its progress through this run."""
 
-    def __init__(self, pinput: PartitionInput, pending: list[Unit], covered: dict[str, list[Slice]] | None = None
-                 ) -> None:
+    def __init__(self, pinput: PartitionInput, pending: list[Unit], covered: dict[str, list[Slice]] | None = None,
+                 whole: dict[str, list[Slice]] | None = None) -> None:
         self.input = pinput
         self.pending = pending
         self.resumed = len(pinput.units) - len(pending)
@@ -103,6 +103,9 @@ class _Work:
         # Pending units that earlier runs' slices hold in part (unit id → disjoint slices): only their other rows
         # are read, and the slices' outcomes join them (pipeline.output.slices).
         self.covered = covered or {}
+        # The slices each unit is staged in (unit id → slices), what the commit reads for it: those of the units
+        # earlier runs' slices hold whole (`whole`), and those this run's actors stage. A unit not here has a file.
+        self.in_slices: defaultdict[str, list[Slice]] = defaultdict(list, whole or {})
 
 
 def run_job(
@@ -221,7 +224,7 @@ def _pending_work(committer: PartitionCommitter, pinput: PartitionInput, force: 
     """One partition's plan, less the units an earlier run already staged (`force`: none are kept)."""
     partition = pinput.partition
     staged, slices = committer.prepare(partition, fresh=force)
-    if stale := staged - {u.id for u in pinput.units}:  # unit ids carry each file's version: redone
+    if stale := (staged | {s.unit_id for s in slices}) - {u.id for u in pinput.units}:  # ids carry files' versions
         log.warning("partition.stale_staging", partition=partition.label, units=len(stale),
                     reason="staged from another version of the input files; those units are redone")
     pending = [u for u in pinput.units if u.id not in staged]
@@ -231,19 +234,19 @@ def _pending_work(committer: PartitionCommitter, pinput: PartitionInput, force: 
         log.info("partition.resume", partition=partition.label, staged_units=len(pinput.units) - len(pending),
                  units_from_slices=len(from_slices), pending_units=len(pending),
                  documents_in_slices=sum(s.rows for found in covered.values() for s in found))
-    return _Work(pinput, pending, covered)
+    return _Work(pinput, pending, covered, from_slices)
 
 
 def _slices_of(committer: PartitionCommitter, pinput: PartitionInput, pending: list[Unit], slices: list[Slice]
-               ) -> tuple[dict[str, list[Slice]], set[str]]:
-    """What the slices an earlier run's actors staged hold of the `pending` units: (unit id → its disjoint slices,
-    for the units they hold in part; the ids of the units they held whole, staged from them now). A slice that
+               ) -> tuple[dict[str, list[Slice]], dict[str, list[Slice]]]:
+    """What the slices an earlier run's actors staged hold of the `pending` units: unit id → its disjoint slices,
+    for the units they hold in part, and for those they hold whole (staged in them: not read again). A slice that
     does not read back as its rows is deleted, and its rows are redone."""
     by_unit: dict[str, list[Slice]] = defaultdict(list)
     for found in slices:
         by_unit[found.unit_id].append(found)
     covered: dict[str, list[Slice]] = {}
-    whole: set[str] = set()
+    whole: dict[str, list[Slice]] = {}
     for unit in pending:
         found = [s for s in disjoint(by_unit.get(unit.id, [])) if unit.start <= s.start and s.stop <= unit.stop]
         if not found:
@@ -251,10 +254,8 @@ def _slices_of(committer: PartitionCommitter, pinput: PartitionInput, pending: l
         if uncovered(unit.start, unit.stop, found):
             covered[unit.id] = found
             continue
-        tables = _read_or_drop(committer, pinput.partition.label, unit.id, found)
-        if tables is not None:
-            committer.stage(pinput.partition, unit.id, tables)
-            whole.add(unit.id)
+        if _read_or_drop(committer, pinput.partition.label, unit.id, found) is not None:
+            whole[unit.id] = found
     return covered, whole
 
 
@@ -286,7 +287,7 @@ class _Commits:
     def __call__(self, w: _Work) -> None:
         label = w.input.partition.label
         try:
-            self.results[label] = self.committer.commit(w.input, self.last_commit, w.resumed)
+            self.results[label] = self.committer.commit(w.input, self.last_commit, w.resumed, dict(w.in_slices))
             self.last_commit = time.perf_counter()
         except (AccountingError, StorageError, OSError) as exc:
             if self.fail_fast:
@@ -339,73 +340,123 @@ def _stream(
     settings: S3Settings,
     routes: SchemaRoutes,
 ) -> None:
-    """Run the plan over every pending unit; stage each unit as it completes, commit each partition
-    when its last unit is staged. Raises `AccountingError` on any duplicate or missing outcome."""
+    """Run the plan over every pending unit; commit each partition when its last unit is staged. Raises
+    `AccountingError` on any duplicate or missing outcome.
+
+    With one actor pool the actors stage each batch as a slice and return its receipt (`pipeline.output.slices`):
+    the driver counts each unit's rows and notes its slices, and holds no outcome. A run split across two pools
+    gets the outcomes in full, buffers each unit's and stages it as one file when the last has come."""
     from pipeline.dataflow import build_dataset, build_spec
 
-    owner: dict[str, tuple[_Work, Unit]] = {u.id: (w, u) for w in streaming for u in w.pending}
     units = [u for w in streaming for u in w.pending]
     in_storage = storage_for(streaming[0].input.partition.input_uri, settings)
     id_field = streaming[0].input.schema.field(loaded.config.input.id_column)
     spec = build_spec(loaded, committer.run_id, routes)
-    buffers: dict[str, list[pa.Table]] = defaultdict(list)
-    counts: Counter[str] = Counter()
-    slices = _slice_staging(streaming, committer, buffers, counts)
+    books = _Books(streaming, committer, commit, progress)
+    slices = _slice_staging(streaming, committer, books.counts) if len(routes.backends) == 1 else None
+    books.writer = slices.writer if slices else None
     dataset = build_dataset(loaded, units, in_storage, id_field, spec, stats, routes, slices)
     gc.freeze()  # the modules and the plan live as long as the run: full collections of the stream skip them
     done = dead = 0
     for batch in outcome_batches(dataset):
         log.debug("driver.batch", rows=batch.num_rows, unix=round(time.time(), 3))
         for unit_id, piece in unit_pieces(batch):
-            if unit_id not in owner:
-                raise AccountingError(f"outcomes for unknown unit {unit_id}")
-            w, unit = owner[unit_id]
-            counts[unit_id] += piece.num_rows
-            if counts[unit_id] > unit.rows:
-                raise AccountingError(f"unit {unit_id} of {unit.path}: {counts[unit_id]} outcomes for "
-                                      f"{unit.rows} documents (a duplicate)")
-            buffers[unit_id].append(piece)
-            if counts[unit_id] == unit.rows:
-                committer.stage(w.input.partition, unit_id, buffers.pop(unit_id))
-                progress.mark("first_staged_s")  # the first unit's outcomes are durable: a rerun keeps them
-                w.left -= 1
-                if w.left == 0:
-                    commit(w)
-                    progress.mark("first_commit_s")  # the first partition's rows are visible to queries
+            books.take(unit_id, piece)
         done += batch.num_rows
         dead += pc.sum(pc.not_equal(batch.column(Col.KIND), Kind.ROW.value)).as_py() or 0
         progress.see(batch)
         progress.update(done, dead)
-    missing = [uid for uid, (_, unit) in owner.items() if counts[uid] != unit.rows]
-    if missing:
-        raise AccountingError(f"{len(missing)} unit(s) came back incomplete, e.g. {missing[0]}")
+    books.check_complete()
 
 
-def _slice_staging(streaming: list[_Work], committer: PartitionCommitter, buffers: dict[str, list[pa.Table]],
-                   counts: Counter[str]) -> Any:
-    """Where this run's actors stage the batches they finish, and the rows earlier runs' slices hold (their outcomes
-    seeded into `buffers` and `counts`): `pipeline.dataflow.SliceStaging`."""
+class _Books:
+    """The driver's accounts of a stream: each pending unit's outcomes counted (a duplicate or a unit left
+    incomplete is an `AccountingError`), its slices noted (or, in a split run, its outcomes buffered and staged as a
+    file), and each partition committed when its last unit is staged."""
+
+    def __init__(self, streaming: list[_Work], committer: PartitionCommitter, commit: Callable[[_Work], None],
+                 progress: Progress) -> None:
+        self.owner: dict[str, tuple[_Work, Unit]] = {u.id: (w, u) for w in streaming for u in w.pending}
+        self.committer = committer
+        self.commit = commit
+        self.progress = progress
+        self.counts: Counter[str] = Counter()
+        self.buffers: dict[str, list[pa.Table]] = defaultdict(list)
+        self.writer: SliceWriter | None = None
+
+    def take(self, unit_id: str, piece: pa.Table) -> None:
+        """One unit's piece of an outcome batch (a receipt, or outcomes in full)."""
+        if unit_id not in self.owner:
+            raise AccountingError(f"outcomes for unknown unit {unit_id}")
+        w, unit = self.owner[unit_id]
+        self.counts[unit_id] += piece.num_rows
+        if self.counts[unit_id] > unit.rows:
+            raise AccountingError(f"unit {unit_id} of {unit.path}: {self.counts[unit_id]} outcomes for "
+                                  f"{unit.rows} documents (a duplicate)")
+        if Internal.SLICE in piece.column_names:
+            if self.writer is None:
+                raise AccountingError(f"outcomes of unit {unit_id} name a slice in a run that stages no slices")
+            _note_slices(w.in_slices[unit_id], unit_id, piece, self.writer)
+        else:
+            self.buffers[unit_id].append(piece)
+        if self.counts[unit_id] == unit.rows:
+            if unit_id in self.buffers:  # a split run's unit: staged as one file
+                self.committer.stage(w.input.partition, unit_id, self.buffers.pop(unit_id))
+            self.progress.mark("first_staged_s")  # the first unit's outcomes are durable: a rerun keeps them
+            w.left -= 1
+            if w.left == 0:
+                self.commit(w)
+                self.progress.mark("first_commit_s")  # the first partition's rows are visible to queries
+
+    def check_complete(self) -> None:
+        missing = [uid for uid, (_, unit) in self.owner.items() if self.counts[uid] != unit.rows]
+        if missing:
+            raise AccountingError(f"{len(missing)} unit(s) came back incomplete, e.g. {missing[0]}")
+
+
+def _note_slices(noted: list[Slice], unit_id: str, piece: pa.Table, writer: SliceWriter) -> None:
+    """Note the slices a unit's piece of a batch names in `noted`, each once (Ray Data may join two short read
+    tasks into one batch: then a piece names two). A piece of outcomes in full, not a receipt, is a batch whose
+    actor could not write its slices: the driver writes them."""
+    places = piece.column(Internal.SLICE)
+    if places.null_count:
+        raise AccountingError(f"{places.null_count} outcome(s) of unit {unit_id} came without their slice")
+    paths = pc.unique(places).to_pylist()
+    full = not is_receipt(piece)
+    for path in paths:
+        found = parse_slice(path)
+        if found is None or found.unit_id != unit_id:
+            raise AccountingError(f"outcomes of unit {unit_id} came with the slice of another: {path}")
+        if full:
+            part = piece if len(paths) == 1 else piece.filter(pc.equal(pc.cast(places, pa.string()), path))
+            writer.write(found.path, part)
+            log.info("driver.slice_staged", path=found.path, rows=part.num_rows, reason="its actor could not")
+        if found not in noted:
+            noted.append(found)
+
+
+def _slice_staging(streaming: list[_Work], committer: PartitionCommitter, counts: Counter[str]) -> Any:
+    """Where this run's actors stage the batches they finish, and the rows earlier runs' slices hold (counted in
+    `counts`, and noted as their units' slices): `pipeline.dataflow.SliceStaging`."""
     from pipeline.dataflow import SliceStaging
 
     partitions = {w.input.partition.key: w.input.partition for w in streaming}
     return SliceStaging(SliceWriter(committer.storage, committer.run_id),
                         lambda u, start, stop: committer.slice_path(partitions[u.partition], u.id, start, stop),
-                        _seed(streaming, committer, buffers, counts))
+                        _seed(streaming, committer, counts))
 
 
-def _seed(streaming: list[_Work], committer: PartitionCommitter, buffers: dict[str, list[pa.Table]],
-          counts: Counter[str]) -> dict[str, list[Slice]]:
-    """The outcomes earlier runs' slices hold of units this run reads in part, into the units' buffers and counts;
+def _seed(streaming: list[_Work], committer: PartitionCommitter, counts: Counter[str]) -> dict[str, list[Slice]]:
+    """The rows earlier runs' slices hold of units this run reads in part, into the units' counts and slices;
     returns the slices that stay counted (one that does not read back as its rows is deleted, and redone)."""
     covered: dict[str, list[Slice]] = {}
     for w in streaming:
         for unit_id, found in w.covered.items():
             kept = []
             for s in found:
-                tables = _read_or_drop(committer, w.input.partition.label, unit_id, [s])
-                if tables is None:
+                if _read_or_drop(committer, w.input.partition.label, unit_id, [s]) is None:
                     continue
-                buffers[unit_id] += tables
+                w.in_slices[unit_id].append(s)
                 counts[unit_id] += s.rows
                 kept.append(s)
             if kept:

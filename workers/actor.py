@@ -33,7 +33,7 @@ from workers.engine.args import usable_cores
 from workers.engine.host import HostedEngine, shared_mode
 from workers.extractor import BatchExtractor
 from workers.memory import keep_trimmed, measure_need, release_free_memory
-from workers.outcome import Internal
+from workers.outcome import Internal, receipt
 from workers.reporter import reporter_for
 from workers.spec import ExtractionSpec
 
@@ -232,21 +232,25 @@ class ExtractionActor:
             self._ask(lambda: ray.get(self.journal.alone.remote(key, None)))
         return pa.concat_tables(pieces)
 
-    def _stage_slices(self, places: pa.ChunkedArray, table: pa.Table) -> None:
-        """Write the batch's outcomes to its slice file (one per distinct `_slice` value, in the usual case one).
-        A write that fails costs only what the slice saves: the driver still stages the batch when it arrives."""
+    def _stage_slices(self, places: pa.ChunkedArray, table: pa.Table) -> pa.Table:
+        """Write the batch's outcomes to its slice file (one per distinct `_slice` value, in the usual case one) and
+        return the batch's receipt (`workers.outcome.receipt`). If a write fails, the outcomes in full with
+        their `_slice` column: the driver writes the slices then."""
         import pyarrow.compute as pc
 
         values = pc.cast(places, pa.string())
         paths = [p for p in pc.unique(values).to_pylist() if p]
+        staged = values.null_count == 0
         for path in paths:
             part = table if len(paths) == 1 and values.null_count == 0 else table.filter(pc.equal(values, path))
             try:
                 self.slices.write(path, part)
             except Exception as exc:  # noqa: BLE001 - the store's error: the batch still goes to the driver
+                staged = False
                 log.warning("actor.slice_not_staged", actor=self.name, path=path, error=f"{type(exc).__name__}: {exc}",
-                            action="the driver stages these outcomes when they reach it; a driver killed first "
-                                   "costs this batch on the rerun")
+                            action="the outcomes go to the driver in full, and the driver writes the slice; a "
+                                   "driver killed first costs this batch on the rerun")
+        return receipt(table, places) if staged else table.append_column(Internal.SLICE, places)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them."""
@@ -257,8 +261,9 @@ class ExtractionActor:
         if places is not None:
             batch = batch.drop_columns([Internal.SLICE])
         table = self._extract(batch) if self.journal is None or not batch.num_rows else self._journaled(batch)
+        outcomes = table
         if places is not None and self.slices is not None and table.num_rows:
-            self._stage_slices(places, table)
+            table = self._stage_slices(places, table)  # the receipt: the outcomes are staged
         span = self.extractor.last_generation
         log.debug("actor.batch", actor=self.name, documents=batch.num_rows,
                   generation_s=round(span[1] - span[0], 3) if span else None,
@@ -272,5 +277,5 @@ class ExtractionActor:
             if self.extractor.last_generation is not None:
                 self.stats.record_batch.remote(self.name, *self.extractor.last_generation, table.num_rows)
         if self.reporter is not None:
-            self.reporter.batch_done(table)
+            self.reporter.batch_done(outcomes)
         return table

@@ -102,6 +102,20 @@ class Internal:
 
 INTERNAL_COLUMNS = (Internal.UNIT, Internal.BACKEND, Internal.INVALID_INPUT, Internal.SLICE)
 
+# What an actor returns for a batch it staged as a slice (pipeline.output.slices), per row: what the driver counts,
+# shows and stops early on. The outcomes themselves reach the driver only on disk.
+RECEIPT_COLUMNS = (Internal.UNIT, Internal.SLICE, Col.KIND, Col.REASON)
+
+
+def receipt(outcomes: pa.Table, places: pa.ChunkedArray | pa.Array) -> pa.Table:
+    """The receipt of a staged batch: its outcomes' unit, kind and reason, and their slice (`places`, row for row)."""
+    return outcomes.select([Internal.UNIT, Col.KIND, Col.REASON]).append_column(Internal.SLICE, places)
+
+
+def is_receipt(table: pa.Table) -> bool:
+    """Whether an outcome table (or a unit's piece of one, without `_unit`) is a receipt, not the outcomes."""
+    return Internal.SLICE in table.column_names and not set(table.column_names) - set(RECEIPT_COLUMNS)
+
 
 class RowCol:
     """The rows table's lineage columns (after the id and the schema's fields)."""

@@ -9,9 +9,9 @@ A loopback Ray cluster (pipeline.tools.localcluster.LocalCluster), the simulated
 the driver logs every batch it receives (`driver.batch`), each actor every batch it finishes (`actor.batch`, in
 its Ray worker log under the cluster's session folder). The first run is SIGKILLed once the staged units plus
 committed partitions hold half the documents. Then, once the first run's actors are gone:
-- kept: the documents staged or committed (read back from the output): a unit's file, or else the slices its actors
-  staged as they finished its batches (`pipeline.output.slices`; those kept only in slices, finished and never
-  received by the driver, are `first_driver.kept_in_slices_only`);
+- kept: the documents staged or committed (read back from the output): the slices the actors staged as they
+  finished their batches (`pipeline.output.slices`; those whose receipts never reached the driver are
+  `first_driver.kept_not_received`), or a unit's file;
 - finished by the actors and not kept: every `actor.batch` of the first run, less the kept documents; these were
   generated and are generated again by the rerun (in Ray Data's queues or the driver's buffers at the kill, or
   finished by an actor after it);
@@ -208,10 +208,10 @@ def measure(args: argparse.Namespace, cell: Path, config: Path, info: dict[str, 
         first = run_and_kill(driver_command(config, info), env, output, cell / "first.log", args.docs // 2)
         first["waited_for_actors_s"] = wait_actors_gone(cluster, time.time())
         kept = kept_documents(output)
-        first["kept_in_slices_only"] = kept - staged_rows(output, slices_too=False)  # finished, never received
         first_logs = worker_logs(cluster)
         received = sum(int(e["rows"]) for e in events((cell / "first.log").read_text(errors="replace"),
                                                       "driver.batch"))
+        first["kept_not_received"] = max(0, kept - received)  # staged by an actor, its receipt never received
         launch = time.time()
         second = run_driver(driver_command(config, info), env, output, cell / "second.log")
         rerun_logs = worker_logs(cluster)

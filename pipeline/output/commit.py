@@ -1,10 +1,12 @@
 """Staging and committing partitions: one commit point per partition, for both tables.
 
-During a run each finished unit is staged as one Parquet file of raw outcomes under
-`_staging/<partition>/<output_hash>/`. When every unit of a partition is staged, the partition is committed:
+During a run each finished batch is staged by its actor as a slice, a Parquet file of raw outcomes under
+`_staging/<partition>/<output_hash>/` (`pipeline.output.slices`; a run split across two backends stages each unit
+as one file there instead). When every unit of a partition is staged, the partition is committed:
 0. `begin_commit()` records the commit id under `_staging/<partition>/_commits/` before any file is written,
    so a sweep knows the files as this output's own;
-1. the outcomes are compacted into `rows/<key>/part-<commit_id>.parquet` and
+1. the outcomes are compacted, unit by unit, each from its file or from the slices that cover its rows exactly once,
+   into `rows/<key>/part-<commit_id>.parquet` and
    `dead_letters/<key>/part-<commit_id>.parquet`, names no other commit uses (each written whole under a
    hidden name, fsynced, then renamed locally or copied on S3, so no reader ever sees half a file); their
    sizes and blake2b hashes go into the manifest;
@@ -44,12 +46,12 @@ import structlog
 from pipeline.config import ConfigError
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, PartitionManifest, read_manifest
-from pipeline.output.slices import Slice, parse_slice, slice_name, stamp
+from pipeline.output.slices import Slice, covers, parse_slice, read_slices, slice_name, stamp, unit_file_id
 from pipeline.output.tables import RecordTables
 from pipeline.output.transaction import Commit, Hook, begin_commit, file_facts, new_commit_id, publish, sweep
 from pipeline.partition import Partition
 from pipeline.storage import Storage, StorageError, join, os_error
-from pipeline.units import PartitionInput
+from pipeline.units import PartitionInput, Unit
 from schemas.contract import SchemaContract
 from workers.outcome import Col, DeadCol
 
@@ -158,8 +160,8 @@ class PartitionCommitter:
                 continue
             if fresh or not path.startswith(current):
                 self.storage.delete(path)
-            elif name.startswith("unit-") and name.endswith(".parquet"):
-                staged.add(name[len("unit-"):-len(".parquet")])
+            elif (unit_id := unit_file_id(name)) is not None:
+                staged.add(unit_id)
             elif (found := parse_slice(path)) is not None:
                 slices.append(found)
         return staged, slices
@@ -193,21 +195,24 @@ class PartitionCommitter:
                                   "documents, but the committed manifest is no longer that commit; rerun")
         return prior
 
-    def commit(self, pinput: PartitionInput, started: float, resumed_units: int) -> PartitionResult:
+    def commit(self, pinput: PartitionInput, started: float, resumed_units: int,
+               slices: dict[str, list[Slice]] | None = None) -> PartitionResult:
         """Compact the staged units (after the rows a limited commit carries over) into this commit's two files,
-        publish them with one manifest write, then delete what the manifest no longer names. An OS error of the
-        store is a `StorageError` naming the partition and the cause."""
+        publish them with one manifest write, then delete what the manifest no longer names. A unit in `slices` is
+        read from those slices, which must cover its rows exactly once; any other from its unit file. An OS error of
+        the store is a `StorageError` naming the partition and the cause."""
         try:
-            return self._commit(pinput, started, resumed_units)
+            return self._commit(pinput, started, resumed_units, slices or {})
         except OSError as exc:
             raise StorageError(f"commit of partition {pinput.partition.label} to {self.layout.root} failed: "
                                f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")) from None
 
-    def _commit(self, pinput: PartitionInput, started: float, resumed_units: int) -> PartitionResult:
+    def _commit(self, pinput: PartitionInput, started: float, resumed_units: int,
+                slices: dict[str, list[Slice]]) -> PartitionResult:
         p = pinput.partition
         carried = self.carried(pinput)
         commit = Commit(self.storage, self.layout, p, self.run_id, self.guard, self.hook)
-        tally = self._compact(pinput, commit, carried)
+        tally = self._compact(pinput, commit, carried, slices)
         result = PartitionResult(
             partition=p.label, status="committed", input_rows=pinput.selected_rows, rows=tally.rows,
             dead_letters=tally.dead, dead_letters_by_reason=dict(sorted(tally.reasons.items())),
@@ -232,9 +237,11 @@ class PartitionCommitter:
                  commit_id=commit.id, complete=manifest.complete, carried=carried.input_rows if carried else 0)
         return result
 
-    def _compact(self, pinput: PartitionInput, commit: Commit, carried: PartitionManifest | None = None) -> _Tally:
+    def _compact(self, pinput: PartitionInput, commit: Commit, carried: PartitionManifest | None = None,
+                 slices: dict[str, list[Slice]] | None = None) -> _Tally:
         """Write the carried commit's rows and dead letters, then the staged units', to the commit's two files;
         check rows + dead == the documents selected."""
+        slices = slices or {}
         p = pinput.partition
         fs = self.storage.arrow_fs()
         tables = RecordTables(self.contract, pinput.schema.field(pinput.id_column), self.run_id, self.model_name)
@@ -251,11 +258,8 @@ class PartitionCommitter:
                     tally.reasons.update(carried.dead_letters_by_reason)
                     tally.tokens.update(carried.tokens)
                 for unit in pinput.units:
-                    staged = pq.read_table(self.storage.arrow_path(self._unit_file(p, unit.id)), filesystem=fs)
-                    if staged.num_rows != unit.rows:
-                        raise AccountingError(f"partition {p.label}: unit {unit.id} has {staged.num_rows} "
-                                              f"outcomes for {unit.rows} documents")
-                    tally.add(*tables.split(staged), writers, staged)
+                    for staged in self._staged(p, unit, slices.get(unit.id)):
+                        tally.add(*tables.split(staged), writers, staged)
                     self._step("compacting")
             except OSError as exc:  # two files written at once: say which, as pyarrow's message may not
                 raise os_error("write", named, exc) from None
@@ -269,6 +273,23 @@ class PartitionCommitter:
                 raise AccountingError(f"partition {p.label}: input_rows {pinput.selected_rows} != rows {tally.rows} + "
                                       f"dead_letters {tally.dead}")
         return tally
+
+    def _staged(self, p: Partition, unit: Unit, found: list[Slice] | None) -> list[pa.Table]:
+        """A unit's staged outcomes: its slices' tables in row order, or its unit file's table."""
+        if found:
+            if not covers(unit.start, unit.stop, found):
+                raise AccountingError(f"partition {p.label}: the slices of unit {unit.id} do not cover its rows "
+                                      f"{unit.start}-{unit.stop} exactly once: "
+                                      f"{sorted((s.start, s.stop) for s in found)}")
+            try:
+                return read_slices(self.storage, sorted(found, key=lambda s: s.start))
+            except ValueError as exc:
+                raise AccountingError(f"partition {p.label}: {exc}") from None
+        staged = pq.read_table(self.storage.arrow_path(self._unit_file(p, unit.id)), filesystem=self.storage.arrow_fs())
+        if staged.num_rows != unit.rows:
+            raise AccountingError(f"partition {p.label}: unit {unit.id} has {staged.num_rows} "
+                                  f"outcomes for {unit.rows} documents")
+        return [staged]
 
     def _carry(self, carried: PartitionManifest, tables: RecordTables) -> tuple[pa.Table, pa.Table]:
         """The carried commit's two tables, in this commit's layout; their counts must be the manifest's."""

@@ -1,19 +1,24 @@
-"""Slices: a batch's outcomes, staged by the actor that made them, so that a driver's death loses no finished batch.
+"""Slices: a batch's outcomes, staged by the actor that made them. They are the staging of a run with one actor pool.
 
-The driver stages a unit (`pipeline.units`) once all its outcomes have reached it. Between an actor finishing a batch
-and the driver receiving it, the outcomes sit in Ray's object store, owned by the driver: a driver killed then loses
-them, and its rerun redid those batches as well as the ones cut off in flight (issue 27's resume bench: 3 finished
-batches lost in one run of two). So each actor also writes every batch it finishes, before returning it, as a slice
-file beside the unit files: `slice-<unit id>-<start>-<stop>.parquet` in the partition's staging folder for this
-output, holding exactly what the unit file would hold for rows `start` to `stop` of the unit's row group.
+Each actor writes every batch it finishes, before returning it, as a slice file,
+`slice-<unit id>-<start>-<stop>.parquet`, in the partition's staging folder for this output. It holds the outcomes of
+rows `start` to `stop` of the unit's row group (a unit: `pipeline.units`). The actor then returns only a receipt
+(`workers.outcome.receipt`): per row its unit, its slice, its kind and its reason, all the driver needs to count the
+units, show progress and stop early (`--fail-fast-after`). So the outcomes cross from the actors to the driver once,
+on disk, not through Ray's object store, and the driver holds none of them: a unit is staged when its slices cover
+it, and the commit reads each unit's slices, checking that they cover its rows exactly once
+(`pipeline.output.commit`).
 
-A rerun (`pipeline.run`) reads the slices of the units it did not find staged: a unit its slices cover is staged
-from them without being read; a unit they cover in part is read for its other rows only, and the slices' outcomes
-join the fresh ones. So the work a driver's death costs is the batches in flight in the actors, at most
-`workers.batches_in_flight` per actor. A commit deletes the partition's staging folder, slices included.
+An actor that cannot write a slice returns the batch's outcomes in full, with the `_slice` column; the driver
+writes that slice itself (`pipeline.run`). A driver killed between an actor's write and its receipt loses nothing:
+a rerun reads the slices of the units it finds in staging. A unit its slices cover is not read again; a unit they
+cover in part is read for its other rows only. So the work a driver's death costs is the batches in flight in the
+actors, at most `workers.batches_in_flight` per actor. A commit deletes the partition's staging folder, slices
+included.
 
 Slices are written only when each batch is one contiguous range of one unit (`read_tasks`), that is with one
-actor pool; a run split across structured-output backends filters each batch per pool, and stages units as before.
+actor pool. A run split across structured-output backends filters each batch per pool: its actors return outcomes
+in full, and the driver stages each unit as one `unit-<id>.parquet` file when all its outcomes have reached it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pipeline.storage import Storage, join
 from workers.outcome import Col, Internal
 
 _NAME = re.compile(r"^slice-([0-9a-f]+)-(\d+)-(\d+)\.parquet$")
+_UNIT = re.compile(r"^unit-([0-9a-f]+)\.parquet$")
 
 
 def slice_name(unit_id: str, start: int, stop: int) -> str:
@@ -53,6 +59,22 @@ def parse_slice(path: str) -> Slice | None:
     if match is None or int(match.group(3)) <= int(match.group(2)):
         return None
     return Slice(match.group(1), int(match.group(2)), int(match.group(3)), path)
+
+
+def unit_file_id(path: str) -> str | None:
+    """The unit id a staged unit file's path names (`unit-<id>.parquet`, staged by the driver), or None."""
+    match = _UNIT.match(path.rsplit("/", 1)[-1])
+    return match.group(1) if match else None
+
+
+def covers(start: int, stop: int, slices: list[Slice]) -> bool:
+    """Whether `slices` hold rows `start` to `stop` each exactly once, and nothing else."""
+    at = start
+    for s in sorted(slices, key=lambda s: s.start):
+        if s.start != at:
+            return False
+        at = s.stop
+    return at == stop
 
 
 def disjoint(slices: list[Slice]) -> list[Slice]:
@@ -85,15 +107,16 @@ def stamp(outcomes: pa.Table, run_id: str) -> pa.Table:
 
 
 class SliceWriter:
-    """Picklable, handed to each extraction actor: `write(path, outcomes)` stages one batch's outcomes (the driver
-    drops the unit column, and stamps the run id, as it does for a unit file)."""
+    """Picklable, handed to each extraction actor: `write(path, outcomes)` stages one batch's outcomes, without the
+    internal columns and stamped with the run id. The driver writes with it too, for a batch an actor could not."""
 
     def __init__(self, storage: Storage, run_id: str) -> None:
         self.storage = storage
         self.run_id = run_id
 
     def write(self, path: str, outcomes: pa.Table) -> None:
-        table = stamp(outcomes.drop_columns([c for c in (Internal.UNIT,) if c in outcomes.column_names]), self.run_id)
+        internal = [c for c in (Internal.UNIT, Internal.SLICE) if c in outcomes.column_names]
+        table = stamp(outcomes.drop_columns(internal), self.run_id)
         # The partition's scratch folder (`OutputLayout.scratch`) is a sibling of its output's staging folder.
         scratch = join(posixpath.dirname(posixpath.dirname(path.rstrip("/"))), "_scratch")
         with self.storage.atomic_output(path, scratch) as target:

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from pipeline.output.layout import OutputLayout
-from pipeline.output.slices import Slice, disjoint, parse_slice
+from pipeline.output.slices import Slice, disjoint, parse_slice, unit_file_id
 from pipeline.partition import Partition
 from pipeline.tools.localcluster import LocalCluster  # also imported from here by tests/ and jobs/bench
 from pipeline.tools.machine import describe as describe_machine
@@ -220,26 +220,25 @@ def run_driver(command: list[str], env: dict[str, str], output: Path, log: Path,
             "killed_at_staged": killed_at}
 
 
-def staged_rows(output: Path, footers: dict[Path, int] | None = None, slices_too: bool = True) -> int:
-    """Documents staged and not yet committed, plus those committed (from the partition manifests). A unit staged by
-    the driver counts its file's rows; one that is not counts the rows of its actors' slices (from their names,
-    `pipeline.output.slices`; not with `slices_too` false), each row once. `footers` caches the unit files' row
-    counts across calls."""
+def staged_rows(output: Path, footers: dict[Path, int] | None = None) -> int:
+    """Documents staged and not yet committed, plus those committed (from the partition manifests). A unit with a
+    file (a split run's, staged by the driver) counts its file's rows; any other counts the rows of its slices (from
+    their names, `pipeline.output.slices`), each row once. `footers` caches the unit
+    files' row counts across calls."""
     footers = {} if footers is None else footers
     units: dict[str, int] = {}
     slices: dict[str, list[Slice]] = defaultdict(list)
     staging = staging_dir(output)
     for path in staging.rglob("*.parquet") if staging.exists() else []:
         if (found := parse_slice(str(path))) is not None:
-            if slices_too:
-                slices[found.unit_id].append(found)
-        elif path.name.startswith("unit-"):
+            slices[found.unit_id].append(found)
+        elif (unit_id := unit_file_id(path.name)) is not None:
             if path not in footers:
                 try:
                     footers[path] = pq.ParquetFile(path).metadata.num_rows
                 except Exception:  # noqa: BLE001 - a file being written: read at the next call
                     continue
-            units[path.name[len("unit-"):-len(".parquet")]] = footers[path]
+            units[unit_id] = footers[path]
     in_slices = sum(s.rows for unit, found in slices.items() if unit not in units for s in disjoint(found))
     return sum(units.values()) + in_slices + committed_rows(output)
 

@@ -74,7 +74,9 @@ def running_driver(config: Path, env: dict[str, str]):
 
 
 def staged_units(output: Path) -> list[Path]:
-    return sorted((output / "_staging").rglob("unit-*.parquet")) if (output / "_staging").exists() else []
+    """The units staged: here each batch is a whole unit (`batch_size` = `checkpoint_rows`), so each slice is one."""
+    staging = output / "_staging"
+    return sorted([*staging.rglob("unit-*.parquet"), *staging.rglob("slice-*.parquet")]) if staging.exists() else []
 
 
 def wait_for(predicate, proc: subprocess.Popen, timeout: float = 300) -> None:

@@ -1,11 +1,12 @@
 """A finished batch survives its driver (issue 27 item 4): each actor stages every batch it finishes as a slice
-(`pipeline.output.slices`) before returning it, so outcomes that were between an actor and a driver when the driver
-died are not generated again. On the real path: the session's Ray cluster, the actors (on the simulated engine: the
-model is not the subject), Parquet on a local folder and on a real S3 API (moto on loopback), DuckDB.
+(`pipeline.output.slices`) and hands the driver only its receipt, so outcomes that were between an actor and a
+driver when the driver died are not generated again, and the commit reads the slices. On the real path: the
+session's Ray cluster, the actors (on the simulated engine: the model is not the subject), Parquet on a local folder
+and on a real S3 API (moto on loopback), DuckDB.
 
-The driver's death is made in process: its commit raises, so the run stops with its units and slices staged, as a
-killed driver leaves them (`tests/integration/test_cluster.py` kills a real one). Then the unit files are removed:
-the state of a driver killed after the actors finished but before it received their batches.
+The driver's death is made in process: its commit raises, so the run stops with its slices staged, as a killed
+driver leaves them (`tests/integration/test_cluster.py` kills a real one). Then slices are removed: the state of a
+driver killed while batches were still in flight.
 """
 
 from __future__ import annotations
@@ -89,16 +90,13 @@ def test_a_rerun_takes_the_batches_the_actors_staged_and_generates_only_the_rest
     files = staged(storage, output)
     units = [p for p in files if p.rsplit("/", 1)[-1].startswith("unit-")]
     slices = sorted((parse_slice(p) for p in files if parse_slice(p)), key=lambda s: (s.unit_id, s.start))
-    assert len(units) == 2 and len(slices) == 4, files  # each batch staged by its actor, each unit by the driver
+    assert not units and len(slices) == 4, files  # each batch staged by its actor; the driver writes no unit file
     for s in slices:  # a slice holds what the unit file holds for its rows, stamped with the run that made it
         table = pq.read_table(storage.arrow_path(s.path), filesystem=storage.arrow_fs())
         assert table.num_rows == 4 and set(table.column("_run_id").to_pylist()) == {first}
         assert "_unit" not in table.column_names and "_slice" not in table.column_names
 
-    # The driver died before it received any batch: no unit staged. One unit's slices are both there; the other's
-    # second batch was cut off in flight (no slice).
-    for path in units:
-        storage.delete(path)
+    # One unit's slices are both there; the other's second batch was cut off in flight (no slice).
     cut_off = [s for s in slices if s.unit_id == slices[-1].unit_id][-1]
     storage.delete(cut_off.path)
 
@@ -106,7 +104,7 @@ def test_a_rerun_takes_the_batches_the_actors_staged_and_generates_only_the_rest
     partition, = rerun.partitions
     assert partition["status"] == "committed"
     assert documents_generated(rerun) == cut_off.rows == 4  # only the batch no slice held
-    assert partition["units_resumed"] == 1  # the unit its slices held whole was staged from them, never read
+    assert partition["units_resumed"] == 1  # the unit its slices held whole was committed from them, never read
     assert rerun.input_rows == len(DOCS) == rerun.rows + rerun.dead_letters
     seen = connect(output, loaded.s3_settings).sql(
         "SELECT doc_id, _run_id AS run FROM rows UNION ALL SELECT doc_id, run_id FROM dead_letters").fetchall()

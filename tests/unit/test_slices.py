@@ -5,14 +5,28 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from pipeline.output.layout import OutputLayout
-from pipeline.output.slices import Slice, SliceWriter, disjoint, parse_slice, read_slices, slice_name, uncovered
+from pipeline.output.manifest import AccountingError
+from pipeline.output.query import connect
+from pipeline.output.slices import (
+    Slice,
+    SliceWriter,
+    covers,
+    disjoint,
+    parse_slice,
+    read_slices,
+    slice_name,
+    uncovered,
+    unit_file_id,
+)
 from pipeline.partition import Partition
 from pipeline.reader import read_tasks
 from pipeline.storage import LocalStorage
 from pipeline.tools.simbench import staged_rows
 from pipeline.units import Unit
+from workers.outcome import RECEIPT_COLUMNS, is_receipt
 
 
 def s(start: int, stop: int, unit: str = "ab12") -> Slice:
@@ -56,7 +70,8 @@ def test_read_tasks_name_each_batchs_slice_and_skip_the_rows_slices_hold():
 
 
 def outcomes(n: int) -> pa.Table:
-    return pa.table({"doc_id": [f"d{i}" for i in range(n)], "_unit": ["u"] * n, "_kind": ["row"] * n})
+    return pa.table({"doc_id": [f"d{i}" for i in range(n)], "_unit": ["u"] * n, "_kind": ["row"] * n,
+                     "_reason": pa.array([None] * n, pa.string())})
 
 
 def test_the_writer_stages_a_batch_as_the_driver_would_its_unit(tmp_path):
@@ -65,7 +80,7 @@ def test_the_writer_stages_a_batch_as_the_driver_would_its_unit(tmp_path):
     path = f"{layout.staging(p, 'hash')}/{slice_name('ab', 0, 3)}"
     SliceWriter(LocalStorage(), "run-1").write(path, outcomes(3))
     table, = read_slices(LocalStorage(), [parse_slice(path)])
-    assert table.column_names == ["doc_id", "_kind", "_run_id"]  # no unit column; the run that made it
+    assert table.column_names == ["doc_id", "_kind", "_reason", "_run_id"]  # no unit column; the run that made it
     assert table.column("_run_id").to_pylist() == ["run-1"] * 3
     assert sorted(f.name for f in (tmp_path / "out").rglob("*") if f.is_file()) == ["slice-ab-0-3.parquet"]
 
@@ -94,15 +109,83 @@ class _Writer:
         self.written[path] = table.column("doc_id").to_pylist()
 
 
-def test_an_actor_stages_each_slice_of_a_batch_and_a_failed_write_does_not_fail_the_batch():
+def test_an_actor_stages_each_slice_of_a_batch_and_returns_a_receipt_or_on_a_failed_write_the_outcomes():
     from types import SimpleNamespace
 
     from workers.actor import ExtractionActor
 
     places = pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([0, 0, 1], pa.int32()), pa.array(["/a", "/b"]))])
     actor = SimpleNamespace(name="test:1", slices=_Writer())
-    ExtractionActor._stage_slices(actor, places, outcomes(3))  # two blocks bundled into one batch: two slices
+    back = ExtractionActor._stage_slices(actor, places, outcomes(3))  # two blocks bundled into one batch: two slices
     assert actor.slices.written == {"/a": ["d0", "d1"], "/b": ["d2"]}
+    assert is_receipt(back) and sorted(back.column_names) == sorted(RECEIPT_COLUMNS)  # no outcome goes back
+    assert back.column("_slice").to_pylist() == ["/a", "/a", "/b"] and back.column("_kind").to_pylist() == ["row"] * 3
     actor.slices = _Writer(fail=True)
-    ExtractionActor._stage_slices(actor, places.slice(0, 2), outcomes(2))  # logs a warning, raises nothing
+    back = ExtractionActor._stage_slices(actor, places.slice(0, 2), outcomes(2))  # logs a warning, raises nothing
     assert actor.slices.written == {}
+    assert not is_receipt(back) and back.column("doc_id").to_pylist() == ["d0", "d1"]  # in full, for the driver
+    assert back.column("_slice").to_pylist() == ["/a", "/a"]
+
+
+def test_the_driver_notes_a_receipts_slices_and_writes_those_an_actor_could_not(tmp_path):
+    from pipeline.run import _note_slices
+
+    def piece(unit: str, ranges: list[tuple[int, int]], full: bool) -> pa.Table:
+        paths = [f"{tmp_path}/{slice_name(unit, a, b)}" for a, b in ranges for _ in range(b - a)]
+        table = outcomes(len(paths))
+        table = table if full else table.select(["_kind", "_reason"])
+        return table.drop_columns([c for c in ("_unit",) if c in table.column_names]).append_column(
+            "_slice", pa.array(paths).dictionary_encode())
+
+    noted: list[Slice] = []
+    writer = SliceWriter(LocalStorage(), "run-1")
+    _note_slices(noted, "ab", piece("ab", [(0, 2)], full=False), writer)
+    _note_slices(noted, "ab", piece("ab", [(0, 2)], full=False), writer)  # a piece of a slice seen: noted once
+    assert [(n.start, n.stop) for n in noted] == [(0, 2)] and not list(tmp_path.iterdir())  # a receipt: no write
+    _note_slices(noted, "ab", piece("ab", [(2, 3), (3, 5)], full=True), writer)  # in full: the driver writes both
+    assert [(n.start, n.stop) for n in noted] == [(0, 2), (2, 3), (3, 5)]
+    written = read_slices(LocalStorage(), noted[1:])
+    assert [t.num_rows for t in written] == [1, 2] and "_slice" not in written[0].column_names
+    with pytest.raises(AccountingError, match="slice of another"):
+        _note_slices(noted, "ab", piece("cd", [(0, 2)], full=False), writer)
+    no_slice = piece("ab", [(5, 6)], full=False).set_column(2, "_slice", pa.array([None], pa.string()))
+    with pytest.raises(AccountingError, match="without their slice"):
+        _note_slices(noted, "ab", no_slice, writer)
+
+
+def test_slices_cover_rows_exactly_once_or_not():
+    assert covers(0, 8, [s(4, 8), s(0, 4)])
+    assert covers(3, 4, [s(3, 4)])
+    assert not covers(0, 8, [s(0, 4)])  # a gap at the end
+    assert not covers(0, 8, [s(0, 4), s(5, 8)])  # a gap inside
+    assert not covers(0, 8, [s(0, 4), s(3, 8)])  # a row twice
+    assert not covers(0, 8, [s(0, 4), s(4, 8), s(4, 8)])
+    assert not covers(0, 8, [s(1, 8)]) and not covers(0, 8, [])
+    assert unit_file_id("/o/_staging/all/h/unit-0f3a.parquet") == "0f3a"
+    assert unit_file_id("/o/unit-0f3a.parquet.tmp") is None and unit_file_id(slice_name("0f3a", 0, 2)) is None
+
+
+def test_a_commit_reads_each_unit_from_slices_that_cover_it_exactly_once(tmp_path):
+    from tests.conftest import write_config, write_docs
+    from tests.fixtures.commits import committer_for, invoice
+    from tests.fixtures.commits import outcomes as real_outcomes
+
+    docs = write_docs(tmp_path / "docs.parquet", ["a", "b", "c", "d"], ["A-1 1.0", "b", "c", "d"])
+    cfg = write_config(tmp_path, **{"input.uri": str(docs)})
+    loaded, storage, _, p, pinput, committer = committer_for(cfg, "run-1")
+    unit, = pinput.units
+    committer.prepare(p, fresh=True)
+    writer = SliceWriter(storage, "run-0")
+    first = parse_slice(committer.slice_path(p, unit.id, 0, 2))
+    writer.write(first.path, real_outcomes(loaded.contract.hash, {"a": invoice("A-1")}, {"b": "truncated"}))
+    rest = parse_slice(committer.slice_path(p, unit.id, 2, 4))
+    writer.write(rest.path, real_outcomes(loaded.contract.hash, {}, {"c": "truncated", "d": "truncated"}))
+    overlap = parse_slice(committer.slice_path(p, unit.id, 1, 4))
+    for wrong in ([first], [first, rest, overlap]):
+        with pytest.raises(AccountingError, match="do not cover its rows"):
+            committer.commit(pinput, 0.0, 0, {unit.id: wrong})
+    result = committer.commit(pinput, 0.0, 0, {unit.id: [rest, first]})
+    assert (result.rows, result.dead_letters) == (1, 3)
+    ids = connect(loaded.output_uri).sql("SELECT doc_id FROM rows UNION ALL SELECT doc_id FROM dead_letters")
+    assert sorted(r[0] for r in ids.fetchall()) == ["a", "b", "c", "d"]
+    assert not (tmp_path / "out" / "_staging").exists() or not list((tmp_path / "out" / "_staging").rglob("slice-*"))
