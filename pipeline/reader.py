@@ -1,7 +1,7 @@
 """The read stage: one read task per `batch_size` rows of a unit, each row tagged with its unit.
 
-A unit is the grain the driver stages and commits; its slices keep its id, so the driver accounts and stages
-whole units while the documents flow batch by batch (a small task per slice, so Ray Data does not merge a
+A unit is the grain the driver accounts for and commits; its slices keep its id, so the driver counts whole units
+while the documents flow batch by batch (a small task per slice, so Ray Data does not merge a
 unit's outputs into one block released only at its end). Consecutive slices of one row group are cut from a
 single read of it, cached per worker process.
 

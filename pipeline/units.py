@@ -1,9 +1,10 @@
 """Work units: fixed slices of a row group, the grain of checkpointing.
 
 A partition's input is cut into units of at most `checkpoint_rows` rows, from Parquet metadata alone.
-The driver stages each unit's outcomes as one file as soon as the unit is complete; a rerun after a
-crash skips the units already staged, so the work redone is at most the units in flight, and the
-driver's memory holds unit ids, not document ids.
+The actors stage each batch of a unit as a slice (`pipeline.output.slices`), and a unit is staged when its slices
+cover it (a run split across two backends: when the driver has staged its outcomes as one file). A rerun after a
+crash skips what is staged, so the work redone is at most the batches in flight, and the driver's memory holds
+unit ids and slice names, not document ids.
 
 Every unit id carries its file's version (size and mtime locally, ETag on S3), so staging made from
 another version of a file never matches a unit of this one: a rerun after the input was re-delivered

@@ -108,8 +108,11 @@ RECEIPT_COLUMNS = (Internal.UNIT, Internal.SLICE, Col.KIND, Col.REASON)
 
 
 def receipt(outcomes: pa.Table, places: pa.ChunkedArray | pa.Array) -> pa.Table:
-    """The receipt of a staged batch: its outcomes' unit, kind and reason, and their slice (`places`, row for row)."""
-    return outcomes.select([Internal.UNIT, Col.KIND, Col.REASON]).append_column(Internal.SLICE, places)
+    """The receipt of a staged batch: its outcomes' unit, kind and reason, and their slice (`places`, row for row).
+    Kind and reason are dictionary-encoded: a few distinct values in a batch."""
+    return pa.table({Internal.UNIT: outcomes.column(Internal.UNIT),
+                     Col.KIND: outcomes.column(Col.KIND).dictionary_encode(),
+                     Col.REASON: outcomes.column(Col.REASON).dictionary_encode(), Internal.SLICE: places})
 
 
 def is_receipt(table: pa.Table) -> bool:

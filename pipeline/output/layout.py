@@ -4,8 +4,8 @@ Under OUTPUT, per partition KEY (`dt=YYYY-MM-DD`, or none for an undated input):
     rows/KEY/part-<commit_id>.parquet          typed rows of one commit
     dead_letters/KEY/part-<commit_id>.parquet  dead letters of the same commit
     _partitions/KEY|all/manifest.json          the commit point: names the two files above (relative paths)
-    _staging/KEY|all/<output_hash>/            unit files and slices of a run in progress (never read as output;
-                                               pipeline.output.slices)
+    _staging/KEY|all/<output_hash>/            the slices (and a split run's unit files) of a run in progress,
+                                               never read as output (pipeline.output.slices)
     _staging/KEY|all/_commits/<commit_id>      a commit begun: its files are this output's to sweep
     _runs/<run_id>.json                        one manifest per run
     _lease.json                                the writer holding the output (see pipeline.lease)

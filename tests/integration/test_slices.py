@@ -137,3 +137,34 @@ def test_slices_of_another_batch_size_are_used_without_overlap_and_a_broken_one_
     runs = json.loads(json.dumps(connect(output).sql(
         "SELECT run_id, count(*) FROM dead_letters GROUP BY run_id ORDER BY run_id").fetchall()))
     assert sorted(map(tuple, runs)) == sorted([(first, 4), (rerun.run_id, 12)])
+
+
+def test_batches_whose_slices_an_actor_cannot_write_come_in_full_and_the_driver_writes_them(
+        ray_cluster, slice_job, monkeypatch):
+    """The store refuses the actors' writes (not the driver's): each actor logs it and hands its batch back in full,
+    with its slice's name; the driver writes the slice, and the commit reads it like any other."""
+    import os
+
+    import pipeline.run
+    from pipeline.output.slices import SliceWriter
+
+    written_by_driver: list[str] = []
+
+    class ActorsCannotWrite(SliceWriter):  # a local class: pickled by value into the actors
+        def __init__(self, storage, run_id) -> None:
+            super().__init__(storage, run_id)
+            self.driver_pid = os.getpid()
+
+        def write(self, path, outcomes) -> None:
+            if os.getpid() != self.driver_pid:
+                raise PermissionError(13, "the store refused the write", path)
+            written_by_driver.append(path)
+            super().write(path, outcomes)
+
+    monkeypatch.setattr(pipeline.run, "SliceWriter", ActorsCannotWrite)
+    output = str(slice_job / "out-refused")
+    manifest = run_job(load_config(config_for(slice_job, output)))
+    assert manifest.status == "committed" and manifest.input_rows == len(DOCS) == manifest.rows + manifest.dead_letters
+    assert sorted(parse_slice(p).rows for p in written_by_driver) == [4, 4, 4, 4]  # every batch, by the driver
+    ids = connect(output).sql("SELECT doc_id FROM rows UNION ALL SELECT doc_id FROM dead_letters").fetchall()
+    assert sorted(d for d, in ids) == sorted(DOCS)

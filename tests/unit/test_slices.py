@@ -26,7 +26,7 @@ from pipeline.reader import read_tasks
 from pipeline.storage import LocalStorage
 from pipeline.tools.simbench import staged_rows
 from pipeline.units import Unit
-from workers.outcome import RECEIPT_COLUMNS, is_receipt
+from workers.outcome import RECEIPT_COLUMNS, is_receipt, receipt
 
 
 def s(start: int, stop: int, unit: str = "ab12") -> Slice:
@@ -189,3 +189,17 @@ def test_a_commit_reads_each_unit_from_slices_that_cover_it_exactly_once(tmp_pat
     ids = connect(loaded.output_uri).sql("SELECT doc_id FROM rows UNION ALL SELECT doc_id FROM dead_letters")
     assert sorted(r[0] for r in ids.fetchall()) == ["a", "b", "c", "d"]
     assert not (tmp_path / "out" / "_staging").exists() or not list((tmp_path / "out" / "_staging").rglob("slice-*"))
+
+
+def test_a_receipt_is_what_progress_and_fail_fast_read():
+    from pipeline.progress import FailFastError, Progress
+
+    dead = pa.table({"doc_id": ["a", "b"], "_unit": ["u", "u"], "_kind": ["dead_letter"] * 2,
+                     "_reason": ["truncated", "invalid_json"]})
+    back = receipt(dead, pa.array(["/s", "/s"]).dictionary_encode())
+    assert pa.types.is_dictionary(back.schema.field("_kind").type)  # a few values a batch: small to send
+    progress = Progress(10, "job", live=False)
+    progress.see(back)
+    assert progress.reasons == {"truncated": 1, "invalid_json": 1}
+    with pytest.raises(FailFastError, match="first 2 outcomes were all dead letters"):
+        Progress(10, "job", live=False, fail_fast_after=2).see(back)
