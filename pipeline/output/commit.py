@@ -34,6 +34,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -56,6 +57,8 @@ from schemas.contract import SchemaContract
 from workers.outcome import Col, DeadCol
 
 log = structlog.get_logger(__name__)
+
+SLICE_READERS = 8  # a unit's slices read at once by a commit (threads: pyarrow's reads release the GIL)
 
 __all__ = ["ChangedJobError", "Commit", "Hook", "PartitionCommitter", "PartitionResult", "begin_commit", "changes",
            "check_unchanged", "file_facts", "more_selected", "new_commit_id", "output_parts", "publish", "skip_note",
@@ -247,7 +250,8 @@ class PartitionCommitter:
         tables = RecordTables(self.contract, pinput.schema.field(pinput.id_column), self.run_id, self.model_name)
         tally = _Tally()
         named = " or ".join(commit.paths.values())
-        with commit.files() as targets:
+        # A unit's slices are read side by side: on S3 each is a request, and a unit holds a slice per batch.
+        with commit.files() as targets, ThreadPoolExecutor(max_workers=SLICE_READERS) as pool:
             writers: list[pq.ParquetWriter] = []
             try:
                 for kind, schema in (("rows", tables.rows_schema), ("dead_letters", tables.dead_schema)):
@@ -258,7 +262,7 @@ class PartitionCommitter:
                     tally.reasons.update(carried.dead_letters_by_reason)
                     tally.tokens.update(carried.tokens)
                 for unit in pinput.units:
-                    for staged in self._staged(p, unit, slices.get(unit.id)):
+                    for staged in self._staged(p, unit, slices.get(unit.id), pool):
                         tally.add(*tables.split(staged), writers, staged)
                     self._step("compacting")
             except OSError as exc:  # two files written at once: say which, as pyarrow's message may not
@@ -274,7 +278,7 @@ class PartitionCommitter:
                                       f"dead_letters {tally.dead}")
         return tally
 
-    def _staged(self, p: Partition, unit: Unit, found: list[Slice] | None) -> list[pa.Table]:
+    def _staged(self, p: Partition, unit: Unit, found: list[Slice] | None, pool: Executor) -> list[pa.Table]:
         """A unit's staged outcomes: its slices' tables in row order, or its unit file's table."""
         if found:
             if not covers(unit.start, unit.stop, found):
@@ -282,7 +286,7 @@ class PartitionCommitter:
                                       f"{unit.start}-{unit.stop} exactly once: "
                                       f"{sorted((s.start, s.stop) for s in found)}")
             try:
-                return read_slices(self.storage, sorted(found, key=lambda s: s.start))
+                return read_slices(self.storage, sorted(found, key=lambda s: s.start), pool)
             except ValueError as exc:
                 raise AccountingError(f"partition {p.label}: {exc}") from None
         staged = pq.read_table(self.storage.arrow_path(self._unit_file(p, unit.id)), filesystem=self.storage.arrow_fs())

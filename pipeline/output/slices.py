@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -123,12 +124,13 @@ class SliceWriter:
             pq.write_table(table, self.storage.arrow_path(target), filesystem=self.storage.arrow_fs())
 
 
-def read_slices(storage: Storage, slices: list[Slice]) -> list[pa.Table]:
-    """The slices' outcome tables, in order; a slice whose row count is not its range's raises ValueError."""
-    tables = []
-    for s in slices:
+def read_slices(storage: Storage, slices: list[Slice], pool: Executor | None = None) -> list[pa.Table]:
+    """The slices' outcome tables, in order (read side by side on `pool`: on S3 each is a request); a slice whose row
+    count is not its range's raises ValueError."""
+    def read(s: Slice) -> pa.Table:
         table = pq.read_table(storage.arrow_path(s.path), filesystem=storage.arrow_fs())
         if table.num_rows != s.rows:
             raise ValueError(f"slice {s.path} holds {table.num_rows} outcomes for {s.rows} rows")
-        tables.append(table)
-    return tables
+        return table
+
+    return list(pool.map(read, slices) if pool is not None and len(slices) > 1 else map(read, slices))
