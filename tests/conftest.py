@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -14,6 +15,17 @@ from pipeline.tools.localcluster import free_port, node_port_flags  # one picker
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "jobs" / "sample" / "invoices.parquet"
 TEST_KV_CACHE_BYTES = 256 << 20
+
+
+# A line Ray forwards from a worker of a cluster this process is connected to, `(ActorName pid=123) ...`, maybe
+# coloured: an actor of an earlier test can print one late, while a test reads stderr (seen once in a lone-clone run).
+_RAY_WORKER_LINE = re.compile(r"^(\x1b\[[0-9;]*m)?\(.*\bpid=\d+")
+
+
+def own_err(capsys) -> str:
+    """What the code under test wrote to stderr, without lines Ray forwarded from workers meanwhile."""
+    return "".join(line for line in capsys.readouterr().err.splitlines(keepends=True)
+                   if not _RAY_WORKER_LINE.match(line))
 
 
 def write_config(folder: Path, simulated: dict | bool = False, **overrides) -> Path:

@@ -11,6 +11,7 @@ import pytest
 
 from pipeline import exit_codes
 from pipeline.cli.main import exit_code
+from tests.conftest import own_err
 
 
 def failing(error: BaseException):
@@ -25,7 +26,7 @@ def test_a_store_that_refuses_is_exit_6_in_one_line_naming_the_path(code, tmp_pa
 
     target = tmp_path / "out" / "_partitions" / "all" / "manifest.json"
     assert exit_code(failing(OSError(code, os.strerror(code), str(target))), argparse.Namespace()) == 6
-    err = capsys.readouterr().err
+    err = own_err(capsys)
     assert err.count("\n") == 1 and err.startswith(f"error: {target}: {os.strerror(code)}")
     assert errno.errorcode[code] in err
 
@@ -41,7 +42,7 @@ def test_the_path_comes_from_the_frame_when_the_error_has_none(tmp_path, capsys)
         return 0
 
     assert exit_code(command, argparse.Namespace()) == exit_codes.STORAGE
-    assert f"error: {target}: No space left on device (ENOSPC)" in capsys.readouterr().err
+    assert f"error: {target}: No space left on device (ENOSPC)" in own_err(capsys)
 
 
 def test_a_refusal_wrapped_in_another_error_is_found(capsys):
@@ -52,7 +53,7 @@ def test_a_refusal_wrapped_in_another_error_is_found(capsys):
             raise RuntimeError("commit failed") from exc
 
     assert exit_code(command, argparse.Namespace()) == exit_codes.STORAGE
-    assert "error: /data/out/rows/part-1.parquet: Permission denied (EACCES)" in capsys.readouterr().err
+    assert "error: /data/out/rows/part-1.parquet: Permission denied (EACCES)" in own_err(capsys)
 
 
 @pytest.mark.parametrize("error", [OSError(errno.ECONNRESET, "Connection reset"), FileNotFoundError(2, "x"),
@@ -67,7 +68,7 @@ def test_an_engines_child_process_that_died_is_exit_3_in_one_line(capsys):
 
     died = ChildDied("the xgrammar engine's process ended before it finished (killed by a signal or out of memory?)")
     assert exit_code(failing(died), argparse.Namespace()) == exit_codes.ENGINE
-    err = capsys.readouterr().err
+    err = own_err(capsys)
     assert err.count("\n") == 1 and err.startswith("error: the xgrammar engine's process ended")
 
 
@@ -80,3 +81,11 @@ def test_every_exit_code_is_in_the_readme_and_operations_tables():
     for page in ("README.md", "docs/operations.md"):
         listed = {int(n) for n in re.findall(r"^\| (\d+) \|", (ROOT / page).read_text(), re.MULTILINE)}
         assert codes <= listed, (page, sorted(codes - listed))
+
+
+def test_a_line_ray_forwards_from_a_worker_meanwhile_is_not_the_commands(capsys):
+    import sys
+
+    sys.stderr.write("\x1b[36m(MapWorker(MapBatches(ExtractionActor)) pid=9946)\x1b[0m 2026-12-05T08:58Z actor.warm\n"
+                     "(raylet) pid=12 [2026-12-05] something\nerror: the command's own line (pid=3)\n")
+    assert own_err(capsys) == "error: the command's own line (pid=3)\n"

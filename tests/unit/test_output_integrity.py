@@ -22,7 +22,7 @@ from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import ManifestError, OutputCorruptError, read_manifest
 from pipeline.output.query import connect
 from pipeline.partition import partition_for
-from tests.conftest import ROOT, write_config, write_docs
+from tests.conftest import ROOT, own_err, write_config, write_docs
 from tests.fixtures.commits import DOCS, commit_outcome, invoice
 
 
@@ -295,5 +295,5 @@ def test_extract_query_verify_exits_8_in_one_line_on_a_file_changed_at_its_size(
     assert main(["query", str(cfg), "SELECT count(*) FROM rows", "--format", "json"]) == 0  # sizes agree
     capsys.readouterr()
     assert main(["query", str(cfg), "SELECT count(*) FROM rows", "--verify"]) == exit_codes.OUTPUT_CORRUPT
-    err = capsys.readouterr().err.strip().splitlines()
+    err = own_err(capsys).strip().splitlines()
     assert len(err) == 1 and "content hash" in err[0] and str(rows) in err[0]
