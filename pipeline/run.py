@@ -265,7 +265,7 @@ def _read_or_drop(committer: PartitionCommitter, label: str, unit_id: str, found
     and their rows redone."""
     try:
         return read_slices(committer.storage, found)
-    except (ValueError, OSError, pa.ArrowInvalid) as exc:
+    except (ValueError, OSError, StorageError) as exc:  # pyarrow's ArrowInvalid is a ValueError
         log.warning("partition.slice_unreadable", partition=label, unit=unit_id, slices=len(found),
                     error=f"{type(exc).__name__}: {exc}", action="their rows are redone")
         for s in found:

@@ -1,7 +1,8 @@
 """Where files live: a local folder or S3 (or an S3-compatible store), behind one small interface.
 
 Paths are URIs: `/abs/path` or `s3://bucket/key`. boto3 does listing, small objects (manifests,
-markers) and deletes; pyarrow's filesystem reads and writes Parquet (it is what Ray Data reads with).
+markers, and the slices actors stage: one PUT or GET each) and deletes; pyarrow's filesystem reads and
+writes the other Parquet files (it is what Ray Data reads with).
 
 S3 endpoint: `storage.endpoint_url` in the config, else AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL.
 Credentials come from the standard AWS chain and are never logged or written anywhere.
@@ -101,6 +102,8 @@ class Storage(Protocol):
     def exists(self, uri: str) -> bool: ...
     def read_text(self, uri: str) -> str: ...
     def write_text(self, uri: str, text: str) -> None: ...
+    def read_bytes(self, uri: str) -> bytes: ...
+    def write_bytes(self, uri: str, data: bytes) -> None: ...
     def delete(self, uri: str) -> None: ...
     def delete_prefix(self, prefix: str) -> None: ...
     def glob(self, pattern: str) -> list[str]: ...
@@ -134,13 +137,24 @@ class LocalStorage:
             raise os_error("read", uri, exc) from None
 
     def write_text(self, uri: str, text: str) -> None:
+        self.write_bytes(uri, text.encode())
+
+    def read_bytes(self, uri: str) -> bytes:
+        try:
+            return Path(uri).read_bytes()
+        except OSError as exc:
+            raise os_error("read", uri, exc) from None
+
+    def write_bytes(self, uri: str, data: bytes) -> None:
+        """Written whole to a hidden temporary file beside `uri`, fsynced, and renamed onto it (the folder fsynced):
+        a reader sees the old file or the new one."""
         path = Path(uri)
         tmp = ""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.chmod(tmp, FILE_MODE)  # mkstemp makes 0600: manifests get the mode of the data files beside them
@@ -315,8 +329,18 @@ class S3Storage:
         return body.read().decode()
 
     def write_text(self, uri: str, text: str) -> None:
+        self.write_bytes(uri, text.encode())
+
+    def read_bytes(self, uri: str) -> bytes:
+        """The object in one GET (pyarrow's reader makes two or three requests of a Parquet file: its size, its
+        footer, its columns)."""
+        bucket, key = split_s3(uri)
+        return self._call("get", uri, lambda **kw: self.client.get_object(**kw)["Body"].read(), Bucket=bucket,
+                          Key=key)
+
+    def write_bytes(self, uri: str, data: bytes) -> None:
         bucket, key = split_s3(uri)  # a single PUT: readers see the old object or the new one
-        self._call("put", uri, self.client.put_object, Bucket=bucket, Key=key, Body=text.encode())
+        self._call("put", uri, self.client.put_object, Bucket=bucket, Key=key, Body=data)
 
     def size(self, uri: str) -> int | None:
         from botocore.exceptions import ClientError

@@ -32,9 +32,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -47,7 +47,7 @@ import structlog
 from pipeline.config import ConfigError
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, PartitionManifest, read_manifest
-from pipeline.output.slices import Slice, covers, parse_slice, read_slices, slice_name, stamp, unit_file_id
+from pipeline.output.slices import Slice, covers, parse_slice, read_slice, slice_name, stamp, unit_file_id
 from pipeline.output.tables import RecordTables
 from pipeline.output.transaction import Commit, Hook, begin_commit, file_facts, new_commit_id, publish, sweep
 from pipeline.partition import Partition
@@ -58,7 +58,8 @@ from workers.outcome import Col, DeadCol
 
 log = structlog.get_logger(__name__)
 
-SLICE_READERS = 8  # a unit's slices read at once by a commit (threads: pyarrow's reads release the GIL)
+SLICE_READERS = 8  # staged files a commit reads at once (threads: the reads release the GIL)
+READ_AHEAD = 2 * SLICE_READERS  # staged files read ahead of the unit being written
 
 __all__ = ["ChangedJobError", "Commit", "Hook", "PartitionCommitter", "PartitionResult", "begin_commit", "changes",
            "check_unchanged", "file_facts", "more_selected", "new_commit_id", "output_parts", "publish", "skip_note",
@@ -250,7 +251,7 @@ class PartitionCommitter:
         tables = RecordTables(self.contract, pinput.schema.field(pinput.id_column), self.run_id, self.model_name)
         tally = _Tally()
         named = " or ".join(commit.paths.values())
-        # A unit's slices are read side by side: on S3 each is a request, and a unit holds a slice per batch.
+        # Slices are read side by side, and ahead of the unit being written: on S3 each is a request.
         with commit.files() as targets, ThreadPoolExecutor(max_workers=SLICE_READERS) as pool:
             writers: list[pq.ParquetWriter] = []
             try:
@@ -261,8 +262,8 @@ class PartitionCommitter:
                     tally.add(*self._carry(carried, tables), writers)
                     tally.reasons.update(carried.dead_letters_by_reason)
                     tally.tokens.update(carried.tokens)
-                for unit in pinput.units:
-                    for staged in self._staged(p, unit, slices.get(unit.id), pool):
+                for pieces in self._staged(p, pinput.units, slices, pool):
+                    for staged in pieces:
                         tally.add(*tables.split(staged), writers, staged)
                     self._step("compacting")
             except OSError as exc:  # two files written at once: say which, as pyarrow's message may not
@@ -278,22 +279,48 @@ class PartitionCommitter:
                                       f"dead_letters {tally.dead}")
         return tally
 
-    def _staged(self, p: Partition, unit: Unit, found: list[Slice] | None, pool: Executor) -> list[pa.Table]:
-        """A unit's staged outcomes: its slices' tables in row order, or its unit file's table."""
+    def _staged(self, p: Partition, units: list[Unit], slices: dict[str, list[Slice]], pool: Executor
+                ) -> Iterator[list[pa.Table]]:
+        """Each unit's staged outcomes, in the units' order: its slices' tables in row order, or its unit file's
+        table. The next units' files are read meanwhile, up to `READ_AHEAD` of them, so that a commit on S3 waits for
+        a request's latency about once per `READ_AHEAD` files rather than once per unit."""
+        ahead: deque[list[Future[pa.Table]]] = deque()
+        queued = 0
+        todo = iter(units)
+        try:
+            while True:
+                while queued < READ_AHEAD or not ahead:
+                    unit = next(todo, None)
+                    if unit is None:
+                        break
+                    ahead.append(self._read(p, unit, slices.get(unit.id), pool))
+                    queued += len(ahead[-1])
+                if not ahead:
+                    return
+                futures = ahead.popleft()
+                queued -= len(futures)
+                yield [_result(p, f) for f in futures]
+        finally:  # a failed read or write: the reads still queued are not wanted
+            for futures in ahead:
+                for f in futures:
+                    f.cancel()
+
+    def _read(self, p: Partition, unit: Unit, found: list[Slice] | None, pool: Executor) -> list[Future[pa.Table]]:
+        """The reads of a unit's staged files, begun on `pool`: its slices, which must cover its rows exactly once,
+        or its unit file."""
         if found:
             if not covers(unit.start, unit.stop, found):
                 raise AccountingError(f"partition {p.label}: the slices of unit {unit.id} do not cover its rows "
                                       f"{unit.start}-{unit.stop} exactly once: "
                                       f"{sorted((s.start, s.stop) for s in found)}")
-            try:
-                return read_slices(self.storage, sorted(found, key=lambda s: s.start), pool)
-            except ValueError as exc:
-                raise AccountingError(f"partition {p.label}: {exc}") from None
+            return [pool.submit(read_slice, self.storage, s) for s in sorted(found, key=lambda s: s.start)]
+        return [pool.submit(self._read_unit_file, p, unit)]
+
+    def _read_unit_file(self, p: Partition, unit: Unit) -> pa.Table:
         staged = pq.read_table(self.storage.arrow_path(self._unit_file(p, unit.id)), filesystem=self.storage.arrow_fs())
         if staged.num_rows != unit.rows:
-            raise AccountingError(f"partition {p.label}: unit {unit.id} has {staged.num_rows} "
-                                  f"outcomes for {unit.rows} documents")
-        return [staged]
+            raise ValueError(f"unit {unit.id} has {staged.num_rows} outcomes for {unit.rows} documents")
+        return staged
 
     def _carry(self, carried: PartitionManifest, tables: RecordTables) -> tuple[pa.Table, pa.Table]:
         """The carried commit's two tables, in this commit's layout; their counts must be the manifest's."""
@@ -307,6 +334,14 @@ class PartitionCommitter:
                                       f"{table.num_rows} rows, its manifest says {count}")
             out.append(table.select(schema.names).cast(schema))
         return out[0], out[1]
+
+
+def _result(p: Partition, future: Future[pa.Table]) -> pa.Table:
+    """A staged file's table; one whose rows are not what the commit expects is an `AccountingError`."""
+    try:
+        return future.result()
+    except ValueError as exc:
+        raise AccountingError(f"partition {p.label}: {exc}") from None
 
 
 def more_selected(manifest: PartitionManifest, plan: PartitionInput | None, limit: int | None) -> int:

@@ -218,3 +218,86 @@ def test_slices_read_side_by_side_come_back_in_order_and_a_short_one_is_refused(
         writer.write(liar.path, outcomes(2))
         with pytest.raises(ValueError, match="holds 2 outcomes for 3 rows"):
             read_slices(LocalStorage(), [*found, liar], pool)
+
+
+class Counting(LocalStorage):
+    """A local store that counts the calls the slices make of it."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def write_bytes(self, uri: str, data: bytes) -> None:
+        self.calls.append("write_bytes")
+        super().write_bytes(uri, data)
+
+    def read_bytes(self, uri: str) -> bytes:
+        self.calls.append("read_bytes")
+        return super().read_bytes(uri)
+
+    def atomic_output(self, uri: str, scratch: str | None = None):
+        self.calls.append("atomic_output")
+        return super().atomic_output(uri, scratch)
+
+    def arrow_fs(self):
+        self.calls.append("arrow_fs")
+        return super().arrow_fs()
+
+
+def test_a_slice_is_written_whole_in_one_call_and_read_back_in_one(tmp_path):
+    # On S3 one call is one request: a PUT, which readers see whole or not at all, and a GET.
+    store = Counting()
+    path = f"{tmp_path}/{slice_name('ab', 0, 3)}"
+    SliceWriter(store, "run-1").write(path, outcomes(3))
+    assert store.calls == ["write_bytes"]
+    assert [f.name for f in tmp_path.iterdir()] == ["slice-ab-0-3.parquet"]  # nothing left beside it
+    table, = read_slices(store, [parse_slice(path)])
+    assert store.calls == ["write_bytes", "read_bytes"] and table.num_rows == 3
+
+
+def test_a_commit_reads_the_next_units_slices_ahead_and_writes_the_units_in_order(tmp_path):
+    import threading
+
+    from pipeline.output import commit as commit_module
+    from pipeline.storage import storage_for
+    from pipeline.units import plan_partition
+    from tests.conftest import write_config, write_docs
+    from tests.fixtures.commits import committer_for
+    from tests.fixtures.commits import outcomes as real_outcomes
+
+    ahead = commit_module.READ_AHEAD
+    ids = [f"d{i:02d}" for i in range(ahead + 8)]
+    docs = write_docs(tmp_path / "docs.parquet", ids, ids)
+    cfg = write_config(tmp_path, **{"input.uri": str(docs)})
+    loaded, _, _, p, _, committer = committer_for(cfg, "run-1")
+    pinput = plan_partition(storage_for(p.input_uri), p, "doc_id", "text", None, 1)  # one document a unit
+    committer.prepare(p, fresh=True)
+    slices = {}
+    for unit, doc in zip(pinput.units, ids, strict=True):
+        found = parse_slice(committer.slice_path(p, unit.id, unit.start, unit.stop))
+        SliceWriter(LocalStorage(), "run-0").write(found.path, real_outcomes(loaded.contract.hash, {}, {doc: "x"}))
+        slices[unit.id] = [found]
+    first = slices[pinput.units[0].id][0].path
+    started: list[str] = []
+    seen_by_first: list[int] = []
+    lock, enough = threading.Lock(), threading.Event()
+
+    class FirstReadWaits(LocalStorage):
+        """The first unit's slice comes back only once the reads of the units after it have begun."""
+
+        def read_bytes(self, uri: str) -> bytes:
+            with lock:
+                started.append(uri)
+                if len(started) >= ahead:
+                    enough.set()
+            if uri == first:
+                assert enough.wait(60), f"only {len(started)} reads begun while the first unit's was waiting"
+                with lock:
+                    seen_by_first.append(len(started))
+            return super().read_bytes(uri)
+
+    committer.storage = FirstReadWaits()
+    result = committer.commit(pinput, 0.0, 0, slices)
+    assert result.dead_letters == len(ids)
+    assert seen_by_first == [ahead]  # read ahead, and no further than READ_AHEAD files before the first is written
+    dead, = (tmp_path / "out" / "dead_letters").rglob("*.parquet")
+    assert pq.read_table(dead).column("doc_id").to_pylist() == ids  # written in the units' order
