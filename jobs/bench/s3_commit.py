@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+import pyarrow.parquet as pq  # noqa: E402
+
 from pipeline.config import load_config  # noqa: E402
 from pipeline.output.commit import PartitionCommitter, output_parts  # noqa: E402
 from pipeline.output.layout import OutputLayout  # noqa: E402
@@ -104,9 +106,13 @@ def one_store(out: Path, corpus: Path, info: dict, output_uri: str, args: argpar
         result = committer.commit(pinput, begun, 0, slices=by_unit)
         commit_s = time.perf_counter() - begun
         assert result.rows + result.dead_letters == args.docs, result
+        rows_file = pq.ParquetFile(storage.arrow_path(committer.committed(pinput.partition).uri("rows", layout.root)),
+                                   filesystem=storage.arrow_fs())
         rounds.append({"round": n, "slices": len(found), "units": len(pinput.units), "stage_s": round(stage_s, 3),
                        "commit_s": round(commit_s, 3),
-                       "commit_ms_per_slice": round(1000 * commit_s / max(len(found), 1), 2)})
+                       "commit_ms_per_slice": round(1000 * commit_s / max(len(found), 1), 2),
+                       "rows_row_groups": rows_file.metadata.num_row_groups,
+                       "rows_footer_bytes": rows_file.metadata.serialized_size})
     return rounds
 
 

@@ -301,3 +301,26 @@ def test_a_commit_reads_the_next_units_slices_ahead_and_writes_the_units_in_orde
     assert seen_by_first == [ahead]  # read ahead, and no further than READ_AHEAD files before the first is written
     dead, = (tmp_path / "out" / "dead_letters").rglob("*.parquet")
     assert pq.read_table(dead).column("doc_id").to_pylist() == ids  # written in the units' order
+    assert pq.ParquetFile(dead).metadata.num_row_groups == 1  # one row group, not one a slice
+
+
+def test_a_committed_file_gathers_its_row_groups_and_a_failed_commit_drops_what_it_gathered(tmp_path, monkeypatch):
+    from pipeline.output import commit as commit_module
+
+    monkeypatch.setattr(commit_module, "ROW_GROUP_ROWS", 10)
+    schema = pa.schema([("n", pa.int64())])
+    out = commit_module.RowGroups(pq.ParquetWriter(tmp_path / "a.parquet", schema))
+    for n in range(25):
+        out.write_table(pa.table({"n": [n]}, schema))
+    out.flush()
+    out.close()
+    meta = pq.ParquetFile(tmp_path / "a.parquet").metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [10, 10, 5]
+    assert pq.read_table(tmp_path / "a.parquet").column("n").to_pylist() == list(range(25))
+    monkeypatch.setattr(commit_module, "ROW_GROUP_BYTES", 16)  # 2 int64 values
+    out = commit_module.RowGroups(pq.ParquetWriter(tmp_path / "b.parquet", schema))
+    for n in range(5):
+        out.write_table(pa.table({"n": [n]}, schema))
+    out.close()  # not flushed: a commit that failed
+    meta = pq.ParquetFile(tmp_path / "b.parquet").metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [2, 2]
