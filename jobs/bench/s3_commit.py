@@ -124,6 +124,7 @@ def main() -> None:
     ap.add_argument("--latency-ms", type=float, default=20.0)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--no-local", action="store_true", help="skip the local-disk store")
+    ap.add_argument("--no-s3", action="store_true", help="skip the S3 store")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     out = args.out.resolve()
@@ -139,6 +140,9 @@ def main() -> None:
         report["local"] = one_store(out, corpus, info, str(out / "local-output"), args, None)
         for r in report["local"]:
             print(f"local round {r['round']}: " + json.dumps(r), flush=True)
+    if args.no_s3:
+        (out / "s3_commit.json").write_text(json.dumps(report, indent=2, default=str))
+        return
     proc, endpoint = start_s3(args.latency_ms)
     try:
         import boto3
