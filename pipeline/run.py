@@ -10,6 +10,7 @@ import secrets
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -21,7 +22,7 @@ from pipeline import lifecycle, logs
 from pipeline.config import ConfigError, LoadedConfig
 from pipeline.job_checks import check_job
 from pipeline.lease import Lease
-from pipeline.output.commit import PartitionCommitter, PartitionResult, output_parts, sweep
+from pipeline.output.commit import SLICE_READERS, PartitionCommitter, PartitionResult, output_parts, sweep
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, RunManifest
 from pipeline.output.slices import Slice, SliceWriter, disjoint, parse_slice, read_slices, uncovered
@@ -246,7 +247,7 @@ def _slices_of(committer: PartitionCommitter, pinput: PartitionInput, pending: l
     for found in slices:
         by_unit[found.unit_id].append(found)
     covered: dict[str, list[Slice]] = {}
-    whole: dict[str, list[Slice]] = {}
+    candidates: list[tuple[str, list[Slice]]] = []
     for unit in pending:
         found = [s for s in disjoint(by_unit.get(unit.id, [])) if unit.start <= s.start and s.stop <= unit.stop]
         if not found:
@@ -254,23 +255,32 @@ def _slices_of(committer: PartitionCommitter, pinput: PartitionInput, pending: l
         if uncovered(unit.start, unit.stop, found):
             covered[unit.id] = found
             continue
-        if _read_or_drop(committer, pinput.partition.label, unit.id, found) is not None:
-            whole[unit.id] = found
+        candidates.append((unit.id, found))
+    readable = _readable(committer, pinput.partition.label, candidates)
+    whole = {unit_id: found for (unit_id, found), ok in zip(candidates, readable, strict=True) if ok}
     return covered, whole
 
 
-def _read_or_drop(committer: PartitionCommitter, label: str, unit_id: str, found: list[Slice]
-                  ) -> list[pa.Table] | None:
-    """The outcome tables of a unit's slices; None if one does not read back as its rows: then they are deleted,
-    and their rows redone."""
-    try:
-        return read_slices(committer.storage, found)
-    except (ValueError, OSError, StorageError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        log.warning("partition.slice_unreadable", partition=label, unit=unit_id, slices=len(found),
-                    error=f"{type(exc).__name__}: {exc}", action="their rows are redone")
-        for s in found:
-            committer.storage.delete(s.path)
-        return None
+def _readable(committer: PartitionCommitter, label: str, groups: list[tuple[str, list[Slice]]]) -> list[bool]:
+    """Whether each (unit id, slices) group reads back as its rows, read side by side (`SLICE_READERS` threads: on S3
+    each slice is a request, and a rerun after a death mid-partition finds thousands). A group that does not is
+    deleted, and its rows redone."""
+    def check(group: tuple[str, list[Slice]]) -> bool:
+        unit_id, found = group
+        try:
+            read_slices(committer.storage, found)
+            return True
+        except (ValueError, OSError, StorageError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            log.warning("partition.slice_unreadable", partition=label, unit=unit_id, slices=len(found),
+                        error=f"{type(exc).__name__}: {exc}", action="their rows are redone")
+            for s in found:
+                committer.storage.delete(s.path)
+            return False
+
+    if len(groups) < 2:
+        return [check(g) for g in groups]
+    with ThreadPoolExecutor(max_workers=SLICE_READERS) as pool:
+        return list(pool.map(check, groups))
 
 
 class _Commits:
@@ -451,16 +461,12 @@ def _seed(streaming: list[_Work], committer: PartitionCommitter, counts: Counter
     returns the slices that stay counted (one that does not read back as its rows is deleted, and redone)."""
     covered: dict[str, list[Slice]] = {}
     for w in streaming:
-        for unit_id, found in w.covered.items():
-            kept = []
-            for s in found:
-                if _read_or_drop(committer, w.input.partition.label, unit_id, [s]) is None:
-                    continue
+        groups = [(unit_id, [s]) for unit_id, found in w.covered.items() for s in found]
+        for (unit_id, (s,)), ok in zip(groups, _readable(committer, w.input.partition.label, groups), strict=True):
+            if ok:
                 w.in_slices[unit_id].append(s)
                 counts[unit_id] += s.rows
-                kept.append(s)
-            if kept:
-                covered[unit_id] = kept
+                covered.setdefault(unit_id, []).append(s)
     return covered
 
 

@@ -324,3 +324,28 @@ def test_a_committed_file_gathers_its_row_groups_and_a_failed_commit_drops_what_
     out.close()  # not flushed: a commit that failed
     meta = pq.ParquetFile(tmp_path / "b.parquet").metadata
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [2, 2]
+
+
+def test_a_rerun_checks_earlier_slices_side_by_side_and_drops_those_that_do_not_read_back(tmp_path):
+    import threading
+    from types import SimpleNamespace
+
+    from pipeline.run import _readable
+
+    writer, groups = SliceWriter(LocalStorage(), "run-0"), []
+    for n, unit in enumerate(("aa", "bb", "cc")):
+        found = parse_slice(f"{tmp_path}/{slice_name(unit, 0, 4)}")
+        writer.write(found.path, outcomes(4 if n != 1 else 3))  # bb's slice holds 3 outcomes for 4 rows
+        groups.append((unit, [found]))
+    both = threading.Barrier(2, timeout=60)
+
+    class TwoAtOnce(LocalStorage):
+        """The first two reads return only once both have begun: read one at a time, the barrier breaks."""
+
+        def read_bytes(self, uri: str) -> bytes:
+            if "slice-aa" in uri or "slice-bb" in uri:
+                both.wait()
+            return super().read_bytes(uri)
+
+    assert _readable(SimpleNamespace(storage=TwoAtOnce()), "all", groups) == [True, False, True]
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["slice-aa-0-4.parquet", "slice-cc-0-4.parquet"]
