@@ -60,6 +60,7 @@ log = structlog.get_logger(__name__)
 
 SLICE_READERS = 8  # staged files a commit reads at once (threads: the reads release the GIL)
 READ_AHEAD = 2 * SLICE_READERS  # staged files read ahead of the unit being written
+READ_AHEAD_ROWS = 16_384  # and the outcomes they hold, at most (a slice holds a batch: 32 or 10,000 documents)
 
 __all__ = ["ChangedJobError", "Commit", "Hook", "PartitionCommitter", "PartitionResult", "begin_commit", "changes",
            "check_unchanged", "file_facts", "more_selected", "new_commit_id", "output_parts", "publish", "skip_note",
@@ -100,7 +101,7 @@ class PartitionResult:
 
 
 ROW_GROUP_ROWS = 65_536  # rows gathered into a row group of a committed file (a few more at times; the last fewer)
-ROW_GROUP_BYTES = 32 << 20  # or fewer rows, once they take this much memory
+ROW_GROUP_BYTES = 16 << 20  # or fewer rows, once they take this much memory
 SPLIT_ROWS = 4_096  # staged outcomes gathered before they are split into the two tables
 
 
@@ -330,26 +331,26 @@ class PartitionCommitter:
     def _staged(self, p: Partition, units: list[Unit], slices: dict[str, list[Slice]], pool: Executor
                 ) -> Iterator[list[pa.Table]]:
         """Each unit's staged outcomes, in the units' order: its slices' tables in row order, or its unit file's
-        table. The next units' files are read meanwhile, up to `READ_AHEAD` of them, so that a commit on S3 waits for
-        a request's latency about once per `READ_AHEAD` files rather than once per unit."""
-        ahead: deque[list[Future[pa.Table]]] = deque()
-        queued = 0
+        table. The next units' files are read meanwhile, up to `READ_AHEAD` of them and `READ_AHEAD_ROWS` outcomes, so
+        that a commit on S3 waits for a request's latency about once per `READ_AHEAD` files, not once per unit."""
+        ahead: deque[tuple[Unit, list[Future[pa.Table]]]] = deque()
+        files = rows = 0  # queued in `ahead`
         todo = iter(units)
         try:
             while True:
-                while queued < READ_AHEAD or not ahead:
+                while not ahead or (files < READ_AHEAD and rows < READ_AHEAD_ROWS):
                     unit = next(todo, None)
                     if unit is None:
                         break
-                    ahead.append(self._read(p, unit, slices.get(unit.id), pool))
-                    queued += len(ahead[-1])
+                    ahead.append((unit, self._read(p, unit, slices.get(unit.id), pool)))
+                    files, rows = files + len(ahead[-1][1]), rows + unit.rows
                 if not ahead:
                     return
-                futures = ahead.popleft()
-                queued -= len(futures)
+                unit, futures = ahead.popleft()
+                files, rows = files - len(futures), rows - unit.rows
                 yield [_result(p, f) for f in futures]
         finally:  # a failed read or write: the reads still queued are not wanted
-            for futures in ahead:
+            for _, futures in ahead:
                 for f in futures:
                     f.cancel()
 

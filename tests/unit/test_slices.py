@@ -254,7 +254,8 @@ def test_a_slice_is_written_whole_in_one_call_and_read_back_in_one(tmp_path):
     assert store.calls == ["write_bytes", "read_bytes"] and table.num_rows == 3
 
 
-def test_a_commit_reads_the_next_units_slices_ahead_and_writes_the_units_in_order(tmp_path):
+@pytest.mark.parametrize("bound", ["files", "rows"])
+def test_a_commit_reads_the_next_units_slices_ahead_and_writes_the_units_in_order(tmp_path, monkeypatch, bound):
     import threading
 
     from pipeline.output import commit as commit_module
@@ -264,8 +265,10 @@ def test_a_commit_reads_the_next_units_slices_ahead_and_writes_the_units_in_orde
     from tests.fixtures.commits import committer_for
     from tests.fixtures.commits import outcomes as real_outcomes
 
-    ahead = commit_module.READ_AHEAD
-    ids = [f"d{i:02d}" for i in range(ahead + 8)]
+    if bound == "rows":  # units of one document: 3 outcomes ahead are 3 files
+        monkeypatch.setattr(commit_module, "READ_AHEAD_ROWS", 3)
+    ahead = min(commit_module.READ_AHEAD, commit_module.READ_AHEAD_ROWS)
+    ids = [f"d{i:02d}" for i in range(commit_module.READ_AHEAD + 8)]
     docs = write_docs(tmp_path / "docs.parquet", ids, ids)
     cfg = write_config(tmp_path, **{"input.uri": str(docs)})
     loaded, _, _, p, _, committer = committer_for(cfg, "run-1")
@@ -298,7 +301,7 @@ def test_a_commit_reads_the_next_units_slices_ahead_and_writes_the_units_in_orde
     committer.storage = FirstReadWaits()
     result = committer.commit(pinput, 0.0, 0, slices)
     assert result.dead_letters == len(ids)
-    assert seen_by_first == [ahead]  # read ahead, and no further than READ_AHEAD files before the first is written
+    assert seen_by_first == [ahead]  # read ahead, and no further than the bound before the first unit is written
     dead, = (tmp_path / "out" / "dead_letters").rglob("*.parquet")
     assert pq.read_table(dead).column("doc_id").to_pylist() == ids  # written in the units' order
     assert pq.ParquetFile(dead).metadata.num_row_groups == 1  # one row group, not one a slice
