@@ -101,7 +101,7 @@ class PartitionResult:
 
 
 ROW_GROUP_ROWS = 65_536  # rows gathered into a row group of a committed file (a few more at times; the last fewer)
-ROW_GROUP_BYTES = 16 << 20  # or fewer rows, once they take this much memory
+ROW_GROUP_BYTES = 8 << 20  # or fewer rows, once they take this much memory (the driver holds them)
 SPLIT_ROWS = 4_096  # staged outcomes gathered before they are split into the two tables
 
 
