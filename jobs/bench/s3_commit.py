@@ -38,6 +38,7 @@ from pipeline.output.slices import SliceWriter  # noqa: E402
 from pipeline.partition import partition_for  # noqa: E402
 from pipeline.run import _pending_work, plan_one  # noqa: E402
 from pipeline.storage import storage_for  # noqa: E402
+from pipeline.tools.localcluster import free_port  # noqa: E402
 from pipeline.tools.machine import machine  # noqa: E402
 from pipeline.tools.simbench import _synthetic_outcomes, make_corpus, write_config  # noqa: E402
 
@@ -54,12 +55,6 @@ def delayed(environ, start_response):
     return app(environ, start_response)
 make_server("127.0.0.1", port, delayed, True, request_handler=MotoRequestHandler).serve_forever()
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_s3(latency_ms: float) -> tuple[subprocess.Popen, str]:

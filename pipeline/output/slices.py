@@ -23,6 +23,7 @@ in full, and the driver stages each unit as one `unit-<id>.parquet` file when al
 
 from __future__ import annotations
 
+import functools
 import re
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -135,7 +136,5 @@ def read_slice(storage: Storage, s: Slice) -> pa.Table:
 def read_slices(storage: Storage, slices: list[Slice], pool: Executor | None = None) -> list[pa.Table]:
     """The slices' outcome tables, in order (read side by side on `pool`: on S3 each is a request); a slice whose row
     count is not its range's raises ValueError."""
-    def read(s: Slice) -> pa.Table:
-        return read_slice(storage, s)
-
+    read = functools.partial(read_slice, storage)
     return list(pool.map(read, slices) if pool is not None and len(slices) > 1 else map(read, slices))
