@@ -324,9 +324,7 @@ class S3Storage:
             raise self._error("head", uri, bucket, exc) from None
 
     def read_text(self, uri: str) -> str:
-        bucket, key = split_s3(uri)
-        body = self._call("get", uri, self.client.get_object, Bucket=bucket, Key=key)["Body"]
-        return body.read().decode()
+        return self.read_bytes(uri).decode()
 
     def write_text(self, uri: str, text: str) -> None:
         self.write_bytes(uri, text.encode())

@@ -205,19 +205,17 @@ def test_a_receipt_is_what_progress_and_fail_fast_read():
         Progress(10, "job", live=False, fail_fast_after=2).see(back)
 
 
-def test_slices_read_side_by_side_come_back_in_order_and_a_short_one_is_refused(tmp_path):
-    from concurrent.futures import ThreadPoolExecutor
-
+def test_slices_come_back_in_order_and_a_short_one_is_refused(tmp_path):
+    # Read side by side, by a commit and a rerun's check: the tests of `_staged` and `_readable` below.
     writer, found = SliceWriter(LocalStorage(), "run-1"), []
     for start, stop in ((0, 3), (3, 4), (4, 6)):
         found.append(parse_slice(f"{tmp_path}/{slice_name('ab', start, stop)}"))
         writer.write(found[-1].path, outcomes(stop - start))
-    with ThreadPoolExecutor(4) as pool:
-        assert [t.num_rows for t in read_slices(LocalStorage(), found, pool)] == [3, 1, 2]
-        liar = parse_slice(f"{tmp_path}/{slice_name('ab', 6, 9)}")
-        writer.write(liar.path, outcomes(2))
-        with pytest.raises(ValueError, match="holds 2 outcomes for 3 rows"):
-            read_slices(LocalStorage(), [*found, liar], pool)
+    assert [t.num_rows for t in read_slices(LocalStorage(), found)] == [3, 1, 2]
+    liar = parse_slice(f"{tmp_path}/{slice_name('ab', 6, 9)}")
+    writer.write(liar.path, outcomes(2))
+    with pytest.raises(ValueError, match="holds 2 outcomes for 3 rows"):
+        read_slices(LocalStorage(), [*found, liar])
 
 
 class Counting(LocalStorage):
