@@ -19,6 +19,7 @@ import fnmatch
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -254,6 +255,14 @@ def split_s3(uri: str) -> tuple[str, str]:
     return parsed.netloc, parsed.path.lstrip("/")
 
 
+# Held while an `S3Storage` makes its boto3 client or pyarrow filesystem. A storage is used from several threads at
+# once: an actor's batches in flight each write their slice (`pipeline.output.slices`), a commit reads on 8 threads.
+# Each thread that found no client made one (8 at once, measured), and boto3 makes them all from its default session,
+# which is not safe to use from several threads at once (boto/boto3#1592, #2750). One lock for the process, as that
+# session is the process's.
+_MAKING_CLIENTS = threading.Lock()
+
+
 class S3Storage:
     def __init__(self, settings: S3Settings) -> None:
         self.settings = settings
@@ -266,16 +275,18 @@ class S3Storage:
     @property
     def client(self) -> Any:
         if self._client is None:
-            import boto3
-            from botocore.config import Config
+            with _MAKING_CLIENTS:  # threads that find no client yet make one, not one each (see `_MAKING_CLIENTS`)
+                if self._client is None:
+                    import boto3
+                    from botocore.config import Config
 
-            self._client = boto3.client(
-                "s3",
-                endpoint_url=self.settings.endpoint_url,
-                region_name=self.settings.region,
-                config=Config(retries={"max_attempts": RETRY_ATTEMPTS, "mode": "adaptive"},
-                              connect_timeout=10, read_timeout=60),
-            )
+                    self._client = boto3.client(
+                        "s3",
+                        endpoint_url=self.settings.endpoint_url,
+                        region_name=self.settings.region,
+                        config=Config(retries={"max_attempts": RETRY_ATTEMPTS, "mode": "adaptive"},
+                                      connect_timeout=10, read_timeout=60),
+                    )
         return self._client
 
     @staticmethod
@@ -384,23 +395,28 @@ class S3Storage:
 
     def arrow_fs(self) -> pafs.FileSystem:
         if self._fs is None:
-            kwargs: dict[str, Any] = {
-                "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=RETRY_ATTEMPTS),
-                "connect_timeout": 10,
-                "request_timeout": 60,
-            }
-            if self.settings.region:
-                kwargs["region"] = self.settings.region
-            endpoint = self.settings.endpoint_url
-            if endpoint:
-                # pyarrow ignores AWS_ENDPOINT_URL: pass the host and scheme explicitly.
-                parsed = urlparse(endpoint)
-                kwargs["endpoint_override"] = parsed.netloc or parsed.path
-                kwargs["scheme"] = parsed.scheme or "https"
-                kwargs.setdefault("region", "us-east-1")
-                kwargs["force_virtual_addressing"] = False
-            self._fs = pafs.S3FileSystem(**kwargs)
+            with _MAKING_CLIENTS:
+                if self._fs is None:
+                    self._fs = self._new_arrow_fs()
         return self._fs
+
+    def _new_arrow_fs(self) -> pafs.S3FileSystem:
+        kwargs: dict[str, Any] = {
+            "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=RETRY_ATTEMPTS),
+            "connect_timeout": 10,
+            "request_timeout": 60,
+        }
+        if self.settings.region:
+            kwargs["region"] = self.settings.region
+        endpoint = self.settings.endpoint_url
+        if endpoint:
+            # pyarrow ignores AWS_ENDPOINT_URL: pass the host and scheme explicitly.
+            parsed = urlparse(endpoint)
+            kwargs["endpoint_override"] = parsed.netloc or parsed.path
+            kwargs["scheme"] = parsed.scheme or "https"
+            kwargs.setdefault("region", "us-east-1")
+            kwargs["force_virtual_addressing"] = False
+        return pafs.S3FileSystem(**kwargs)
 
     def arrow_path(self, uri: str) -> str:
         bucket, key = split_s3(uri)
