@@ -126,6 +126,8 @@ def same_requests(loaded: LoadedConfig, texts: list[str], golds: list[dict]) -> 
     raw = same_requests_arm(loaded, [g["doc_id"] for g in golds], texts)
     timings = {k: round(raw.pop(k), 3) for k in ("build_s", "generate_s", "classify_s", "engine_init_s",
                                                   "schema_compile_s", "cpu_s", "cores_used")}
+    others = raw.pop("others_cpu_s")
+    timings["others_cpu_s"] = round(others, 3) if others is not None else None
     return {SAME_REQUESTS: _arm(SAME_REQUESTS, raw.pop("generations"), raw.pop("seconds"),
                                 raw.pop("prefill_plus_one_s"), len(texts), raw.pop("records"), golds,
                                 **timings, **raw)}
@@ -352,7 +354,7 @@ def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], ext
         "schema_compile_s": t.get("schema_compile_s"),
         "driver_peak_rss_mb": round(sampler.driver_peak / 2**20, 1),
         "worker_peak_rss_mb": round(sampler.worker_peak / 2**20, 1),
-        **actor_cpu(sampler.worker_cpu, ready, finished),
+        **actor_cpu(sampler.worker_cpu, ready, finished, sampler.machine_cpu),
         "dead_letters_by_reason": manifest["dead_letters_by_reason"],
     }
 
@@ -412,6 +414,7 @@ COLUMNS = [("docs/s", "docs_per_s"), ("tokens/s", "output_tokens_per_s"), ("ms/t
            ("first progress after ready s", "first_progress_after_ready_s"),
            ("first document after ready s", "first_document_after_ready_s"),
            ("driver RSS MB", "driver_peak_rss_mb"), ("engine CPU cores used", "cores_used"),
+           ("other processes CPU s", "others_cpu_s"),
            ("worker RSS MB", "worker_peak_rss_mb")]
 
 

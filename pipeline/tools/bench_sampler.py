@@ -1,12 +1,14 @@
-"""What the bench samples from outside a pipeline run: the driver's and the extraction actors' peak RSS, and the
-actors' CPU seconds over time (`RssSampler`), and the actors' CPU and cores used between two moments
-(`actor_cpu`)."""
+"""What the bench samples from outside a pipeline run: the driver's and the extraction actors' peak RSS, the actors'
+CPU seconds and the whole machine's busy CPU seconds over time (`RssSampler`), and from those, between two moments,
+the actors' CPU and cores used and what every other process took (`actor_cpu`)."""
 
 from __future__ import annotations
 
 import threading
 import time
 from typing import Any
+
+from pipeline.tools.machine import cpu_seconds
 
 
 class RssSampler(threading.Thread):
@@ -18,6 +20,7 @@ class RssSampler(threading.Thread):
         self.driver_peak = 0
         self.worker_peak = 0
         self.worker_cpu: list[tuple[float, float]] = []  # (unix time, the actors' CPU seconds so far)
+        self.machine_cpu: list[tuple[float, float]] = []  # (unix time, the machine's busy CPU seconds since boot)
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -48,16 +51,34 @@ class RssSampler(threading.Thread):
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     del workers[pid]
             if workers:
-                self.worker_cpu.append((time.time(), cpu))
+                now, machine = time.time(), cpu_seconds()
+                self.worker_cpu.append((now, cpu))
+                if machine is not None:
+                    self.machine_cpu.append((now, machine[0]))
             self.stop.wait(0.2)
 
 
-def actor_cpu(samples: list[tuple[float, float]], start: float, end: float) -> dict[str, float | None]:
+def actor_cpu(samples: list[tuple[float, float]], start: float, end: float,
+              machine: list[tuple[float, float]] | None = None) -> dict[str, float | None]:
     """The pipeline arm's actors' CPU seconds from `start` to `end` (Unix seconds), from the bench's samples of
-    (time, CPU seconds so far), and the cores that is on average: to set beside this arm's `cores_used`."""
-    before = [cpu for t, cpu in samples if t <= start]
-    until = [cpu for t, cpu in samples if t <= end]
+    (time, CPU seconds so far), and the cores that is on average: to set beside this arm's `cores_used`. With the
+    machine's samples (time, busy CPU seconds), also `others_cpu_s`: what every other process took meanwhile (the
+    driver, Ray's own processes, anything else on the machine), which an engine on every core competes with."""
+    cpu = _between(samples, start, end)
+    others = None
+    if machine is not None:
+        busy = _between(machine, start, end)
+        others = round(max(busy - cpu, 0.0), 3) if busy is not None and cpu is not None else None
+    if cpu is None:
+        return {"cpu_s": None, "cores_used": None, "others_cpu_s": others}
+    return {"cpu_s": round(cpu, 3), "cores_used": round(cpu / (end - start), 3), "others_cpu_s": others}
+
+
+def _between(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
+    """The growth of a sampled running total from the last sample at or before `start` to the last at or before
+    `end`; None without both, or for an empty span. Both ends use the same samples, so the two totals compare."""
+    before = [value for t, value in samples if t <= start]
+    until = [value for t, value in samples if t <= end]
     if not before or not until or end <= start:
-        return {"cpu_s": None, "cores_used": None}
-    cpu = until[-1] - before[-1]
-    return {"cpu_s": round(cpu, 3), "cores_used": round(cpu / (end - start), 3)}
+        return None
+    return until[-1] - before[-1]
