@@ -41,7 +41,7 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 def _die_with(parent: int) -> None:
     """In the child, first: end when the process that started it ends, however that ends. A `kill` of `extract bench`
-    left its engine child running (measured: 15 minutes, and most of a core, beside the next test session). On Linux
+    left its engine child running (measured: 15 minutes and 1.5 GB, beside the next test session). On Linux
     the kernel sends the child SIGKILL when its parent's thread that started it exits; the pool starts it from the
     caller's thread, which waits in `run_in_child` until the child has ended."""
     if sys.platform.startswith("linux"):
