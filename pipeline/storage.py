@@ -277,17 +277,20 @@ class S3Storage:
         if self._client is None:
             with _MAKING_CLIENTS:  # threads that find no client yet make one, not one each (see `_MAKING_CLIENTS`)
                 if self._client is None:
-                    import boto3
-                    from botocore.config import Config
-
-                    self._client = boto3.client(
-                        "s3",
-                        endpoint_url=self.settings.endpoint_url,
-                        region_name=self.settings.region,
-                        config=Config(retries={"max_attempts": RETRY_ATTEMPTS, "mode": "adaptive"},
-                                      connect_timeout=10, read_timeout=60),
-                    )
+                    self._client = self._new_client()
         return self._client
+
+    def _new_client(self) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.settings.endpoint_url,
+            region_name=self.settings.region,
+            config=Config(retries={"max_attempts": RETRY_ATTEMPTS, "mode": "adaptive"},
+                          connect_timeout=10, read_timeout=60),
+        )
 
     @staticmethod
     def _error(operation: str, uri: str, bucket: str, exc: Any, codes: dict[str, str] | None = None) -> StorageError:
