@@ -34,6 +34,7 @@ from pipeline.dataflow import actor_env, build_spec
 from pipeline.partition import partition_for
 from pipeline.planning import plan_input
 from pipeline.storage import storage_for
+from pipeline.tools.bench_sampler import others_cpu
 from pipeline.tools.machine import cpu_seconds
 from workers.actor import start_engine
 from workers.engine import Generation, has_accelerator
@@ -115,8 +116,8 @@ def same_requests_arm(loaded: LoadedConfig, ids: list[str], texts: list[str]) ->
         "cpu_s": cpu_s,
         "cores_used": cpu_s / max(ended - started, 1e-9),
         # What every other process on the machine took meanwhile, as the pipeline arm reports its own (`actor_cpu`).
-        "others_cpu_s": (max(machine_ended[0] - machine_started[0] - cpu_s, 0.0)
-                         if machine_started and machine_ended else None),
+        "others_cpu_s": others_cpu(machine_ended[0] - machine_started[0] if machine_started and machine_ended
+                                   else None, cpu_s),
         "engine_calls": len(calls),
         "requests": sum(len(c.prompts) for c in calls),
         "distinct_grammars": len({repr(s) for c in calls for s in c.schemas}),

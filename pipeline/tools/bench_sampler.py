@@ -65,13 +65,18 @@ def actor_cpu(samples: list[tuple[float, float]], start: float, end: float,
     machine's samples (time, busy CPU seconds), also `others_cpu_s`: what every other process took meanwhile (the
     driver, Ray's own processes, anything else on the machine), which an engine on every core competes with."""
     cpu = _between(samples, start, end)
-    others = None
-    if machine is not None:
-        busy = _between(machine, start, end)
-        others = round(max(busy - cpu, 0.0), 3) if busy is not None and cpu is not None else None
+    others = others_cpu(_between(machine, start, end) if machine is not None else None, cpu)
     if cpu is None:
         return {"cpu_s": None, "cores_used": None, "others_cpu_s": others}
     return {"cpu_s": round(cpu, 3), "cores_used": round(cpu / (end - start), 3), "others_cpu_s": others}
+
+
+def others_cpu(machine_busy: float | None, own: float | None) -> float | None:
+    """What every other process took: the machine's busy CPU seconds over a span less the measured process's own,
+    never below 0 (the two are read a moment apart); None when either is unknown."""
+    if machine_busy is None or own is None:
+        return None
+    return round(max(machine_busy - own, 0.0), 3)
 
 
 def _between(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
