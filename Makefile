@@ -31,7 +31,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check pipeline schemas workers tests jobs
+	$(VENV)/bin/ruff check pipeline schemas workers tests jobs lab
 
 clean:
 	rm -rf out .pytest_cache

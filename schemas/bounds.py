@@ -28,7 +28,7 @@ from schemas.refs import resolve_ref
 from schemas.walk import schema_types
 
 # Tokens per character of compact JSON outputs under the bundled model's tokenizer (SmolLM2-135M), measured by
-# `jobs/bench/tokens_per_char.py` on 1,413 outputs (sample gold 50, DeepJSONEval dev gold 136, JSONSchemaBench
+# `lab/experiments/tokens_per_char.py` on 1,413 outputs (sample gold 50, DeepJSONEval dev gold 136, JSONSchemaBench
 # dev valid instances 1,227): pooled 0.355, mean 0.370, p90 0.468, p99 0.702, max 1.0. 0.75 is the p99 rounded
 # up: the longest output already assumes every free value at its bound, and a runaway value is often digits or
 # `_M_M_M` (about 1 token per character), far denser than prose (about 0.25). Check on the model's own outputs (the

@@ -83,7 +83,7 @@ def _substring_nodes(schema: Any) -> Iterable[dict[str, Any]]:
 
 
 # XGrammar's compile time follows the grammar's size, worse than linearly: on one core (bundled tokenizer)
-# 0.6 MB took 3.7 s, 0.9 MB 6-7 s, 1.2 MB 16 s, 1.6-1.7 MB 24-51 s (jobs/bench/substring_compile.py).
+# 0.6 MB took 3.7 s, 0.9 MB 6-7 s, 1.2 MB 16 s, 1.6-1.7 MB 24-51 s (lab/README.md: substring_compile).
 MAX_GRAMMAR_BYTES = 900_000
 
 

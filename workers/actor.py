@@ -255,7 +255,7 @@ class ExtractionActor:
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them."""
         # With `actor.batch` at the end, a batch cut off in flight (a killed driver or actor) is a start without an
-        # end: jobs/bench/resume_at_scale.py counts the work redone after a kill from the two.
+        # end: lab/experiments/resume_at_scale.py counts the work redone after a kill from the two.
         log.debug("actor.batch_start", actor=self.name, documents=batch.num_rows)
         places = batch.column(Internal.SLICE) if Internal.SLICE in batch.column_names else None
         if places is not None:

@@ -65,7 +65,7 @@ _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2
 #   default 512). Grounded decoding compiles one grammar per document, used only by that document's requests,
 #   so on a long run the cache fills to its bound and the process's RSS grows by more than that: compiling 1,400
 #   of the sample's grounded grammars (about 0.41 MiB each by XGrammar's count), RSS +1.14 GiB and still growing
-#   at 512 MiB, +0.55 GiB and flat after about 1,100 at 64 (`jobs/bench/grammar_cache.py`). 64 MiB holds the
+#   at 512 MiB, +0.55 GiB and flat after about 1,100 at 64 (lab/README.md: grammar_cache). 64 MiB holds the
 #   grammars of 64 sequences in flight twice over.
 ACTOR_MALLOC_ARENAS = 2
 ACTOR_GRAMMAR_CACHE_MB = 64

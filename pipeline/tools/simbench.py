@@ -40,7 +40,7 @@ import yaml
 from pipeline.output.layout import OutputLayout
 from pipeline.output.slices import Slice, disjoint, parse_slice, unit_file_id
 from pipeline.partition import Partition
-from pipeline.tools.localcluster import LocalCluster  # also imported from here by tests/ and jobs/bench
+from pipeline.tools.localcluster import LocalCluster  # also imported from here by tests/ and lab/experiments
 from pipeline.tools.machine import describe as describe_machine
 from pipeline.tools.machine import machine
 

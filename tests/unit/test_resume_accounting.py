@@ -1,4 +1,4 @@
-"""jobs/bench/resume_at_scale.py's accounting: the JSON log lines it reads and what it counts as redone."""
+"""lab/experiments/resume_at_scale.py's accounting: the JSON log lines it reads and what it counts as redone."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "jobs" / "bench" / "resume_at_scale.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "lab" / "experiments" / "resume_at_scale.py"
 
 
 def _script():

@@ -3,7 +3,7 @@
 after the other, `--rounds` times with the order alternating (same requests first in odd rounds), so that drift
 in the machine's speed hits both arms alike.
 
-    .venv/bin/python jobs/bench/same_requests.py --docs 16 --rounds 2 --out /tmp/q/samereq
+    .venv/bin/python lab/experiments/same_requests.py --docs 16 --rounds 2 --out /tmp/q/samereq
 
 Prints one line per arm and round, and the median ratio; writes `same_requests.json` in `--out`.
 """

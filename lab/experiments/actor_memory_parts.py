@@ -9,9 +9,9 @@ malloc holds: in use and free), and at the end it sums `/proc/self/smaps` by kin
 other large anonymous mappings, malloc's arenas, the main heap, shared libraries. The grammar cache's bytes are
 read from vLLM's XGrammar compiler (`get_cache_size_bytes`), and the number of distinct grammars the documents
 asked for is counted. The actor's own process under Ray also holds Ray's core worker (about 0.1-0.2 GiB), which
-this does not; `jobs/bench/actor_memory.py` measures the real actor.
+this does not; `lab/experiments/actor_memory.py` measures the real actor.
 
-    nice -n 19 .venv/bin/python jobs/bench/actor_memory_parts.py [CONFIG] [--docs N] [--json OUT] [--env K=V ...]
+    nice -n 19 .venv/bin/python lab/experiments/actor_memory_parts.py [CONFIG] [--docs N] [--json OUT] [--env K=V ...]
 
 It restarts itself with `workers.memory.actor_memory_env` in its environment (glibc reads MALLOC_ARENA_MAX at
 start), as Ray starts the actor; `--no-actor-env` runs without it and without `actor_env`. The KV cache is sized for

@@ -11,7 +11,7 @@ The actor's peak is `actor_vm_hwm_gib`, its own high-water mark. `actor_peak_rss
 (an engine core in a child process, with vLLM's V1 multiprocessing); a child the actor forks for a moment
 shares its pages copy-on-write and is counted twice there (seen: 5.47 GiB for one sample of a 2.74 GiB actor).
 
-    nice -n 19 .venv/bin/python jobs/bench/actor_memory.py --json /tmp/mem.json -- \\
+    nice -n 19 .venv/bin/python lab/experiments/actor_memory.py --json /tmp/mem.json -- \\
         .venv/bin/extract eval jobs/extract.yaml --gold jobs/sample/invoices_gold.jsonl --set output.uri=/tmp/OUT
 """
 

@@ -1,7 +1,7 @@
 """Resume at scale (issue 27, item 4): SIGKILL the driver at about half of a simulated corpus, rerun, and measure
 what was done twice and how long the rerun takes to start generating.
 
-    nice -n 19 .venv/bin/python jobs/bench/resume_at_scale.py --docs 1000000 --actors 4 --batch-size 1000 \
+    nice -n 19 .venv/bin/python lab/experiments/resume_at_scale.py --docs 1000000 --actors 4 --batch-size 1000 \
         --checkpoint-rows 1000 --batches-in-flight 1
 
 A loopback Ray cluster (pipeline.tools.localcluster.LocalCluster), the simulated engine answering at once (or as

@@ -8,7 +8,7 @@ written as the grammar emits it (compact: no whitespace, `ensure_ascii=False`), 
 - DeepJSONEval dev gold (`../shared/corpora/deepjsoneval-dev/deepjsoneval-en-dev.jsonl`, field `json`);
 - JSONSchemaBench dev valid instances (`../shared/corpora/jsonschemabench-dev/instances.jsonl`).
 
-Run: `.venv/bin/python jobs/bench/tokens_per_char.py` (prints a table; `--json` for the figures).
+Run: `.venv/bin/python lab/experiments/tokens_per_char.py` (prints a table; `--json` for the figures).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ named by `py-spy dump` every 10 s (py-spy on PATH; threads it never saw, such as
 and its RSS parts (`VmHWM`, `RssAnon`, `RssFile`, `RssShmem`) every 0.5 s. Issue 27's figures in
 docs/performance.md ("Driver CPU and memory, 2026-12-02") came from it.
 
-    nice -n 19 .venv/bin/python jobs/bench/driver_threads.py --docs 1000000 --out /tmp/h27/cell-1e6
+    nice -n 19 .venv/bin/python lab/experiments/driver_threads.py --docs 1000000 --out /tmp/h27/cell-1e6
 
 `--cwd DIR` runs the driver from another tree (a `git archive` of an older commit) for a before/after.
 `--py-spy` also records the driver's Python stacks (`py-spy record --threads --nonblocking`, 100 samples/s of

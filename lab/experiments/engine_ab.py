@@ -8,7 +8,7 @@ through `BatchExtractor.outcomes` as the actor does (batches of `workers.batch_s
 threads), A then B, `--rounds` times. Prints one JSON line per round and the medians. Process-wide patches
 (the mask and penalty kernels) are the same for both.
 
-    nice -n 19 .venv/bin/python jobs/bench/engine_ab.py --docs 26 --rounds 3 \\
+    nice -n 19 .venv/bin/python lab/experiments/engine_ab.py --docs 26 --rounds 3 \\
         --a model.engine_kwargs.max_num_seqs=64 --b model.engine_kwargs.max_num_seqs=16
 """
 

@@ -9,7 +9,7 @@ deletes the staging, so each round stages again). Timed: staging (one slice afte
 with the staged partition (`rerun_check_s`: list the staging and read every slice back), and the commit. The same on
 local disk for scale.
 
-    .venv/bin/python jobs/bench/s3_commit.py --docs 10000 --latency-ms 20 --rounds 2 --out /tmp/s/s3commit
+    .venv/bin/python lab/experiments/s3_commit.py --docs 10000 --latency-ms 20 --rounds 2 --out /tmp/s/s3commit
 
 Prints one line per store and round; writes `s3_commit.json` in `--out`.
 """
