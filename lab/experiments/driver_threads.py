@@ -2,7 +2,7 @@
 simulated engine), with where the driver's CPU and memory go: its CPU per thread (`/proc/<pid>/task/*/stat`),
 named by `py-spy dump` every 10 s (py-spy on PATH; threads it never saw, such as Arrow's pool, show as "?"),
 and its RSS parts (`VmHWM`, `RssAnon`, `RssFile`, `RssShmem`) every 0.5 s. Issue 27's figures in
-docs/performance.md ("Driver CPU and memory, 2026-12-02") came from it.
+lab/journal/performance.md ("Driver CPU and memory, 2026-12-02") came from it.
 
     nice -n 19 .venv/bin/python lab/experiments/driver_threads.py --docs 1000000 --out /tmp/h27/cell-1e6
 

@@ -1,7 +1,8 @@
 """The house's rules, checked on the source: no import cycles, vLLM imported only under `workers/`, `workers/` never
 importing `pipeline/`, the run path free of the tools and the CLI, the committed output's files named only in
-`pipeline/output/`, the outcome columns named only in the contract (`workers.outcome`), and no module over 600 lines
-nor function over 50."""
+`pipeline/output/`, the outcome columns named only in the contract (`workers.outcome`), no module over 600 lines
+nor function over 50, the product never importing `lab/`, and the README and each docs/ page short enough to be a
+manual (150 and 400 lines)."""
 
 from __future__ import annotations
 
@@ -218,3 +219,52 @@ def test_the_length_check_finds_a_long_function_and_a_long_module():
     assert _too_long(_a_method_of(50), "m.py") == []
     assert _too_long("x = 1\n" * 601, "big.py") == ["big.py: 601 lines"]
     assert _too_long("x = 1\n" * 600, "big.py") == []
+
+
+def _lab_imports(path: Path, root: Path = ROOT) -> list[str]:
+    """Each import of the lab (`lab` or `lab.*`) in the file, as `path:line module`."""
+    return [f"{path.relative_to(root)}:{line} {module}" for module, line in _imports(path) if _in(module, "lab")]
+
+
+def test_the_product_never_imports_the_lab():
+    """`lab/` (experiment scripts, their journal) builds on the product; nothing under pipeline/, schemas/ or
+    workers/ loads it, so the product installs and runs without it."""
+    wrong = sorted(found for path in _modules().values() for found in _lab_imports(path))
+    assert wrong == [], "the product imports the lab:\n" + "\n".join(wrong)
+
+
+def test_the_lab_import_check_names_each_lab_import(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import lab\nimport labels\nfrom lab.experiments import engine_ab\n"
+                      "def f():\n    import lab.journal\n")
+    assert _lab_imports(source, tmp_path) == ["m.py:1 lab", "m.py:3 lab.experiments",
+                                              "m.py:3 lab.experiments.engine_ab", "m.py:5 lab.journal"]
+
+
+MAX_README_LINES = 150
+MAX_DOC_PAGE_LINES = 400
+
+
+def _pages_over(pages: list[Path], bound: int) -> list[str]:
+    return [f"{page.relative_to(ROOT)}: {n} lines (at most {bound})" for page in pages
+            if (n := len(page.read_text().splitlines())) > bound]
+
+
+def test_the_readme_is_at_most_150_lines():
+    """The README says what the tool is, the two commands, the next ones, the exit codes and where to read on."""
+    over = _pages_over([ROOT / "README.md"], MAX_README_LINES)
+    assert over == [], "shorten it (the history belongs in lab/journal/):\n" + "\n".join(over)
+
+
+def test_no_docs_page_is_over_400_lines():
+    """docs/ is the manual of the product as it is; the measurement history lives in lab/journal/."""
+    pages = sorted((ROOT / "docs").glob("*.md"))
+    assert pages, "docs/ holds no page"
+    over = _pages_over(pages, MAX_DOC_PAGE_LINES)
+    assert over == [], "split or shorten (the history belongs in lab/journal/):\n" + "\n".join(over)
+
+
+def test_the_page_length_check_names_a_long_page():
+    page = ROOT / "docs" / "config.md"
+    assert _pages_over([page], 10**6) == []
+    assert _pages_over([page], 1) == [f"docs/config.md: {len(page.read_text().splitlines())} lines (at most 1)"]
