@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from pipeline import exit_codes
+from pipeline.cli.options import error_line
 from pipeline.storage import S3Settings
 
 
@@ -67,7 +67,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             return 0
         index, lines, newest = write_index(output_uri, out, settings, top=args.top)
     except ReportError as exc:  # nothing to report on: no such output, run or committed data
-        print(f"error: {exc}", file=sys.stderr)
+        error_line(exc)
         return exit_codes.USAGE
     newest_dir = index.parent / newest.data.run_id if newest is not None else None
     if args.format == "json":

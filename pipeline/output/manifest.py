@@ -25,6 +25,7 @@ import structlog
 
 from pipeline.output.layout import KINDS, OutputLayout
 from pipeline.partition import WHOLE, Partition
+from pipeline.secrets import redact, redact_value
 from pipeline.storage import Storage, join
 
 log = structlog.get_logger(__name__)
@@ -154,7 +155,12 @@ class PartitionManifest:
         return manifest
 
     def to_json(self) -> str:
-        return json.dumps({**asdict(self), "format": FORMAT}, indent=2, default=str)
+        """The manifest's JSON; what it says of the input (its URI, files, a retry's settings) through the one
+        redactor (`pipeline.secrets`): a URL password never reaches the output."""
+        out = {**asdict(self), "format": FORMAT}
+        for key in ("input_uri", "input_files", "retries"):
+            out[key] = redact_value(out[key])
+        return json.dumps(out, indent=2, default=str)
 
     def uri(self, kind: str, root: str) -> str:
         """Where a table's file of this partition is, for the output now at `root`."""
@@ -280,7 +286,8 @@ class RunManifest:
         return {**{k: v for k, v in out.items() if k != "extra"}, **self.extra}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=False, default=str)
+        """The record's JSON, through the one redactor (`pipeline.secrets`): no secret reaches the output."""
+        return json.dumps(redact(self.to_dict()), indent=2, sort_keys=False, default=str)
 
     @classmethod
     def from_json(cls, text: str, where: str = "run manifest") -> RunManifest:
