@@ -587,3 +587,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Lo
                 raise ConfigError(f"--set {dotted}: the value nests more than {MAX_CONFIG_DEPTH} mappings or lists "
                                   "deep (with its key); a config is a few levels of keys")
     return LoadedConfig(parse_config(raw, str(path), tuple(overrides or ())), path, raw)
+
+
+def output_of(path: str | Path) -> tuple[str, S3Settings]:
+    """The output a config names and its storage settings, read as data only: the job's schema module is not
+    imported, nor its examples or templates read (`extract report extract.yaml` reads an output, runs no code)."""
+    path = Path(path).expanduser().resolve()
+    cfg = parse_config(read_yaml(path), str(path))
+    return _resolve_local(cfg.output.uri, path.parent), S3Settings.resolve(cfg.storage.endpoint_url, cfg.storage.region)

@@ -21,6 +21,7 @@ import structlog
 from pipeline import lifecycle, logs
 from pipeline.config import ConfigError, LoadedConfig
 from pipeline.job_checks import check_job
+from pipeline.job_identity import job_snapshot
 from pipeline.lease import Lease
 from pipeline.output.commit import SLICE_READERS, PartitionCommitter, PartitionResult, output_parts, sweep
 from pipeline.output.layout import OutputLayout
@@ -196,6 +197,7 @@ def _new_manifest(loaded: LoadedConfig, run_id: str) -> RunManifest:
         output_uri=loaded.output_uri, model=cfg.model.path, max_tokens=cfg.model.max_tokens,
         constrained=cfg.model.constrained,
         schema={"name": loaded.contract.name, "version": loaded.contract.version, "hash": loaded.contract.hash},
+        job=job_snapshot(loaded),
     )
 
 

@@ -25,10 +25,9 @@ from pipeline.storage import S3Settings
 
 def _output_and_settings(target: str) -> tuple[str, S3Settings | None]:
     if target.endswith((".yaml", ".yml")) and Path(target).is_file():
-        from pipeline.config import load_config
+        from pipeline.config import output_of
 
-        loaded = load_config(target)
-        return loaded.output_uri, loaded.s3_settings
+        return output_of(target)
     return (target if "://" in target else os.path.abspath(os.path.expanduser(target))), None
 
 

@@ -279,6 +279,7 @@ class RunManifest:
     error: str | None = None
     alert: str | None = None  # why a committed run missed output's quality bar (pipeline.quality; exit 4)
     kind: str = "run"  # run | retry
+    job: dict[str, Any] = field(default_factory=dict)  # the redacted job snapshot (pipeline.job_identity)
     extra: dict[str, Any] = field(default_factory=dict)  # keys a kind adds (a retry's settings)
 
     def to_dict(self) -> dict[str, Any]:
