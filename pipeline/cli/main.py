@@ -25,6 +25,7 @@ from pipeline.cli.options import OneLineParser, error_line, terminal_flags
 from pipeline.config import ConfigError
 from pipeline.lease import LeaseHeldError, LeaseLostError
 from pipeline.lifecycle import ClusterStartError
+from pipeline.output.links import LinkedReadError
 from pipeline.output.manifest import AccountingError, OutputCorruptError
 from pipeline.partition import DateError
 from pipeline.progress import FailFastError
@@ -68,7 +69,7 @@ ONE_LINE: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
     ((ConfigError, DateError), exit_codes.USAGE),
     ((StorageError,), exit_codes.STORAGE),
     ((AccountingError,), exit_codes.ACCOUNTING),
-    ((OutputCorruptError,), exit_codes.OUTPUT_CORRUPT),
+    ((OutputCorruptError, LinkedReadError), exit_codes.OUTPUT_CORRUPT),
     ((LeaseHeldError, LeaseLostError), exit_codes.OUTPUT_LEASED),
     ((FailFastError,), exit_codes.FAILED),
     ((ClusterStartError, ChildDied), exit_codes.ENGINE),

@@ -24,6 +24,7 @@ from typing import Any
 import structlog
 
 from pipeline.output.layout import KINDS, OutputLayout
+from pipeline.output.links import refuse_links
 from pipeline.partition import WHOLE, Partition
 from pipeline.secrets import redact, redact_value
 from pipeline.storage import Storage, join
@@ -175,6 +176,7 @@ class PartitionManifest:
 
 
 def _parse(storage: Storage, path: str, root: str, folder: str) -> PartitionManifest:
+    refuse_links(root, path, write=False)
     manifest = PartitionManifest.from_json(storage.read_text(path), root, path)
     if folder != (_partition_key(manifest.partition) or WHOLE):
         raise ManifestError(f"{path}: the manifest is of partition {manifest.partition}, not of its folder "
@@ -223,6 +225,7 @@ def committed(storage: Storage, root: str, verify: bool = False) -> list[Partiti
     checked. The one reader of committed output. A folder of `_partitions/` that is not a partition's name (a
     copy such as `all.bak`) is ignored, with a warning."""
     layout = OutputLayout(root)
+    refuse_links(root, layout.partitions_root(), write=False)
     base = layout.partitions_root() + "/"
     out = []
     for path in storage.list_files(layout.partitions_root()):
