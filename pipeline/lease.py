@@ -44,6 +44,7 @@ import structlog
 
 from pipeline.output.links import refuse_links_in
 from pipeline.output.manifest import LeaseLostError
+from pipeline.output.metadata import bounded_json
 from pipeline.storage import S3Storage, Storage, StorageError, os_error, split_s3
 
 __all__ = ["Lease", "LeaseHeldError", "LeaseLostError", "LeaseRecord"]
@@ -101,10 +102,8 @@ class LeaseRecord:
     def from_json(cls, text: str) -> LeaseRecord | None:
         """The record, or None if `text` is not one (not JSON, a key missing, a value of the wrong type)."""
         try:
-            raw = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            return None
-        if not isinstance(raw, dict):
+            raw = bounded_json(text, "lease record")
+        except (ValueError, UnicodeDecodeError):
             return None
         kinds = {"holder": str, "host": str, "pid": int, "token": str, "acquired_at": str, "expires_at": str,
                  "expires_unix": (int, float), "generation": int, "boot_id": str, "pidns": str, "process": str,
@@ -196,8 +195,8 @@ def published_generation(storage: Storage, root: str) -> int:
         if not path.endswith("/manifest.json"):
             continue
         try:
-            value = json.loads(storage.read_text(path)).get("lease_generation")
-        except (ValueError, AttributeError, RecursionError, StorageError, OSError):
+            value = bounded_json(storage.read_text(path), "partition manifest").get("lease_generation")
+        except (ValueError, StorageError, OSError):
             continue
         if isinstance(value, int) and not isinstance(value, bool):
             top = max(top, value)

@@ -25,6 +25,7 @@ import structlog
 
 from pipeline.output.layout import KINDS, OutputLayout
 from pipeline.output.links import refuse_links
+from pipeline.output.metadata import bounded_json, typed
 from pipeline.partition import WHOLE, Partition
 from pipeline.secrets import redact, redact_value
 from pipeline.storage import Storage, join
@@ -139,9 +140,10 @@ class PartitionManifest:
         """Parse a manifest of `root`'s output; legacy absolute paths become relative to `root`. A file path
         outside the partition's table folders is refused (`ManifestError`)."""
         try:
-            raw = json.loads(text)
-            if not isinstance(raw, dict) or not isinstance(raw.get("files"), dict):
+            raw = bounded_json(text, "partition manifest")
+            if not isinstance(raw.get("files"), dict):
                 raise TypeError("no files object")
+            typed(cls, {k: v for k, v in raw.items() if k != "format"}, "partition manifest")
             label = str(raw["partition"])
             files = {kind: check_path(kind, label, relative(root, str(raw["files"][kind])), where) for kind in KINDS}
             manifest = cls(**{**_known(cls, raw), "files": files, "format": int(raw.get("format", 1))})
@@ -199,7 +201,8 @@ def read_manifest(storage: Storage, layout: OutputLayout, p: Partition,
 
 def check_files(storage: Storage, root: str, manifest: PartitionManifest, verify: bool = False) -> None:
     """Raise `OutputCorruptError` if a file the manifest names is missing or not of its recorded size, or, with
-    `verify`, not of its recorded hash. A format-2 manifest records neither: its files must exist."""
+    `verify`, not of its recorded hash. A format-2 manifest records neither: its files must exist, and `verify`
+    fails on it (nothing to verify against)."""
     where = join(OutputLayout(root).partitions_root(), _partition_key(manifest.partition) or WHOLE, "manifest.json")
     day = f" --date {manifest.partition}" if manifest.is_dated else ""
     fix = f"rerun the partition with `extract run CONFIG --force{day}`"
@@ -216,8 +219,9 @@ def check_files(storage: Storage, root: str, manifest: PartitionManifest, verify
         if verify and recorded and file_hash(storage, uri) != recorded:
             raise OutputCorruptError(f"{uri}: its content hash is not the {recorded} {where} records: the file was "
                                      f"replaced; {fix}")
-        if verify and not recorded:
-            log.warning("manifest.unverifiable", file=uri, reason="written before format 3: no hash recorded")
+        if verify and (not recorded or expected is None):
+            raise OutputCorruptError(f"{uri}: {where} records no size and hash for it (a manifest of the format "
+                                     f"before 3, or one stripped of them), so --verify cannot check it; {fix}")
 
 
 def committed(storage: Storage, root: str, verify: bool = False) -> list[PartitionManifest]:
@@ -296,12 +300,14 @@ class RunManifest:
     @classmethod
     def from_json(cls, text: str, where: str = "run manifest") -> RunManifest:
         try:
-            raw = json.loads(text)
+            raw = bounded_json(text, "run record")
+            typed(cls, raw, "run record")
             known = _known(cls, raw)
             extra = {k: v for k, v in raw.items() if k not in known}
             return cls(**{**known, "extra": extra})
-        except (json.JSONDecodeError, TypeError) as exc:
-            raise ManifestError(f"{where}: not a run manifest ({type(exc).__name__}: {exc})") from None
+        except (ValueError, TypeError) as exc:
+            raise ManifestError(f"{where}: not a run record ({type(exc).__name__}: {str(exc)[:200]}); remove it "
+                                "(a run record is a report's input, never the output's data)") from None
 
 
 def run_manifests(storage: Storage, root: str) -> list[RunManifest]:
