@@ -69,3 +69,18 @@ def test_a_run_record_of_wrong_types_is_refused_by_the_history(tmp_path):
     with pytest.raises(ManifestError, match="'partitions'"):
         CommittedOutput(str(out), storage_for(str(out))).runs()
     assert cfg.exists()
+
+
+def test_a_deep_run_record_does_not_stop_later_runs_from_cleaning_up(tmp_path):
+    """The cleanup at a run's start (marking dead runs failed) read every recent record without bounds: a deep one
+    made every later run of the output fail with a RecursionError."""
+    from pipeline.lifecycle import fail_dead_records
+    from pipeline.output.layout import OutputLayout
+    from pipeline.storage import storage_for
+
+    out = tmp_path / "out"
+    (out / "_runs").mkdir(parents=True)
+    (out / "_runs" / "a-deep.json").write_text(DEEP)
+    (out / "_runs" / "b-dead.json").write_text(json.dumps({"run_id": "b-dead", "status": "running"}))
+    assert fail_dead_records(storage_for(str(out)), OutputLayout(str(out)), "c-me") == 1
+    assert json.loads((out / "_runs" / "b-dead.json").read_text())["status"] == "failed"
