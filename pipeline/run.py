@@ -20,14 +20,14 @@ import structlog
 
 from pipeline import lifecycle, logs
 from pipeline.config import ConfigError, LoadedConfig
-from pipeline.job_checks import check_job
+from pipeline.job_checks import check_job, reserved_columns
 from pipeline.job_identity import job_snapshot
 from pipeline.lease import Lease
 from pipeline.output.commit import SLICE_READERS, PartitionCommitter, PartitionResult, output_parts, sweep
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, RunManifest
 from pipeline.output.slices import Slice, SliceWriter, disjoint, parse_slice, read_slices, uncovered
-from pipeline.partition import Partition, partition_for
+from pipeline.partition import DATE_TOKEN, Partition, partition_for
 from pipeline.planning import FAILED, SKIPPED, PartitionPlan, plan_input, plan_run
 from pipeline.progress import Progress
 from pipeline.reader import UNIT_COLUMN
@@ -48,8 +48,9 @@ def check_names(loaded: LoadedConfig) -> None:
     id_column = loaded.config.input.id_column
     if id_column in set(loaded.contract.layout.schema.names):
         raise ConfigError(f"input.id_column: {id_column!r} is also a field of schema {loaded.contract.name}")
-    if id_column in RESERVED_ID_COLUMNS:
-        raise ConfigError(f"input.id_column: {id_column!r} is a reserved output column name")
+    if id_column in RESERVED_ID_COLUMNS or id_column in reserved_columns(DATE_TOKEN in loaded.input_uri):
+        raise ConfigError(f"input.id_column: {id_column!r} is a reserved output column name (the output or its "
+                          "query views have a column of that name); name the input's id column otherwise")
 
 
 def plan_one(loaded: LoadedConfig, partition: Partition, offsets: dict[str, int] | None = None) -> PartitionInput:
