@@ -10,12 +10,21 @@ the first commit's (`pipeline.output.layout.OutputLayout.job_file`) and a run of
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import Any
 
+import structlog
 import yaml
 
+from pipeline.config import ConfigError
+from pipeline.output.links import refuse_links
+from pipeline.output.manifest import ManifestError, PartitionManifest
+from pipeline.output.metadata import bounded_json
 from pipeline.partition import is_templated
 from pipeline.secrets import redact, redact_text
+from pipeline.storage import Storage, join
+
+log = structlog.get_logger(__name__)
 
 # The snapshot's text parts are cut to this many characters (a run record stays small, and bounded to read).
 MAX_SNAPSHOT_TEXT = 64 * 1024
@@ -50,3 +59,58 @@ def fingerprint_differences(recorded: dict[str, Any], current: dict[str, str]) -
     """What differs between the output's recorded fingerprint and this run's, one phrase each."""
     return [f"{key} {recorded.get(key)!r} (the output's) vs {value!r} (this run's)"
             for key, value in current.items() if key in recorded and str(recorded.get(key)) != value]
+
+
+JOB_FILE = "_job.json"  # OUTPUT/_job.json: the fingerprint of the job the output belongs to
+
+
+def recorded_fingerprint(storage: Storage, root: str) -> dict[str, Any] | None:
+    """The job fingerprint the output records; for an output committed before fingerprints were recorded, what its
+    partition manifests say (their schema hash, dated or not); None for an output nothing was committed to."""
+    path = join(root, JOB_FILE)
+    if storage.exists(path):
+        try:
+            raw = bounded_json(storage.read_text(path), "job fingerprint")
+        except ValueError as exc:
+            raise ManifestError(f"{path}: not a job fingerprint ({exc}); remove it to record this job's") from None
+        return {str(k): str(v) for k, v in raw.items()}
+    manifests = [m for m in storage.list_files(join(root, "_partitions")) if m.endswith("/manifest.json")]
+    if not manifests:
+        return None
+    newest = PartitionManifest.from_json(storage.read_text(sorted(manifests)[-1]), root, manifests[-1])
+    found = {"partitioning": "daily" if newest.is_dated else "whole"}
+    if newest.schema.get("hash"):
+        found["schema_hash"] = str(newest.schema["hash"])
+    return found
+
+
+def claim_output(storage: Storage, root: str, loaded: Any, new_job: bool = False) -> None:
+    """Refuse (`ConfigError`, exit 2, one line naming what differs) a run of another job than the one the output
+    belongs to; record this job's fingerprint where none is. `new_job` (`--force-new-job`): the output starts a
+    fresh version for this job; the old job's manifests and run records move to `_previous/<time>/`, its data files
+    stay where they are, unread (no manifest names them)."""
+    path = join(root, JOB_FILE)
+    refuse_links(root, path, write=True)
+    current = job_fingerprint(loaded)
+    recorded = recorded_fingerprint(storage, root)
+    differs = fingerprint_differences(recorded or {}, current)
+    if differs and not new_job:
+        raise ConfigError(f"output {root} belongs to another job: {'; '.join(differs)}; write to another "
+                          "output.uri, or pass --force-new-job to start a fresh version of this output for this job")
+    if differs:
+        _set_aside(storage, root)
+    if differs or recorded != current or not storage.exists(path):
+        storage.write_text(path, json.dumps(current, indent=2))
+
+
+def _set_aside(storage: Storage, root: str) -> None:
+    """Move the old job's manifests, run records and fingerprint under `_previous/<time>/`."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    for top in ("_partitions", "_runs", JOB_FILE):
+        for path in storage.list_files(join(root, top)):
+            if path.endswith("/_lease_generation"):
+                continue  # lease generations only grow, whichever job holds the output
+            storage.write_bytes(join(root, "_previous", stamp, path[len(root.rstrip("/")) + 1:]),
+                                storage.read_bytes(path))
+            storage.delete(path)
+    log.warning("output.new_job", output=root, previous=join(root, "_previous", stamp))

@@ -21,7 +21,7 @@ import structlog
 from pipeline import lifecycle, logs
 from pipeline.config import ConfigError, LoadedConfig
 from pipeline.job_checks import check_job, reserved_columns
-from pipeline.job_identity import job_snapshot
+from pipeline.job_identity import claim_output, job_snapshot
 from pipeline.lease import Lease
 from pipeline.output.commit import SLICE_READERS, PartitionCommitter, PartitionResult, output_parts, sweep
 from pipeline.output.layout import OutputLayout
@@ -118,16 +118,19 @@ def run_job(
     fail_fast: bool = True,
     run_id: str | None = None,
     fail_fast_after: int | None = None,
+    new_job: bool = False,
 ) -> RunManifest:
     """Run the job over `days` (None: the undated input), holding the output's lease (`LeaseHeldError` at
     once if another writer holds it). With `fail_fast`, a partition that cannot be planned raises before Ray
-    starts; otherwise it is reported as failed and the others go on."""
+    starts; otherwise it is reported as failed and the others go on. An output of another job is refused unless
+    `new_job` (`pipeline.job_identity.claim_output`)."""
     check_names(loaded)
     _log_levers(loaded)
     out_storage = storage_for(loaded.output_uri, loaded.s3_settings)
     out_storage.check_writable(loaded.output_uri)
     run_id = run_id or new_run_id(loaded.config.name)
     with Lease(out_storage, OutputLayout(loaded.output_uri).lease(), run_id) as lease, lifecycle.terminating():
+        claim_output(out_storage, loaded.output_uri, loaded, new_job)
         return _run_job(loaded, days or [None], force, fail_fast, run_id, lease, fail_fast_after)
 
 
