@@ -87,3 +87,17 @@ def test_force_new_job_starts_a_fresh_version_and_keeps_the_old_one_aside(tmp_pa
     (previous,) = (out / "_previous").iterdir()
     assert (previous / "_partitions" / "all" / "manifest.json").is_file()
     assert list((out / "rows").glob("*.parquet"))  # the old data files stay, unread
+
+
+@pytest.mark.parametrize("inside", ["in/out", "in"])
+def test_an_output_inside_its_input_folder_is_refused(tmp_path, inside):
+    """Issue 55: the second run read the first run's rows and dead letters as documents."""
+    from pipeline.run import preflight
+
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"doc_id": ["a"], "text": ["A-1"]}), tmp_path / "in" / "docs.parquet")
+    cfg = write_config(tmp_path, **{"input.uri": str(tmp_path / "in"), "output.uri": str(tmp_path / inside)})
+    with pytest.raises(ConfigError, match="is inside input.uri"):
+        preflight(load_config(cfg))
+    beside = write_config(tmp_path, **{"input.uri": str(tmp_path / "in"), "output.uri": str(tmp_path / "in-out")})
+    assert preflight(load_config(beside)).rows_to_read == 1
