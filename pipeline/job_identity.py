@@ -17,6 +17,7 @@ import structlog
 import yaml
 
 from pipeline.config import ConfigError
+from pipeline.output.layout import OutputLayout
 from pipeline.output.links import refuse_links
 from pipeline.output.manifest import ManifestError, PartitionManifest
 from pipeline.output.metadata import bounded_json
@@ -61,20 +62,18 @@ def fingerprint_differences(recorded: dict[str, Any], current: dict[str, str]) -
             for key, value in current.items() if key in recorded and str(recorded.get(key)) != value]
 
 
-JOB_FILE = "_job.json"  # OUTPUT/_job.json: the fingerprint of the job the output belongs to
-
-
 def recorded_fingerprint(storage: Storage, root: str) -> dict[str, Any] | None:
     """The job fingerprint the output records; for an output committed before fingerprints were recorded, what its
     partition manifests say (their schema hash, dated or not); None for an output nothing was committed to."""
-    path = join(root, JOB_FILE)
+    layout = OutputLayout(root)
+    path = layout.job_file()
     if storage.exists(path):
         try:
             raw = bounded_json(storage.read_text(path), "job fingerprint")
         except ValueError as exc:
             raise ManifestError(f"{path}: not a job fingerprint ({exc}); remove it to record this job's") from None
         return {str(k): str(v) for k, v in raw.items()}
-    manifests = [m for m in storage.list_files(join(root, "_partitions")) if m.endswith("/manifest.json")]
+    manifests = [m for m in storage.list_files(layout.partitions_root()) if m.endswith("/manifest.json")]
     if not manifests:
         return None
     newest = PartitionManifest.from_json(storage.read_text(sorted(manifests)[-1]), root, manifests[-1])
@@ -89,7 +88,7 @@ def claim_output(storage: Storage, root: str, loaded: Any, new_job: bool = False
     belongs to; record this job's fingerprint where none is. `new_job` (`--force-new-job`): the output starts a
     fresh version for this job; the old job's manifests and run records move to `_previous/<time>/`, its data files
     stay where they are, unread (no manifest names them)."""
-    path = join(root, JOB_FILE)
+    path = OutputLayout(root).job_file()
     refuse_links(root, path, write=True)
     current = job_fingerprint(loaded)
     recorded = recorded_fingerprint(storage, root)
@@ -105,12 +104,12 @@ def claim_output(storage: Storage, root: str, loaded: Any, new_job: bool = False
 
 def _set_aside(storage: Storage, root: str) -> None:
     """Move the old job's manifests, run records and fingerprint under `_previous/<time>/`."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    for top in ("_partitions", "_runs", JOB_FILE):
-        for path in storage.list_files(join(root, top)):
+    layout = OutputLayout(root)
+    previous = layout.previous(datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ"))
+    for top in (layout.partitions_root(), layout.runs_root(), layout.job_file()):
+        for path in storage.list_files(top):
             if path.endswith("/_lease_generation"):
                 continue  # lease generations only grow, whichever job holds the output
-            storage.write_bytes(join(root, "_previous", stamp, path[len(root.rstrip("/")) + 1:]),
-                                storage.read_bytes(path))
+            storage.write_bytes(join(previous, path[len(root.rstrip("/")) + 1:]), storage.read_bytes(path))
             storage.delete(path)
-    log.warning("output.new_job", output=root, previous=join(root, "_previous", stamp))
+    log.warning("output.new_job", output=root, previous=previous)

@@ -36,11 +36,14 @@ def secret_key(key: str) -> bool:
     """Whether a (dotted) config key names a secret: any of its words is a secret word, or holds `secret` or
     `password` (`clientsecret`, `dbpassword`)."""
     words = re.split(r"[._\-\s]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", str(key)).lower())
+    if words[-1] in _NOT_SECRET_TAILS:
+        return False  # `session_dir`, `secret_name`, `token_count`: where or what a secret is, not the secret
     return any((w in SECRET_WORDS and not (w in COUNTED and i and words[i - 1] in COUNTS))
                or any(part in w for part in _SECRET_PARTS) for i, w in enumerate(words))
 
 
 _SECRET_PARTS = ("secret", "password", "passwd")
+_NOT_SECRET_TAILS = frozenset({"dir", "path", "file", "name", "count", "ms", "mb", "unix", "ratio", "s"})
 
 
 # `max_tokens`, `num_keys`: a count of tokens or keys, not tokens or keys.

@@ -306,7 +306,7 @@ class RunManifest:
             extra = {k: v for k, v in raw.items() if k not in known}
             return cls(**{**known, "extra": extra})
         except (ValueError, TypeError) as exc:
-            raise ManifestError(f"{where}: not a run record ({type(exc).__name__}: {str(exc)[:200]}); remove it "
+            raise ManifestError(f"{where}: not a run manifest ({type(exc).__name__}: {str(exc)[:200]}); remove it "
                                 "(a run record is a report's input, never the output's data)") from None
 
 

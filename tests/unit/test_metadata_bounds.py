@@ -34,7 +34,7 @@ def test_brackets_inside_strings_do_not_count():
 @pytest.mark.parametrize("text", [DEEP, "[]", '{"run_id": "r", "partitions": "x"}', '{"run_id": ["r"]}',
                                   '{"rows": true}'])
 def test_a_bad_run_record_is_a_manifest_error(text):
-    with pytest.raises(ManifestError, match="not a run record"):
+    with pytest.raises(ManifestError, match="not a run manifest"):
         RunManifest.from_json(text, "_runs/x.json")
 
 

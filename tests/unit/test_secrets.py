@@ -91,3 +91,10 @@ def test_a_secret_name_with_a_list_or_mapping_value_is_masked(text):
     from pipeline.secrets import redact_text
 
     assert PW not in redact_text(text)
+
+
+def test_where_or_what_a_secret_is_is_not_a_secret():
+    from pipeline.secrets import secret_key
+
+    assert not any(secret_key(k) for k in ("session_dir", "secret_name", "token_count", "tokens_per_s"))
+    assert secret_key("session") and secret_key("secret") and secret_key("hf_token")
