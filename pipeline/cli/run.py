@@ -10,6 +10,7 @@ from pipeline.cli.options import days, fail_fast_flag, job_options, overrides
 from pipeline.config import ConfigError, load_config
 from pipeline.partition import day_range, is_templated, parse_day
 from pipeline.quality import gate_exit
+from pipeline.secrets import redact_text
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -19,7 +20,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     manifest = run_job(loaded, days(loaded, args.date), force=args.force, fail_fast_after=args.fail_fast_after,
                        new_job=args.force_new_job)
-    print(render_summary(manifest, args.config, args.set))
+    print(redact_text(render_summary(manifest, args.config, args.set)))
     return gate_exit(loaded, manifest)
 
 
@@ -33,7 +34,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 
     manifest = run_job(loaded, span, force=args.force, fail_fast=False,
                        fail_fast_after=args.fail_fast_after, new_job=args.force_new_job)
-    print(render_summary(manifest, args.config, args.set))
+    print(redact_text(render_summary(manifest, args.config, args.set)))
     print()
     print(render_backfill_table(manifest))
     return gate_exit(loaded, manifest)
