@@ -300,10 +300,21 @@ def _one_line(error: ValidationError, source: str, sets: tuple[str, ...] = ()) -
         elif err["type"] == "missing":
             part = f"{key}: required key is missing"
         else:
-            part = f"{key}: {err['msg']} (got {err.get('input')!r})" if err["loc"] else err["msg"]
+            part = f"{key}: {err['msg']} ({_got(key, err.get('input'))})" if err["loc"] else err["msg"]
         given = [k for k in sets if err["loc"] and (k == key or k.startswith(key + ".") or key.startswith(k + "."))]
         parts.append(part + (f" (with --set {', --set '.join(given)})" if given else ""))
     return f"{source}: " + "; ".join(parts)
+
+
+def _got(key: str, value: Any) -> str:
+    """What a config error shows of the value it refused: the value itself, or only its type where the key or the
+    value could hold a secret (`model.engine_kwargs={"hf_token": …}`), and never more than 200 characters."""
+    from pipeline.secrets import looks_secret, secret_key
+
+    if secret_key(key) or looks_secret(key, value) or looks_secret("value", repr(value)):
+        return f"got a value of type {type(value).__name__}, not shown: it may hold a secret"
+    shown = repr(value)
+    return f"got {shown[:200]}…" if len(shown) > 200 else f"got {shown}"
 
 
 def _resolve_local(uri: str, base: Path) -> str:
@@ -576,3 +587,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Lo
                 raise ConfigError(f"--set {dotted}: the value nests more than {MAX_CONFIG_DEPTH} mappings or lists "
                                   "deep (with its key); a config is a few levels of keys")
     return LoadedConfig(parse_config(raw, str(path), tuple(overrides or ())), path, raw)
+
+
+def output_of(path: str | Path) -> tuple[str, S3Settings]:
+    """The output a config names and its storage settings, read as data only: the job's schema module is not
+    imported, nor its examples or templates read (`extract report extract.yaml` reads an output, runs no code)."""
+    path = Path(path).expanduser().resolve()
+    cfg = parse_config(read_yaml(path), str(path))
+    return _resolve_local(cfg.output.uri, path.parent), S3Settings.resolve(cfg.storage.endpoint_url, cfg.storage.region)

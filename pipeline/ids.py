@@ -5,8 +5,9 @@ or retry, and a repeated id makes two outcomes that a retry cannot tell apart. S
 Ray starts, naming how many ids are wrong and where the first few are (file and row), so the fix is in the
 input rather than in guessing which of two documents a row belongs to.
 
-An id is one value: a struct, list or map column is refused, and so is a string id whose bytes are not valid
-UTF-8 (two such ids could read the same once decoded, and no query could name one).
+An id is a string or an integer (issue 55): any other column is refused before the run (a float's NaN equals no
+id, itself included, and 0.0 is -0.0; a binary id no query can name), and so is a string id whose bytes are not
+valid UTF-8 (two such ids could read the same once decoded). An id an error names is cut to 200 characters.
 
 The ids are checked as Arrow columns (nulls, blanks and repeats counted by Arrow's kernels, not a Python object
 per id: a dict of 10⁶ ids was 1.1 s and +170 MB of the driver's peak); Python reads only the ids a message
@@ -58,14 +59,24 @@ def _decodable(column: pa.Array) -> tuple[pa.Array, list[int]]:
     return pa.array(values, column.type), bad
 
 
+MAX_SHOWN = 200  # characters of an id an error line shows
+
+
+def _cut(value: Any) -> str:
+    """An id as an error line shows it: its repr, cut to `MAX_SHOWN` characters (a 10 MB id stays a short line)."""
+    shown = repr(value)
+    return shown if len(shown) <= MAX_SHOWN else f"{shown[:MAX_SHOWN]}… ({len(shown)} characters)"
+
+
 def check_id_type(pinput: PartitionInput) -> None:
     """Raise `ConfigError` (one line) when the id column holds no single values (a struct, list or map)."""
     kind = pinput.schema.field(pinput.id_column).type
     if pa.types.is_dictionary(kind):
         kind = kind.value_type
-    if pa.types.is_nested(kind) or pa.types.is_null(kind):
-        raise ConfigError(f"input.id_column {pinput.id_column!r} is {kind}: an id must be one value (a string or an "
-                          f"integer) that rows, dead letters and retries are keyed by; name another column, or "
+    if not (_is_text(kind) or pa.types.is_integer(kind)):
+        # A float id has NaN (equal to nothing, itself included) and 0.0 == -0.0; a binary one no query can name.
+        raise ConfigError(f"input.id_column {pinput.id_column!r} is {kind}: an id must be one value, a string or an "
+                          f"integer, that rows, dead letters and retries are keyed by; name another column, or "
                           f"write the id as text")
 
 
@@ -179,7 +190,7 @@ def check_ids(storage: Storage, pinput: PartitionInput) -> None:
         problems.append(f"{len(undecodable)} id(s) that are not valid UTF-8 (at {at}"
                         f"{', ...' if len(undecodable) > SHOWN else ''})")
     if repeated:
-        shown = "; ".join("{!r} at {} row {} and {} row {}".format(v, *where(a), *where(b)) for v, a, b in repeats)
+        shown = "; ".join("{} at {} row {} and {} row {}".format(_cut(v), *where(a), *where(b)) for v, a, b in repeats)
         problems.append(f"{repeated} repeated id(s) (e.g. {shown})")
     if problems:
         raise ConfigError(f"{column}: {' and '.join(problems)} in partition {pinput.partition.label}; every "

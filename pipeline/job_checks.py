@@ -72,3 +72,19 @@ def prompt_tokens_at_least(template: str) -> int:
 def check_job(loaded: LoadedConfig) -> None:
     check_reserved_fields(loaded)
     check_token_budget(loaded)
+    check_output_outside_input(loaded)
+
+
+def check_output_outside_input(loaded: LoadedConfig) -> None:
+    """`ConfigError` for an output inside the folder (or prefix) its input reads every Parquet file below: the
+    second run would read the first run's rows and dead letters as documents."""
+    source, output = loaded.input_uri.rstrip("/"), loaded.output_uri.rstrip("/")
+    if DATE_TOKEN in source:
+        return
+    if any(ch in source for ch in "*?["):
+        if "**" not in source:
+            return  # a glob without ** matches within one folder level: never the output's nested files
+        source = source[:source.index("**")].rstrip("/")
+    if output == source or output.startswith(source + "/"):
+        raise ConfigError(f"output.uri {loaded.output_uri} is inside input.uri {loaded.input_uri}: a second run "
+                          "would read the output's own Parquet files as documents; put the output elsewhere")

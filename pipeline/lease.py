@@ -42,7 +42,9 @@ from typing import Any
 
 import structlog
 
+from pipeline.output.links import refuse_links_in
 from pipeline.output.manifest import LeaseLostError
+from pipeline.output.metadata import bounded_json
 from pipeline.storage import S3Storage, Storage, StorageError, os_error, split_s3
 
 __all__ = ["Lease", "LeaseHeldError", "LeaseLostError", "LeaseRecord"]
@@ -100,10 +102,8 @@ class LeaseRecord:
     def from_json(cls, text: str) -> LeaseRecord | None:
         """The record, or None if `text` is not one (not JSON, a key missing, a value of the wrong type)."""
         try:
-            raw = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            return None
-        if not isinstance(raw, dict):
+            raw = bounded_json(text, "lease record")
+        except (ValueError, UnicodeDecodeError):
             return None
         kinds = {"holder": str, "host": str, "pid": int, "token": str, "acquired_at": str, "expires_at": str,
                  "expires_unix": (int, float), "generation": int, "boot_id": str, "pidns": str, "process": str,
@@ -114,10 +114,36 @@ class LeaseRecord:
             if key in known and (not isinstance(known[key], kind) or (kind is not bool and
                                                                        isinstance(known[key], bool))):
                 return None
+        if "ttl_s" in known and not ttl_in_bounds(known["ttl_s"]):
+            return None  # NaN, infinite, under a second or over MAX_TTL_S: a lease that never (or always) expires
         try:
             return cls(**known)
         except TypeError:
             return None
+
+
+# A lease's time to live: finite, at least a second (renewals every ttl/3), at most a week.
+MIN_TTL_S, MAX_TTL_S = 1.0, 7 * 24 * 3600.0
+
+
+def ttl_in_bounds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and MIN_TTL_S <= value <= MAX_TTL_S
+
+
+def ttl_from_env() -> float:
+    """EXTRACT_LEASE_TTL_S, or the default; `LeaseHeldError` (exit 5) in one line when it is not a number of
+    seconds within the bounds (0 would renew without pause, a negative value would let anyone take the lease)."""
+    text = os.environ.get(TTL_ENV)
+    if text is None or not text.strip():
+        return DEFAULT_TTL_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not ttl_in_bounds(value):
+        raise LeaseHeldError(f"{TTL_ENV}={text[:40]!r}: the lease's time to live is a number of seconds from "
+                             f"{MIN_TTL_S:g} to {MAX_TTL_S:g}; unset it for the default {DEFAULT_TTL_S:g}")
+    return value
 
 
 def holder_died(held: LeaseRecord) -> bool:
@@ -153,20 +179,36 @@ def corrupt_message(uri: str, detail: str) -> str:
             f"output, break the lease with `{remove}` and rerun")
 
 
+def generation_file(root: str) -> str:
+    """Where the output keeps the last lease generation handed out, beside its commits: a lease file deleted
+    mid-run does not let the next writer take a generation already given (`published_generation`)."""
+    return f"{root.rstrip('/')}/_partitions/_lease_generation"
+
+
 def published_generation(storage: Storage, root: str) -> int:
-    """The newest lease generation any partition manifest of the output records (0 if none): the floor of the
-    next generation when the lease record is gone or unreadable, so a new holder's publishes are not stale."""
+    """The newest lease generation the output records (0 if none): in any partition manifest, or handed out (the
+    generation file): the floor of the next generation, so a new holder's generation is always a new one."""
     top = 0
     for path in storage.list_files(f"{root.rstrip('/')}/_partitions"):
+        if path == generation_file(root):
+            top = max(top, _generation_in(storage, path))
         if not path.endswith("/manifest.json"):
             continue
         try:
-            value = json.loads(storage.read_text(path)).get("lease_generation")
-        except (ValueError, AttributeError, RecursionError, StorageError, OSError):
+            value = bounded_json(storage.read_text(path), "partition manifest").get("lease_generation")
+        except (ValueError, StorageError, OSError):
             continue
         if isinstance(value, int) and not isinstance(value, bool):
             top = max(top, value)
     return top
+
+
+def _generation_in(storage: Storage, path: str) -> int:
+    try:
+        text = storage.read_text(path)
+    except (StorageError, OSError):
+        return 0
+    return int(text) if text.strip().isdigit() and len(text) < 20 else 0
 
 
 class _LocalBackend:
@@ -179,8 +221,9 @@ class _LocalBackend:
 
     def acquire(self, make: Callable[[int], LeaseRecord]) -> LeaseRecord:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        refuse_links_in(self._root(), write=True)  # staging, manifests, run records and this file: no link
         for _ in range(5):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -192,7 +235,7 @@ class _LocalBackend:
                 os.close(fd)
                 continue
             previous = LeaseRecord.from_json(os.pread(fd, 1 << 20, 0).decode("utf-8", "replace"))
-            floor = previous.generation if previous else published_generation(self.storage, self._root())
+            floor = max(previous.generation if previous else 0, published_generation(self.storage, self._root()))
             record = make(floor + 1)
             self.fd = fd
             self._write(record)
@@ -342,7 +385,10 @@ class Lease:
                  clock: Callable[[], float] = time.time) -> None:
         self.uri = uri
         self.holder = holder
-        self.ttl_s = ttl_s if ttl_s is not None else float(os.environ.get(TTL_ENV, DEFAULT_TTL_S))
+        self.ttl_s = ttl_s if ttl_s is not None else ttl_from_env()
+        if not ttl_in_bounds(self.ttl_s):
+            raise LeaseHeldError(f"lease time to live {self.ttl_s!r} s: not from {MIN_TTL_S:g} to {MAX_TTL_S:g}")
+        self.storage = storage
         self.clock = clock  # only for the record's informational times; never decides an expiry
         self.backend: Any = _S3Backend(storage, uri) if isinstance(storage, S3Storage) else _LocalBackend(storage, uri)
         self.record: LeaseRecord | None = None
@@ -374,6 +420,8 @@ class Lease:
         except OSError as exc:
             raise os_error("take the lease", self.uri, exc) from None
         self.record, self.lost = record, None
+        root = self.uri.rsplit("/", 1)[0]
+        self.storage.write_text(generation_file(root), str(record.generation))  # kept beside the commits too
         log.info("lease.acquired", uri=self.uri, generation=record.generation)
         return self
 

@@ -30,6 +30,8 @@ from typing import Any
 import structlog
 
 from pipeline.output.layout import OutputLayout
+from pipeline.output.metadata import bounded_json
+from pipeline.secrets import redact
 from pipeline.storage import S3Storage, Storage, StorageError, split_s3
 
 log = structlog.get_logger(__name__)
@@ -119,14 +121,14 @@ def fail_dead_records(storage: Storage, layout: OutputLayout, run_id: str) -> in
         if path.endswith(f"/{run_id}.json"):
             continue
         try:
-            record = json.loads(storage.read_text(path))
+            record = bounded_json(storage.read_text(path), "run record")  # a deep or huge one is left alone
         except (ValueError, StorageError, OSError):
             continue
         if isinstance(record, dict) and record.get("status") == "running":
             record["status"] = "failed"
             record["error"] = record.get("error") or f"the run's driver died before it finished (found by {run_id})"
             record["finished_at"] = record.get("finished_at") or datetime.now(timezone.utc).isoformat()
-            storage.write_text(path, json.dumps(record, indent=2, default=str))
+            storage.write_text(path, json.dumps(redact(record), indent=2, default=str))
             marked += 1
     if marked:
         log.warning("cleanup.dead_runs", marked_failed=marked)

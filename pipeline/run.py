@@ -20,13 +20,14 @@ import structlog
 
 from pipeline import lifecycle, logs
 from pipeline.config import ConfigError, LoadedConfig
-from pipeline.job_checks import check_job
+from pipeline.job_checks import check_job, reserved_columns
+from pipeline.job_identity import claim_output, job_snapshot
 from pipeline.lease import Lease
 from pipeline.output.commit import SLICE_READERS, PartitionCommitter, PartitionResult, output_parts, sweep
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, RunManifest
 from pipeline.output.slices import Slice, SliceWriter, disjoint, parse_slice, read_slices, uncovered
-from pipeline.partition import Partition, partition_for
+from pipeline.partition import DATE_TOKEN, Partition, partition_for
 from pipeline.planning import FAILED, SKIPPED, PartitionPlan, plan_input, plan_run
 from pipeline.progress import Progress
 from pipeline.reader import UNIT_COLUMN
@@ -47,8 +48,9 @@ def check_names(loaded: LoadedConfig) -> None:
     id_column = loaded.config.input.id_column
     if id_column in set(loaded.contract.layout.schema.names):
         raise ConfigError(f"input.id_column: {id_column!r} is also a field of schema {loaded.contract.name}")
-    if id_column in RESERVED_ID_COLUMNS:
-        raise ConfigError(f"input.id_column: {id_column!r} is a reserved output column name")
+    if id_column in RESERVED_ID_COLUMNS or id_column in reserved_columns(DATE_TOKEN in loaded.input_uri):
+        raise ConfigError(f"input.id_column: {id_column!r} is a reserved output column name (the output or its "
+                          "query views have a column of that name); name the input's id column otherwise")
 
 
 def plan_one(loaded: LoadedConfig, partition: Partition, offsets: dict[str, int] | None = None) -> PartitionInput:
@@ -116,16 +118,19 @@ def run_job(
     fail_fast: bool = True,
     run_id: str | None = None,
     fail_fast_after: int | None = None,
+    new_job: bool = False,
 ) -> RunManifest:
     """Run the job over `days` (None: the undated input), holding the output's lease (`LeaseHeldError` at
     once if another writer holds it). With `fail_fast`, a partition that cannot be planned raises before Ray
-    starts; otherwise it is reported as failed and the others go on."""
+    starts; otherwise it is reported as failed and the others go on. An output of another job is refused unless
+    `new_job` (`pipeline.job_identity.claim_output`)."""
     check_names(loaded)
     _log_levers(loaded)
     out_storage = storage_for(loaded.output_uri, loaded.s3_settings)
     out_storage.check_writable(loaded.output_uri)
     run_id = run_id or new_run_id(loaded.config.name)
     with Lease(out_storage, OutputLayout(loaded.output_uri).lease(), run_id) as lease, lifecycle.terminating():
+        claim_output(out_storage, loaded.output_uri, loaded, new_job)
         return _run_job(loaded, days or [None], force, fail_fast, run_id, lease, fail_fast_after)
 
 
@@ -196,6 +201,7 @@ def _new_manifest(loaded: LoadedConfig, run_id: str) -> RunManifest:
         output_uri=loaded.output_uri, model=cfg.model.path, max_tokens=cfg.model.max_tokens,
         constrained=cfg.model.constrained,
         schema={"name": loaded.contract.name, "version": loaded.contract.version, "hash": loaded.contract.hash},
+        job=job_snapshot(loaded),
     )
 
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import structlog
 
+from workers.secrets import redact, redact_value
+
 # Lines that Ray, vLLM and torch print on every run and that tell the user nothing they can act on. Each
 # entry is a regex searched in one line. The quiet-terminal test checks a real run against this list.
 NOISE: tuple[str, ...] = (
@@ -72,6 +74,16 @@ class _Stderr:
     log = debug = info = warning = warn = error = critical = exception = fatal = failure = msg
 
 
+# Log fields named `key` (a file's key in a store) or `event` are not secrets for their name alone.
+_PLAIN_FIELDS = frozenset({"key", "keys", "event", "level", "timestamp"})
+
+
+def redact_event(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """Every log line through the one redactor (`workers.secrets`): secret-looking fields and every secret form
+    inside any value are masked."""
+    return {k: (redact_value(v) if k in _PLAIN_FIELDS else redact({k: v})[k]) for k, v in event.items()}
+
+
 def configure(json_logs: bool | None = None, level: str | None = None, verbose_logs: bool | None = None) -> None:
     """Set up structlog (driver and actors). `json_logs`/`verbose_logs` given here are also put in the
     environment, which the actors inherit."""
@@ -89,6 +101,7 @@ def configure(json_logs: bool | None = None, level: str | None = None, verbose_l
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            redact_event,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level_name)),

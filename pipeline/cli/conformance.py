@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from pipeline.cli.options import error_line
 from pipeline.tools.conformance import (
     BENCH,
     CORPORA,
@@ -48,7 +49,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         report = run_conformance(corpora, out, opts)
     except (ConformanceError, CompileWorkerError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error_line(exc)
         return 2
     print((out / "conformance.md").read_text())
     print(f"wrote {out}/conformance.json and {out}/conformance.md in {time.perf_counter() - started:.1f} s")

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from pipeline.cli.options import config_options, days, overrides
+from pipeline.cli.options import config_options, days, error_line, overrides
 from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.storage import is_s3, join, storage_for
 from pipeline.tools.calibration import committed_documents, committed_spans
@@ -135,7 +135,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         else:
             output, run_id, ok = _fresh_run(loaded, args)
     except EvalError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error_line(exc)
         return 2
     # the rows' `_spans` and documents, for the calibration's leaf model, where the rows have confidences
     spans = committed_spans(loaded, output.partitions) if output.confidence is not None else None

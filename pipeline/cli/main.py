@@ -21,10 +21,11 @@ from types import TracebackType
 from pipeline import exit_codes, logs
 from pipeline.cli import bench, conformance, model, query, report, retry, run, schemas, submit, tune, validate
 from pipeline.cli import eval as evaluate
-from pipeline.cli.options import OneLineParser, terminal_flags
+from pipeline.cli.options import OneLineParser, error_line, terminal_flags
 from pipeline.config import ConfigError
 from pipeline.lease import LeaseHeldError, LeaseLostError
 from pipeline.lifecycle import ClusterStartError
+from pipeline.output.links import LinkedReadError
 from pipeline.output.manifest import AccountingError, OutputCorruptError
 from pipeline.partition import DateError
 from pipeline.progress import FailFastError
@@ -68,7 +69,7 @@ ONE_LINE: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
     ((ConfigError, DateError), exit_codes.USAGE),
     ((StorageError,), exit_codes.STORAGE),
     ((AccountingError,), exit_codes.ACCOUNTING),
-    ((OutputCorruptError,), exit_codes.OUTPUT_CORRUPT),
+    ((OutputCorruptError, LinkedReadError), exit_codes.OUTPUT_CORRUPT),
     ((LeaseHeldError, LeaseLostError), exit_codes.OUTPUT_LEASED),
     ((FailFastError,), exit_codes.FAILED),
     ((ClusterStartError, ChildDied), exit_codes.ENGINE),
@@ -97,22 +98,46 @@ def exit_code(command: Callable[[argparse.Namespace], int], args: argparse.Names
         return exit_codes.BROKEN_PIPE
     except ONE_LINE_ERRORS as exc:
         settle_workers()
-        print(f"error: {exc}", file=sys.stderr)
+        error_line(str(exc))
         return next(code for kinds, code in ONE_LINE if isinstance(exc, kinds))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:
-        refused = refused_write(exc)
-        if refused is not None:
-            print(f"error: {store_refused(refused)}", file=sys.stderr)
-            return exit_codes.STORAGE
-        reason = engine_failure(exc)
-        if reason is None:
-            raise
+    except Exception as exc:  # noqa: BLE001 - _net re-raises what it cannot name
+        return _net(exc)
+
+
+def _net(exc: Exception) -> int:
+    """The nets under every command: a refused write or a store's client error (exit 6), an engine that failed
+    (exit 3), each one line; anything else is a bug, re-raised with its traceback."""
+    refused = refused_write(exc)
+    if refused is not None:
+        error_line(store_refused(refused))
+        return exit_codes.STORAGE
+    client = store_client_error(exc)
+    if client is not None:
         settle_workers()
-        print(f"error: {reason}", file=sys.stderr)
-        return exit_codes.ENGINE
+        error_line(client)
+        return exit_codes.STORAGE
+    reason = engine_failure(exc)
+    if reason is None:
+        raise exc
+    settle_workers()
+    error_line(reason)
+    return exit_codes.ENGINE
+
+
+def store_client_error(exc: BaseException) -> str | None:
+    """One line for a botocore error (an endpoint that cannot be reached, credentials missing or refused) in
+    `exc`'s chain; None when there is none."""
+    error: BaseException | None = exc
+    for _ in range(10):
+        if error is None:
+            return None
+        if type(error).__module__.split(".")[0] in ("botocore", "boto3", "s3transfer"):
+            return f"the store's client failed: {type(error).__name__}: {error}"
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def settle_workers() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from datetime import date
 from typing import Any
 
@@ -232,3 +233,16 @@ def days(loaded: LoadedConfig, date_arg: str | None) -> list[date | None]:
     if not templated and date_arg is not None:
         raise ConfigError(f"input.uri: {loaded.config.input.uri!r} has no {{date}}, so --date does not apply")
     return [parse_day(date_arg)] if date_arg is not None else [None]
+
+
+# A line of an error is cut to this many characters (a 10 MB value in a message stays a readable line).
+MAX_ERROR_LINE = 4000
+
+
+def error_line(message: object) -> None:
+    """The line a failed command ends with (`error: …`), through the one redactor (`pipeline.secrets`)."""
+    from pipeline.secrets import redact_text
+
+    lines = [line if len(line) <= MAX_ERROR_LINE else f"{line[:MAX_ERROR_LINE]}… ({len(line)} characters)"
+             for line in redact_text(str(message)).split("\n")]
+    print("error: " + "\n".join(lines), file=sys.stderr)

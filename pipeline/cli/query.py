@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipeline import exit_codes
-from pipeline.cli.options import config_options, overrides
+from pipeline.cli.options import config_options, error_line, overrides
 from pipeline.config import load_config
 
 
@@ -64,10 +64,10 @@ def cmd_query(args: argparse.Namespace) -> int:
             else:
                 relation.show(max_rows=args.max_rows, max_width=200)
     except NothingCommittedError as exc:  # a missing or empty output: what was asked for is not there
-        print(f"error: {exc}", file=sys.stderr)
+        error_line(exc)
         return exit_codes.USAGE
     except duckdb.Error as exc:  # bad SQL, an unknown column, a failed cast: the query's fault
-        print(f"error: the query failed: {sql_error(exc)}", file=sys.stderr)
+        error_line(f"the query failed: {sql_error(exc)}")
         return exit_codes.USAGE
     return 0
 

@@ -15,20 +15,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from pipeline import exit_codes
+from pipeline.cli.options import error_line
 from pipeline.storage import S3Settings
 
 
 def _output_and_settings(target: str) -> tuple[str, S3Settings | None]:
     if target.endswith((".yaml", ".yml")) and Path(target).is_file():
-        from pipeline.config import load_config
+        from pipeline.config import output_of
 
-        loaded = load_config(target)
-        return loaded.output_uri, loaded.s3_settings
+        return output_of(target)
     return (target if "://" in target else os.path.abspath(os.path.expanduser(target))), None
 
 
@@ -67,7 +66,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             return 0
         index, lines, newest = write_index(output_uri, out, settings, top=args.top)
     except ReportError as exc:  # nothing to report on: no such output, run or committed data
-        print(f"error: {exc}", file=sys.stderr)
+        error_line(exc)
         return exit_codes.USAGE
     newest_dir = index.parent / newest.data.run_id if newest is not None else None
     if args.format == "json":

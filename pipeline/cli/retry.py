@@ -11,6 +11,7 @@ from pipeline.cli.options import checked, config_options, from_working_dir, over
 from pipeline.config import ConfigError, load_config
 from pipeline.output.committed import CommittedOutput
 from pipeline.partition import day_range, is_templated, parse_day
+from pipeline.secrets import redact_text
 from workers.outcome import DEAD_LETTER_REASONS
 
 
@@ -58,7 +59,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
         raise ConfigError(f"no committed partition under {loaded.output_uri}, so no dead letter to retry: run the job "
                           "first (`extract run`), or point output.uri at its output")
     report = retry_job(args.config, args.reason, changes, days, again=args.again)
-    print(render_retry(report))
+    print(redact_text(render_retry(report)))
     return 1 if report.status == "failed" else 0
 
 

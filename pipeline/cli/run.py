@@ -10,6 +10,7 @@ from pipeline.cli.options import days, fail_fast_flag, job_options, overrides
 from pipeline.config import ConfigError, load_config
 from pipeline.partition import day_range, is_templated, parse_day
 from pipeline.quality import gate_exit
+from pipeline.secrets import redact_text
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -17,8 +18,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pipeline.run import run_job
     from pipeline.summary import render_summary
 
-    manifest = run_job(loaded, days(loaded, args.date), force=args.force, fail_fast_after=args.fail_fast_after)
-    print(render_summary(manifest, args.config, args.set))
+    manifest = run_job(loaded, days(loaded, args.date), force=args.force, fail_fast_after=args.fail_fast_after,
+                       new_job=args.force_new_job)
+    print(redact_text(render_summary(manifest, args.config, args.set)))
     return gate_exit(loaded, manifest)
 
 
@@ -30,17 +32,23 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     from pipeline.run import run_job
     from pipeline.summary import render_backfill_table, render_summary
 
-    manifest = run_job(loaded, span, force=args.force, fail_fast=False, fail_fast_after=args.fail_fast_after)
-    print(render_summary(manifest, args.config, args.set))
+    manifest = run_job(loaded, span, force=args.force, fail_fast=False,
+                       fail_fast_after=args.fail_fast_after, new_job=args.force_new_job)
+    print(redact_text(render_summary(manifest, args.config, args.set)))
     print()
     print(render_backfill_table(manifest))
     return gate_exit(loaded, manifest)
+
+
+NEW_JOB_HELP = ("the output belongs to another job (schema, partitioning or id column): start a fresh version of it "
+                "for this job; the old job's manifests and run records move to OUTPUT/_previous/<time>/")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", parents=[job_options()], help="run an extraction job (one partition)")
     run.add_argument("--date", help="the partition to run when input.uri has {date}: YYYY-MM-DD, today, yesterday")
     run.add_argument("--force", action="store_true", help="redo a committed partition and replace it")
+    run.add_argument("--force-new-job", action="store_true", help=NEW_JOB_HELP)
     fail_fast_flag(run)
     run.set_defaults(func=cmd_run)
 
@@ -51,5 +59,6 @@ def register_backfill(sub: argparse._SubParsersAction) -> None:
     backfill.add_argument("--start", required=True, help="first day, YYYY-MM-DD")
     backfill.add_argument("--end", required=True, help="last day, YYYY-MM-DD (or yesterday)")
     backfill.add_argument("--force", action="store_true", help="redo committed days too")
+    backfill.add_argument("--force-new-job", action="store_true", help=NEW_JOB_HELP)
     fail_fast_flag(backfill)
     backfill.set_defaults(func=cmd_backfill)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pipeline.cli.options import error_line
 from schemas.lint import LintWarning, lint
 from workers.compiler import BACKENDS, SchemaCheck, SchemaCompiler
 
@@ -100,7 +101,7 @@ def _load_all(refs: list[str]) -> list[tuple[str, dict[str, Any]]] | None:
         try:
             loaded.append(load_schema(ref))
         except SchemaArgError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            error_line(exc)
             return None
     return loaded
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from pipeline import exit_codes
-from pipeline.cli.options import config_options, days, overrides, set_items
+from pipeline.cli.options import config_options, days, error_line, overrides, set_items
 from pipeline.config import load_config
 
 
@@ -28,7 +27,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         job_id = job.submit(loaded, args.address, extra, set_items(args),
                             args.submission_id or job.submission_id(loaded, day), files)
     except job.SubmitError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error_line(exc)
         return exit_codes.USAGE
     print(f"submitted {job_id} to {args.address}")
     print(f"  shipped {len(files)} file(s) from {loaded.base_dir}" + (f", and {len(args.set)} --set value(s) in "

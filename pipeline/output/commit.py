@@ -46,6 +46,7 @@ import structlog
 
 from pipeline.config import ConfigError
 from pipeline.output.layout import OutputLayout
+from pipeline.output.links import refuse_links
 from pipeline.output.manifest import AccountingError, PartitionManifest, read_manifest
 from pipeline.output.slices import Slice, covers, parse_slice, read_slice, slice_name, stamp, unit_file_id
 from pipeline.output.tables import RecordTables
@@ -197,6 +198,7 @@ class PartitionCommitter:
         """Delete staging that cannot be reused; return the unit ids already staged for this output, and the
         slices its actors staged (`pipeline.output.slices`), from the same listing. The records of begun commits
         stay: the next sweep needs them."""
+        refuse_links(self.layout.root, self.layout.staging_root(p), write=True)
         current = self.layout.staging(p, self.output_hash) + "/"
         commits = self.layout.commits_root(p) + "/"
         staged = set()
@@ -218,6 +220,7 @@ class PartitionCommitter:
         return join(self.layout.staging(p, self.output_hash), slice_name(unit_id, start, stop))
 
     def discard_staging(self, p: Partition) -> None:
+        refuse_links(self.layout.root, self.layout.staging_root(p), write=True)
         self.storage.delete_prefix(self.layout.staging_root(p))
 
     def stage(self, p: Partition, unit_id: str, outcomes: pa.Table | list[pa.Table]) -> None:
@@ -226,6 +229,7 @@ class PartitionCommitter:
         pieces = outcomes if isinstance(outcomes, list) else [outcomes]
         outcomes = pa.concat_tables([stamp(piece, self.run_id) for piece in pieces])
         path = self._unit_file(p, unit_id)
+        refuse_links(self.layout.root, path, write=True)
         with self.storage.atomic_output(path, self.layout.scratch(p)) as target:
             pq.write_table(outcomes, self.storage.arrow_path(target), filesystem=self.storage.arrow_fs())
 

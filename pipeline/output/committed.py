@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from pipeline.output.layout import KINDS, OutputLayout
+from pipeline.output.links import refuse_links
 from pipeline.output.manifest import ManifestError, PartitionManifest, RunManifest, committed, read_manifest
 from pipeline.output.tables import read_columns
 from pipeline.partition import Partition
@@ -54,9 +55,11 @@ class CommittedOutput:
         not a run record raises `ManifestError`; with `skip_unreadable` it is left out instead, as the record a live
         run is still writing is (the report reads an output beside the jobs writing it)."""
         records = []
+        refuse_links(self.root, self.layout.runs_root(), write=False)
         for path in self.storage.list_files(self.layout.runs_root()):
             if not path.endswith(".json"):
                 continue
+            refuse_links(self.root, path, write=False)
             try:
                 records.append(RunManifest.from_json(self.storage.read_text(path), path))
             except ManifestError:

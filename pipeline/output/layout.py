@@ -9,6 +9,9 @@ Under OUTPUT, per partition KEY (`dt=YYYY-MM-DD`, or none for an undated input):
     _staging/KEY|all/_commits/<commit_id>      a commit begun: its files are this output's to sweep
     _runs/<run_id>.json                        one manifest per run
     _lease.json                                the writer holding the output (see pipeline.lease)
+    _job.json                                  the job the output belongs to (pipeline.job_identity)
+    _partitions/_lease_generation              the last lease generation handed out (pipeline.lease)
+    _previous/<time>/                          an earlier job's manifests and run records (--force-new-job)
 
 Every commit writes files under names no other commit uses; the manifest write publishes them; files
 the manifest does not name (superseded, or left by a crash) are deleted after the publish. See
@@ -77,3 +80,11 @@ class OutputLayout:
 
     def lease(self) -> str:
         return join(self.root, "_lease.json")
+
+    def job_file(self) -> str:
+        """The fingerprint of the job the output belongs to (`pipeline.job_identity`)."""
+        return join(self.root, "_job.json")
+
+    def previous(self, stamp: str) -> str:
+        """Where `--force-new-job` moves the old job's manifests and run records."""
+        return join(self.root, "_previous", stamp)

@@ -24,7 +24,10 @@ from typing import Any
 import structlog
 
 from pipeline.output.layout import KINDS, OutputLayout
+from pipeline.output.links import refuse_links
+from pipeline.output.metadata import bounded_json, typed
 from pipeline.partition import WHOLE, Partition
+from pipeline.secrets import redact, redact_value
 from pipeline.storage import Storage, join
 
 log = structlog.get_logger(__name__)
@@ -137,9 +140,10 @@ class PartitionManifest:
         """Parse a manifest of `root`'s output; legacy absolute paths become relative to `root`. A file path
         outside the partition's table folders is refused (`ManifestError`)."""
         try:
-            raw = json.loads(text)
-            if not isinstance(raw, dict) or not isinstance(raw.get("files"), dict):
+            raw = bounded_json(text, "partition manifest")
+            if not isinstance(raw.get("files"), dict):
                 raise TypeError("no files object")
+            typed(cls, {k: v for k, v in raw.items() if k != "format"}, "partition manifest")
             label = str(raw["partition"])
             files = {kind: check_path(kind, label, relative(root, str(raw["files"][kind])), where) for kind in KINDS}
             manifest = cls(**{**_known(cls, raw), "files": files, "format": int(raw.get("format", 1))})
@@ -154,7 +158,12 @@ class PartitionManifest:
         return manifest
 
     def to_json(self) -> str:
-        return json.dumps({**asdict(self), "format": FORMAT}, indent=2, default=str)
+        """The manifest's JSON; what it says of the input (its URI, files, a retry's settings) through the one
+        redactor (`pipeline.secrets`): a URL password never reaches the output."""
+        out = {**asdict(self), "format": FORMAT}
+        for key in ("input_uri", "input_files", "retries"):
+            out[key] = redact_value(out[key])
+        return json.dumps(out, indent=2, default=str)
 
     def uri(self, kind: str, root: str) -> str:
         """Where a table's file of this partition is, for the output now at `root`."""
@@ -169,6 +178,7 @@ class PartitionManifest:
 
 
 def _parse(storage: Storage, path: str, root: str, folder: str) -> PartitionManifest:
+    refuse_links(root, path, write=False)
     manifest = PartitionManifest.from_json(storage.read_text(path), root, path)
     if folder != (_partition_key(manifest.partition) or WHOLE):
         raise ManifestError(f"{path}: the manifest is of partition {manifest.partition}, not of its folder "
@@ -191,7 +201,8 @@ def read_manifest(storage: Storage, layout: OutputLayout, p: Partition,
 
 def check_files(storage: Storage, root: str, manifest: PartitionManifest, verify: bool = False) -> None:
     """Raise `OutputCorruptError` if a file the manifest names is missing or not of its recorded size, or, with
-    `verify`, not of its recorded hash. A format-2 manifest records neither: its files must exist."""
+    `verify`, not of its recorded hash. A format-2 manifest records neither: its files must exist, and `verify`
+    fails on it (nothing to verify against)."""
     where = join(OutputLayout(root).partitions_root(), _partition_key(manifest.partition) or WHOLE, "manifest.json")
     day = f" --date {manifest.partition}" if manifest.is_dated else ""
     fix = f"rerun the partition with `extract run CONFIG --force{day}`"
@@ -208,8 +219,9 @@ def check_files(storage: Storage, root: str, manifest: PartitionManifest, verify
         if verify and recorded and file_hash(storage, uri) != recorded:
             raise OutputCorruptError(f"{uri}: its content hash is not the {recorded} {where} records: the file was "
                                      f"replaced; {fix}")
-        if verify and not recorded:
-            log.warning("manifest.unverifiable", file=uri, reason="written before format 3: no hash recorded")
+        if verify and (not recorded or expected is None):
+            raise OutputCorruptError(f"{uri}: {where} records no size and hash for it (a manifest of the format "
+                                     f"before 3, or one stripped of them), so --verify cannot check it; {fix}")
 
 
 def committed(storage: Storage, root: str, verify: bool = False) -> list[PartitionManifest]:
@@ -217,6 +229,7 @@ def committed(storage: Storage, root: str, verify: bool = False) -> list[Partiti
     checked. The one reader of committed output. A folder of `_partitions/` that is not a partition's name (a
     copy such as `all.bak`) is ignored, with a warning."""
     layout = OutputLayout(root)
+    refuse_links(root, layout.partitions_root(), write=False)
     base = layout.partitions_root() + "/"
     out = []
     for path in storage.list_files(layout.partitions_root()):
@@ -273,6 +286,7 @@ class RunManifest:
     error: str | None = None
     alert: str | None = None  # why a committed run missed output's quality bar (pipeline.quality; exit 4)
     kind: str = "run"  # run | retry
+    job: dict[str, Any] = field(default_factory=dict)  # the redacted job snapshot (pipeline.job_identity)
     extra: dict[str, Any] = field(default_factory=dict)  # keys a kind adds (a retry's settings)
 
     def to_dict(self) -> dict[str, Any]:
@@ -280,17 +294,20 @@ class RunManifest:
         return {**{k: v for k, v in out.items() if k != "extra"}, **self.extra}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=False, default=str)
+        """The record's JSON, through the one redactor (`pipeline.secrets`): no secret reaches the output."""
+        return json.dumps(redact(self.to_dict()), indent=2, sort_keys=False, default=str)
 
     @classmethod
     def from_json(cls, text: str, where: str = "run manifest") -> RunManifest:
         try:
-            raw = json.loads(text)
+            raw = bounded_json(text, "run record")
+            typed(cls, raw, "run record")
             known = _known(cls, raw)
             extra = {k: v for k, v in raw.items() if k not in known}
             return cls(**{**known, "extra": extra})
-        except (json.JSONDecodeError, TypeError) as exc:
-            raise ManifestError(f"{where}: not a run manifest ({type(exc).__name__}: {exc})") from None
+        except (ValueError, TypeError) as exc:
+            raise ManifestError(f"{where}: not a run manifest ({type(exc).__name__}: {str(exc)[:200]}); remove it "
+                                "(a run record is a report's input, never the output's data)") from None
 
 
 def run_manifests(storage: Storage, root: str) -> list[RunManifest]:

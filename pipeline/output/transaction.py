@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import structlog
 
 from pipeline.output.layout import KINDS, OutputLayout
+from pipeline.output.links import refuse_links
 from pipeline.output.manifest import (
     FORMAT,
     LeaseLostError,
@@ -82,6 +83,7 @@ def sweep(storage: Storage, layout: OutputLayout, p: Partition, manifest: Partit
     recorded by `begin_commit`, except the files `manifest` names; then the records, and a format-1 `_SUCCESS`
     marker. A file whose name carries no such commit id, and a table folder reached through a symbolic link, are
     left alone. Only a lease holder may call it: it would delete a running commit's files."""
+    refuse_links(layout.root, layout.commits_root(p), write=True)
     named = manifest.uris(layout.root) if manifest else set()
     markers = storage.list_files(layout.commits_root(p))
     own = {m.rsplit("/", 1)[1] for m in markers} | (superseded or set())
@@ -132,6 +134,7 @@ def publish(storage: Storage, layout: OutputLayout, p: Partition, manifest: Part
     superseded = {_commit_of(f.rsplit("/", 1)[-1]) for f in prior.files.values()} if prior else set()
     for commit_id in {c for c in superseded if c} - {manifest.commit_id}:  # a kill after the publish: still swept
         storage.write_text(layout.commit_marker(p, commit_id), "")
+    refuse_links(layout.root, layout.manifest(p), write=True)
     storage.write_text(layout.manifest(p), manifest.to_json())
     if hook:
         hook("manifest_written")

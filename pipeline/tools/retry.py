@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 import structlog
 
 from pipeline.config import ConfigError, LoadedConfig, load_config
+from pipeline.job_identity import job_snapshot
 from pipeline.lease import Lease
 from pipeline.output.commit import Commit, sweep
 from pipeline.output.committed import CommittedOutput
@@ -543,7 +544,7 @@ class _Record:
             finished_at=datetime.now(timezone.utc).isoformat(), input_uri=loaded.input_uri,
             output_uri=loaded.output_uri, model=loaded.config.model.path,
             schema={"name": loaded.contract.name, "version": loaded.contract.version, "hash": loaded.contract.hash},
-            error=self.error,
+            error=self.error, job=job_snapshot(loaded),
         )
         if self.inner is not None:
             base.tokens, base.timings, base.actors = self.inner.tokens, self.inner.timings, self.inner.actors

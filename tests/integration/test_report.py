@@ -140,7 +140,7 @@ def test_report_writes_summary_html_and_charts(sample_run):
     for section in ("Dead letters with their raw output", "Sample rows", "null rates", "Prompt, schema, model"):
         assert section in page
     assert "Extract the invoice from this document." in page  # the prompt, from the unchanged config
-    assert "unchanged since the run" in page
+    assert "the job as the run saw it" in page  # from the run record's snapshot, the job never reloaded
 
 
 @pytest.mark.engine

@@ -52,3 +52,42 @@ def test_valid_string_and_integer_ids_pass(tmp_path):
         docs = folder / "docs.parquet"
         pq.write_table(pa.table({"doc_id": ids, "text": ["a", "b", "c"]}), docs)
         assert preflight(load_config(write_config(folder, **{"input.uri": str(docs)}))).rows_to_read == 3
+
+
+# Issue 55: ids are strings and integers only; an id column named like an output column is refused; a repeated
+# 10 MB id is named in 200 characters.
+@pytest.mark.parametrize(("ids", "kind"), [
+    (pa.array([float("nan"), float("nan"), 1.0]), "double"),
+    (pa.array([1.5, 2.5, 3.5], pa.float32()), "float"),
+    (pa.array([b"a", b"b", b"c"]), "binary"),
+    (pa.array([True, False, None]), "bool"),
+    (pa.array([0, 1, 2], pa.int32()).cast(pa.date32()), "date32"),
+])
+def test_an_id_column_that_is_not_strings_or_integers_is_refused(tmp_path, ids, kind):
+    message = refusal(tmp_path, ids)
+    assert message.startswith(f"input.id_column 'doc_id' is {kind}") and "a string or an integer" in message
+
+
+def test_a_repeated_huge_id_is_named_in_a_short_line(tmp_path):
+    huge = "x" * 10_000_000
+    message = refusal(tmp_path, pa.array([huge, "b", huge]))
+    assert "1 repeated id(s)" in message and len(message) < 1500
+
+
+@pytest.mark.parametrize("name", ["_source_file", "_run_id"])
+def test_an_id_column_named_like_an_output_column_is_refused(tmp_path, name):
+    docs = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({name: ["a", "b"], "text": ["a", "b"]}), docs)
+    with pytest.raises(ConfigError, match="reserved output column name"):
+        preflight(load_config(write_config(tmp_path, **{"input.uri": str(docs), "input.id_column": name})))
+
+
+def test_validate_refuses_a_float_id_with_exit_2(tmp_path, capsys):
+    from pipeline import exit_codes
+    from pipeline.cli.main import main
+
+    docs = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"doc_id": [float("nan")] * 10, "text": ["a"] * 10}), docs)
+    cfg = write_config(tmp_path, simulated=True, **{"input.uri": str(docs)})
+    assert main(["validate", str(cfg)]) == exit_codes.USAGE
+    assert "a string or an integer" in capsys.readouterr().err

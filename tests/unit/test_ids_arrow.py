@@ -107,9 +107,6 @@ CASES = {
     "integers": [pa.array([1, 2, None, 3, 2, 1, 0, -0])],
     "large strings": [pa.array(["x", "y", "x", " "], pa.large_string())],
     "dictionary": [pa.array(["k", "l", "k", None, "m"]).dictionary_encode()],
-    "floats": [pa.array([float("nan"), float("nan"), 0.0, -0.0, 1.5, 1.5, None])],
-    "binary": [pa.array([b"a", b" ", b"a", b""])],
-    "dates": [pa.array([0, 1, 0], pa.int32()).cast(pa.date32())],
 }
 
 

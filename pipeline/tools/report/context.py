@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from pipeline.secrets import redact_text
 from pipeline.storage import Storage, StorageError, join
 
 
@@ -22,30 +22,30 @@ class RunContext:
 
 
 def run_context(record: dict[str, Any]) -> RunContext:
-    """The prompt, schema, model and config the run used. The run record names its config file; that file is
-    read as it is now, and said to be unchanged only when its hash still matches the record's."""
-    settings = [(k, str(record.get(k))) for k in ("model", "max_tokens", "constrained", "config_hash", "input_uri",
-                                                  "output_uri") if record.get(k) is not None]
-    path = Path(str(record.get("config_path", "")))
-    prompt = text = None
-    text_column = "text"
-    note = f"the config file {path} is not readable from here"
-    if record.get("config_path") and path.is_file():
-        text = path.read_text()
-        try:
-            from pipeline.config import load_config
+    """The prompt, schema, model and config the run used, from the redacted job snapshot its run record carries
+    (`pipeline.job_identity.job_snapshot`). Reading an output runs no code: the job's config file is never read
+    again and its schema module never imported, whatever the record names (a record can be tampered with)."""
+    settings = [(k, redact_text(str(record.get(k)))) for k in ("model", "max_tokens", "constrained", "config_hash",
+                                                               "input_uri", "output_uri") if record.get(k) is not None]
+    job = record.get("job") if isinstance(record.get("job"), dict) else {}
+    text_column = str(job.get("text_column") or "text")
+    if not job:
+        note = ("this run record holds no snapshot of its job (written before snapshots were recorded); the report "
+                "never loads the job's config or code")
+        return RunContext(None, None, note, _schema(record), _text(record.get("model")), settings, text_column)
+    config = _text(job.get("config"))
+    prompt = _text(job.get("prompt"))
+    note = f"the job as the run saw it, secrets masked (config hash {_text(job.get('config_hash'))})"
+    return RunContext(prompt, config, note, _schema(record), _text(record.get("model")), settings, text_column)
 
-            loaded = load_config(str(path))
-            prompt, text_column = loaded.config.prompt, loaded.config.input.text_column
-            same = loaded.config_hash == record.get("config_hash")
-            note = (f"{path}: unchanged since the run (config hash {loaded.config_hash})" if same else
-                    f"{path} as it is now, which is not what the run used: the file changed since, or the run had "
-                    f"overrides (--set, --limit, --output); hash {loaded.config_hash}, the run's "
-                    f"{record.get('config_hash')}")
-        except Exception as exc:  # noqa: BLE001 - a config that no longer loads is still worth showing
-            note = f"{path} as it is now (it no longer loads: {exc})"
-    return RunContext(prompt, text, note, dict(record.get("schema") or {}), record.get("model"), settings,
-                      text_column)
+
+def _text(value: Any) -> str | None:
+    return None if value is None else redact_text(str(value))
+
+
+def _schema(record: dict[str, Any]) -> dict[str, Any]:
+    schema = record.get("schema")
+    return {str(k): _text(v) for k, v in schema.items()} if isinstance(schema, dict) else {}
 
 
 def eval_scores(storage: Storage, output_uri: str, run_id: str) -> dict[str, Any] | None:

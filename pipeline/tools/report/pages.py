@@ -6,9 +6,10 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pipeline.output.links import LinkedWriteError
 from pipeline.storage import S3Settings, storage_for
 from pipeline.tools.report.build import Report, build_report
-from pipeline.tools.report.charts import chart_trend, write_charts
+from pipeline.tools.report.charts import CHART_FILES, chart_trend, write_charts
 from pipeline.tools.report.context import eval_scores
 from pipeline.tools.report.history import RunLine, run_line
 from pipeline.tools.report.render import data_uri, environment, render_html
@@ -27,6 +28,15 @@ def default_out(output_uri: str) -> Path:
     return default
 
 
+def own_folder(folder: Path, names: list[str]) -> None:
+    """Refuse (exit 6, one line) a report folder that is, or whose files or run folders are, symbolic links: the
+    pages are written into the folder itself, never through a link to elsewhere."""
+    for path in (folder, *(folder / name for name in names)):
+        if path.is_symlink():
+            raise LinkedWriteError(f"{path} is a symbolic link: refused (extract report writes its pages into a "
+                                   "folder of its own, never through a link); remove it or choose another --out")
+
+
 def write_report(output_uri: str, out_dir: Path | None = None, run_id: str | None = None,
                  settings: S3Settings | None = None, top: int = 5, index_href: str | None = None
                  ) -> tuple[Report, Path]:
@@ -36,6 +46,7 @@ def write_report(output_uri: str, out_dir: Path | None = None, run_id: str | Non
     scores = eval_scores(storage_for(data.output_uri, settings), data.output_uri, data.run_id)
     report = build_report(data, top=top, scores=scores)
     out_dir = out_dir or default_out(output_uri) / data.run_id
+    own_folder(out_dir, [*CHART_FILES, "report.html"])
     charts = write_charts(report, out_dir)
     (out_dir / "report.html").write_text(render_html(report, charts, index_href))
     return report, out_dir
@@ -54,6 +65,7 @@ def write_index(output_uri: str, out_dir: Path | None = None, settings: S3Settin
     for record in records:
         plain_run_id(record, output_uri)
     out_dir = out_dir or default_out(output_uri)
+    own_folder(out_dir, ["index.html", "trend.png", *(str(r.get("run_id")) for r in records)])
     out_dir.mkdir(parents=True, exist_ok=True)
     lines, newest = [], None
     for record in records:

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pipeline.secrets import redact_text
 from pipeline.tools.report.build import Report, near_limit
 from pipeline.tools.report.formats import fmt_s, fmt_score
 from pipeline.tools.report.outcomes import COLORS, OTHER_COLOR, ROW
@@ -54,16 +55,12 @@ def _cards(report: Report) -> list[dict[str, str]]:
 
 
 def query_hint(report: Report) -> str:
-    """A command that runs wherever it is pasted: the job's config (for its storage settings) where it is still a
-    file, with the output as an absolute path or URI; else the output folder itself."""
-    record = report.data.record
+    """A command that runs wherever it is pasted: `extract query` on the output itself (an absolute path or URI),
+    never on the config file a run record names (a record can be tampered with, and a config loads code)."""
     reason = next(iter(report.dead_samples), "truncated")
     sql = f"SELECT * FROM dead_letters WHERE reason = '{reason}' LIMIT 20"  # any id column, any output format
     output = report.data.output_uri if "://" in report.data.output_uri else os.path.abspath(report.data.output_uri)
-    config = str(record.get("config_path") or "")
-    if config and Path(config).is_absolute() and Path(config).is_file():
-        return shlex.join(["extract", "query", config, "--set", f"output.uri={output}", sql])
-    return shlex.join(["extract", "query", output, sql])
+    return redact_text(shlex.join(["extract", "query", output, sql]))
 
 
 def render_html(report: Report, charts: dict[str, Path], index_href: str | None = None) -> str:

@@ -18,6 +18,7 @@ import pyarrow as pa
 from pipeline.output.committed import CommittedOutput
 from pipeline.output.manifest import OutputCorruptError, PartitionManifest
 from pipeline.output.tables import column_names, read_columns
+from pipeline.secrets import redact
 from pipeline.storage import S3Settings, Storage, storage_for
 from pipeline.tools.report.outcomes import ROW, RecordOutcome
 from workers.outcome import DEAD_LETTERS, ROWS, DeadCol, lineage_names
@@ -59,7 +60,7 @@ class RunData:
 def list_runs(storage: Storage, output_uri: str) -> list[dict[str, Any]]:
     """Every run record under OUTPUT/_runs, oldest first (`CommittedOutput.runs`), each as the record's JSON object.
     A record a live run is still writing is not a finished run yet: it is left out."""
-    return [r.to_dict() for r in CommittedOutput(output_uri, storage).runs(skip_unreadable=True)]
+    return [redact(r.to_dict()) for r in CommittedOutput(output_uri, storage).runs(skip_unreadable=True)]
 
 
 def pick_run(records: Sequence[dict[str, Any]], run_id: str | None, where: str) -> tuple[dict[str, Any], str | None]:
