@@ -1,0 +1,171 @@
+"""The finders: for each kind, every value of that kind a document writes (`FINDERS`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+
+from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, cells_of, sentences_of
+from schemas.grounding.kinds import ID_SHAPE
+
+NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])-?\d+(?:\.\d+)?(?![\d])")
+MONTH = r"[A-Z][a-z]{2,8}\.?"
+DATE_SHAPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b"), ("%Y-%m-%d",)),
+    (re.compile(rf"\b{MONTH} \d{{1,2}},? \d{{4}}\b"), ("%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%b %d %Y")),
+    (re.compile(rf"\b\d{{1,2}} {MONTH},? \d{{4}}\b"), ("%d %B %Y", "%d %b %Y", "%d %B, %Y", "%d %b, %Y")),
+    (re.compile(r"\b\d{1,2}[./-]\d{1,2}[./-]\d{4}\b"), ("%d.%m.%Y", "%d/%m/%Y", "%m/%d/%Y", "%d-%m-%Y", "%m-%d-%Y")),
+)
+
+
+
+def numbers(text: str) -> list[float | int]:
+    """Every number the text writes, thousands separators removed, in order of first appearance."""
+    found: dict[str, float | int] = {}
+    for match in NUMBER.finditer(text):
+        written = match.group().replace(",", "")
+        value: float | int = float(written) if "." in written else int(written)
+        found.setdefault(json.dumps(value), value)
+    return list(found.values())
+
+
+def dates(text: str) -> list[str]:
+    """Every date the text writes in a usual form, as YYYY-MM-DD (an ambiguous 01/02/2026 gives both)."""
+    found: dict[str, None] = {}
+    for shape, formats in DATE_SHAPES:
+        for match in shape.finditer(text):
+            written = match.group().replace(".,", ",").replace(". ", " ")
+            for fmt in formats:
+                try:
+                    found[datetime.strptime(written, fmt).date().isoformat()] = None
+                except ValueError:
+                    continue
+    return list(found)
+
+
+def words(text: str) -> list[str]:
+    """Every whitespace-delimited word, without the punctuation around it."""
+    found: dict[str, None] = {}
+    for word in text.split():
+        stripped = word.strip(EDGE_PUNCTUATION)
+        for candidate in (stripped, _unnumbered(stripped)):
+            if candidate:
+                found[candidate] = None
+    return list(found)
+
+
+def _unnumbered(value: str) -> str:
+    """`#W365213573` without its number sign (`order #60589`), as a record writes the number; else the value."""
+    return value[1:].strip(EDGE_PUNCTUATION) if value[:1] == "#" and value[1:2].isalnum() else value
+
+
+def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
+    """Every run of up to `max_words` consecutive words inside one sentence of a cell, as the text writes it."""
+    found: dict[str, None] = {}
+    for cell in sentences_of(text):
+        bounds = [m.span() for m in re.finditer(r"\S+", cell)]
+        for i, (start, _) in enumerate(bounds):
+            for _, end in bounds[i:i + max_words]:
+                span = cell[start:end]
+                stripped = span.strip(EDGE_PUNCTUATION)
+                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), stripped, _unnumbered(stripped)):
+                    if candidate:
+                        found[candidate] = None
+    return list(found)
+
+
+def cells(text: str) -> list[str]:
+    """Every whole cell of every line, as written and without the punctuation around it."""
+    found: dict[str, None] = {}
+    for cell in cells_of(text):
+        for candidate in (cell.strip(), cell.strip().rstrip(".,;:")):
+            if candidate:
+                found[candidate] = None
+    return list(found)
+
+
+TABLE_CELL_WORDS = 24  # a document none of whose cells is longer is tabular (an invoice); else it is prose
+
+
+def items(text: str) -> list[str]:
+    """A list's strings: whole cells in a tabular document (line items, rows), spans in prose, whose cells are
+    whole paragraphs no list item is."""
+    return cells(text) if all(len(c.split()) <= TABLE_CELL_WORDS for c in cells_of(text)) else spans(text)
+
+
+EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?![\w@-])")
+PHONE = re.compile(r"(?<![\w+])\+?(?:\(\d{1,5}\)[ .-]?)?\d[\d .()/-]{5,}\d(?!\w)")
+NOT_A_PHONE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d+\.\d{1,2}")
+URL = re.compile(r"(?<![\w@/.-])(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[^\s<>\"']+"
+                 r"|(?<![\w@/.-])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?:/[^\s<>\"']*)?(?![\w@])")
+
+
+def emails(text: str) -> list[str]:
+    """Every email address the text writes, without the brackets or stop around it."""
+    return list(dict.fromkeys(m.group() for m in EMAIL.finditer(text)))
+
+
+def phones(text: str) -> list[str]:
+    """Every phone number the text writes: a run of 7 to 15 digits with the spaces, dots, dashes, slashes and
+    parentheses numbers are written with, maybe after a `+`; a date or a decimal amount is not one."""
+    found: dict[str, None] = {}
+    for match in PHONE.finditer(text):
+        written = match.group().strip(" .-/")
+        if 7 <= sum(c.isdigit() for c in written) <= 15 and not NOT_A_PHONE.fullmatch(written):
+            found[written] = None
+    return list(found)
+
+
+def urls(text: str) -> list[str]:
+    """Every web address the text writes (`https://...`, `www....`, `brightlane.com/help`), without the
+    punctuation after it; an email's domain is not one."""
+    return list(dict.fromkeys(m.group().rstrip(EDGE_PUNCTUATION) for m in URL.finditer(text)))
+
+
+CURRENCY = (r"[$£€¥₹]|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|NZD|CNY|INR|SEK|NOK|DKK|PLN|CZK|HUF|BRL|MXN|ZAR|KRW|SGD|"
+            r"HKD|RUB|TRY|AED|SAR|ILS|THB|IDR|MYR|PHP|VND|EGP|NGN|KES|ARS|CLP|COP|PEN)\b")
+AMOUNT = r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?"
+CURRENCY_WORDS = (r"(?i:dollars?|euros?|pounds?|yen|yuan|renminbi|rupees?|francs?|pesos?|rubles?|roubles?|won|"
+                  r"kron[aeor]r?|zloty|real|reais|rand|dirhams?|riyals?|shekels?|baht|ringgit|cents?|pence|"
+                  r"(?:local )?currency units?)\b")
+MONEY_WORDS = (r"(?i:price|paid|pay|total|subtotal|amount|cost|fee|charge|balance|salary|payment|refund|due|sum|"
+               r"worth|budget|spen[dt]|earn|income|revenue|fare)")
+MONEY = re.compile(rf"(?:{CURRENCY})\s?(?P<a>{AMOUNT})(?![\d.,]\d)"
+                   rf"|(?<![\w.,])(?P<b>{AMOUNT})\s?(?:{CURRENCY}|{CURRENCY_WORDS})"
+                   rf"|(?<![\w.,])(?P<c>-?\d{{1,3}}(?:,\d{{3}})*\.\d{{2}}|-?\d+\.\d{{2}})(?![\d.,]?\d)"
+                   rf"|\b{MONEY_WORDS}\w*\b[^\n\d.!?;]{{0,32}}?(?<![\w.,])(?P<d>{AMOUNT})(?![\d.,]?\d)")
+
+
+def money(text: str) -> list[float | int]:
+    """Every amount the text writes as money: beside a currency sign or code (`USD 34.50`, `129.00 EUR`, `£59`),
+    with two decimals (`389.00`), or after a word of money (`Amount paid: 389`); in order of first appearance."""
+    found: dict[str, float | int] = {}
+    for match in MONEY.finditer(text):
+        written = next(g for g in match.group("a", "b", "c", "d") if g is not None).replace(",", "")
+        value: float | int = float(written) if "." in written else int(written)
+        found.setdefault(json.dumps(value), value)
+    return list(found.values())
+
+
+NOT_AN_ID = re.compile(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2}:\d{2}(?::\d{2})?|-?[\d,]*\.\d+|(?:1[89]|20)\d{2}"
+                       r"|\d{1,3}(?:,\d{3})+|\d+(?:st|nd|rd|th|s)|\d{1,4}"
+                       r"|(?i:\d+(?:[.,]\d+)?-?(?:inch(?:es)?|in|cm|mm|km|m|kg|g|mg|lbs?|oz|ml|l|kw|w|v|mah|[kmgt]b|"
+                       r"[kmg]?hz|mp|px|ft|pcs?|pack|piece|pieces|min|hrs?|h|x|k))")  # a quantity: `16-inch`, `65W`
+
+
+def identifiers(text: str) -> list[str]:
+    """Every word with a digit in it that is not a date, a time, a year, a decimal, a grouped number or a number
+    of up to 4 digits (a count, a day): `ORD-2026-18198`, `W365213573`, `64225`, `CS305`; with its number sign
+    taken off (`#60589`)."""
+    return [w for w in words(text) if len(w) > 1 and any(c.isdigit() for c in w) and ID_SHAPE.fullmatch(w)
+            and not NOT_AN_ID.fullmatch(w)]
+
+
+FALLBACK = {"money": "number", "id": "text"}
+
+
+# `code`, `item` and the named kinds are only inferred (auto): an enum of codes, the strings of a list, and a
+# plain string whose name says it holds an email, phone number or web address; none is a mark.
+FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells, "code": words,
+           "item": items, "email": emails, "phone": phones, "url": urls, "money": money, "id": identifiers}
