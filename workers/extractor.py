@@ -260,7 +260,8 @@ class BatchExtractor:
         contract's grounded fields narrowed to the values this document writes."""
         if not self.decode.constrained:
             return None
-        return ground(contract.json_schema, text, self.decode.ground_numbers, self.decode.grounding)
+        return ground(contract.json_schema, text, self.decode.ground_numbers, self.decode.grounding,
+                      self.decode.grounding_locale, self.decode.grounding_screens)
 
     def _attempts(self, ids: list[Any], texts: list[str | None], chats: list[str | Chat],
                   prompts: list[list[int]], contracts: list[SchemaContract]) -> list[Outcome]:

@@ -29,15 +29,18 @@ from __future__ import annotations
 import copy
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import jsonschema
 
 from schemas.cells import MAX_WORDS
-from schemas.grounding.finders import FALLBACK, FINDERS
+from schemas.grounding.finders import FALLBACK
+from schemas.grounding.index import DocumentIndex
 from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_names, has_grounded
+from schemas.grounding.locale import AUTO, Locale
+from schemas.grounding.screens import DEFAULT_SCREENS, FieldContext, screened
 from schemas.labels import field_words
-from schemas.screening import screened
 from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
 from schemas.walk import iter_subschemas
 
@@ -62,28 +65,27 @@ def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in branch.items() if k not in (KEY, "format")}
 
 
-def _grounded(node: dict[str, Any], kind: str, document: str, cache: dict[str, Any],
-              words_: set[str] | None = None, rivals: tuple[set[str], ...] = ()) -> dict[str, Any]:
-    if kind not in cache:  # kept in the cache: `_allowed` keys its own cache by the candidate list's id
-        cache[kind] = FINDERS[kind](document)
-    if kind in FALLBACK and not _nullable(node) and not _allowed(cache[kind], _value_branch(node), cache):
-        kind = FALLBACK[kind]  # a required amount or id the document writes in no such shape: as before
-        if kind not in cache:
-            cache[kind] = FINDERS[kind](document)
-    # The field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one).
-    candidates = _allowed(cache[kind], _value_branch(node), cache)
-    candidates = screened(candidates, kind, FINDERS, _nullable(node), document, cache, words_, rivals)
+def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict[str, Any],
+              field: FieldContext, screens: tuple[str, ...]) -> dict[str, Any]:
+    """The field's node for this document: an enum of the candidates its finder reads (screened), or its own
+    schema where the finder reads none the field allows (grounding narrows, it never forbids)."""
+    branch = _value_branch(node)
+    if kind == "word" and isinstance(branch.get("enum"), list):
+        kind = "code"  # an enum marked `word`: the codes the document writes or its symbols stand for
+    candidates = _allowed(index.values(kind), branch, cache)
+    if not candidates and kind in FALLBACK:
+        kind = FALLBACK[kind]  # an amount, id or currency the document writes in no such shape: a wider kind
+        candidates = _allowed(index.values(kind), branch, cache)
+    candidates = screened(candidates, replace(field, kind=kind), index, screens)
     shape = FORMAT_SHAPES.get(_format(node) or "")
     if shape is not None:  # a word is an email (or uri, hostname) only if it looks like one
         candidates = [c for c in candidates if isinstance(c, str) and shape.fullmatch(c)]
-    if kind == "code" and not candidates:  # an enum of codes the document does not write: the model chooses
-        return _without_key(node)
     if len(candidates) > MAX_CANDIDATES and kind in SUBSTRING_KINDS:
-        substring = _substring(node, kind, document, cache)
+        substring = _substring(node, kind, index.document, cache)
         if substring is not None:
             return substring
     if not candidates or len(candidates) > MAX_CANDIDATES:
-        return {"type": "null"} if _nullable(node) and not candidates else _without_key(node)
+        return _without_key(node)  # nothing found (or too much to list): the field's own type, null if it allows
     choice: dict[str, Any] = {"enum": candidates}
     if any(isinstance(c, float) and not c.is_integer() for c in candidates):  # 8.7, not 8.6999999999999993
         choice[LITERALS_KEY] = [json.dumps(c) for c in candidates]
@@ -149,10 +151,11 @@ def _without_key(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def refusal(json_schema: dict[str, Any], document: str, value: Any, mode: str = "marked",
-            all_numbers: bool = False) -> str | None:
+            all_numbers: bool = False, locale: str | Locale | None = AUTO,
+            screens: tuple[str, ...] = DEFAULT_SCREENS) -> str | None:
     """Why grounding would keep the model from writing `value` for this document (None: it would not): a value
     of a grounded field that is not among the candidates its finder takes from the document."""
-    grounded = _ground(json_schema, document, all_numbers, mode)
+    grounded = _ground(json_schema, document, all_numbers, mode, locale, screens)
     if grounded is json_schema:
         return None
     for error in jsonschema.Draft202012Validator(grounded).iter_errors(value):
@@ -163,14 +166,18 @@ def refusal(json_schema: dict[str, Any], document: str, value: Any, mode: str = 
 
 
 def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False,
-           mode: str = "marked") -> dict[str, Any]:
+           mode: str = "marked", locale: str | Locale | None = AUTO,
+           screens: tuple[str, ...] = DEFAULT_SCREENS) -> dict[str, Any]:
     """The schema for this document's grammar: every grounded field narrowed to the document's candidates
     (the schema itself when nothing is grounded, or without a document). `mode` is schema_policy.grounding:
     `marked` grounds the fields marked `x-grounded` (and with `all_numbers`, schema_policy.ground_numbers,
     every plain number field as if marked `number`); `auto` also grounds every unmarked field that
     `inferred_kind` gives a kind, except those marked `x-grounded: false`; `off` grounds nothing.
-    In every mode, an enum of decimals the schema writes itself is spliced as written (`literal_decimals`)."""
-    return literal_decimals(_ground(json_schema, document, all_numbers, mode))
+    In every mode, an enum of decimals the schema writes itself is spliced as written (`literal_decimals`).
+    `locale`: how the document's numbers, dates and words are read (`auto`: its detected language, the decimal
+    mark its own numbers use; `de_DE`: that locale decides ambiguous forms). `screens`: the screens applied
+    (`schemas.grounding.screens`)."""
+    return literal_decimals(_ground(json_schema, document, all_numbers, mode, locale, screens))
 
 
 def _has_decimal(values: list[Any]) -> bool:
@@ -200,7 +207,8 @@ def literal_decimals(json_schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False,
-            mode: str = "marked") -> dict[str, Any]:
+            mode: str = "marked", locale: str | Locale | None = AUTO,
+            screens: tuple[str, ...] = DEFAULT_SCREENS) -> dict[str, Any]:
     if document is None or mode == "off" or (mode == "marked" and not (all_numbers or has_grounded(json_schema))):
         return json_schema
     kinds = {path: kind for path, kind in field_kinds(json_schema, mode, all_numbers).items() if kind is not None}
@@ -209,12 +217,14 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
     work = copy.deepcopy(json_schema)
     definitions = {key: json_schema[key] for key in ("$defs", "definitions") if isinstance(json_schema.get(key), dict)}
     cache: dict[str, Any] = {"definitions": definitions}
+    index = DocumentIndex(document, locale)
     nodes = dict(iter_subschemas(work))
-    named = {path: field_words(field_names(path)) for path in kinds}  # for labels: each field's words
+    named = {path: frozenset(field_words(field_names(path))) for path in kinds}  # for labels: each field's words
     for path, kind in kinds.items():
         node = nodes[path]
-        grounded = _grounded(node, kind, document, cache, named[path],
+        field = FieldContext(kind, _nullable(node), named[path],
                              tuple(words_ for other, words_ in named.items() if other != path))
+        grounded = _grounded(node, kind, index, cache, field, tuple(screens))
         node.clear()
         node.update(grounded)
     return work

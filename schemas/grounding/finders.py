@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import re
-from datetime import datetime
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, cells_of, sentences_of
+from schemas.grounding import dates as date_reader
+from schemas.grounding import numbers as number_reader
 from schemas.grounding.kinds import ID_SHAPE
+from schemas.grounding.locale import UNKNOWN, Locale
 
+# The English-only shapes grounding read before issue 54, kept for readers of old spans (tests/unit/test_spans.py)
 NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])-?\d+(?:\.\d+)?(?![\d])")
 MONTH = r"[A-Z][a-z]{2,8}\.?"
 DATE_SHAPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
@@ -20,28 +25,32 @@ DATE_SHAPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
 
 
 
-def numbers(text: str) -> list[float | int]:
-    """Every number the text writes, thousands separators removed, in order of first appearance."""
-    found: dict[str, float | int] = {}
-    for match in NUMBER.finditer(text):
-        written = match.group().replace(",", "")
-        value: float | int = float(written) if "." in written else int(written)
-        found.setdefault(json.dumps(value), value)
-    return list(found.values())
+def numbers(text: str, locale: Locale = UNKNOWN) -> list[float | int]:
+    """Every number the text writes, each reading once (`schemas.grounding.numbers`), in order of first appearance."""
+    return number_reader.numbers(text, locale)
 
 
-def dates(text: str) -> list[str]:
-    """Every date the text writes in a usual form, as YYYY-MM-DD (an ambiguous 01/02/2026 gives both)."""
-    found: dict[str, None] = {}
-    for shape, formats in DATE_SHAPES:
-        for match in shape.finditer(text):
-            written = match.group().replace(".,", ",").replace(". ", " ")
-            for fmt in formats:
-                try:
-                    found[datetime.strptime(written, fmt).date().isoformat()] = None
-                except ValueError:
-                    continue
-    return list(found)
+def dates(text: str, locale: Locale = UNKNOWN) -> list[str]:
+    """Every date the text writes in a usual form of its languages, as YYYY-MM-DD (an ambiguous 01/02/2026 gives
+    both; `schemas.grounding.dates`)."""
+    return date_reader.dates(text, locale)
+
+
+def money(text: str, locale: Locale = UNKNOWN) -> list[float | int]:
+    """Every amount the text writes as money: beside a currency sign, code or name (`USD 34.50`, `1.234,56 €`,
+    `R$ 59`), with two decimals (`389.00`), or after a money word of its languages (`Amount paid: 389`,
+    `Gesamtbetrag 1.234`); in order of first appearance (`schemas.grounding.numbers.money`)."""
+    return number_reader.money(text, locale)
+
+
+def currencies(text: str, locale: Locale = UNKNOWN) -> list[str]:
+    """The ISO 4217 codes the text writes or whose symbols or names it writes (`€` → EUR, `R$` → BRL)."""
+    return number_reader.currencies(text, locale)
+
+
+def codes(text: str, locale: Locale = UNKNOWN) -> list[str]:
+    """An enum of codes' candidates: the words the text writes, then the currency codes its symbols stand for."""
+    return list(dict.fromkeys([*words(text), *currencies(text, locale)]))
 
 
 def words(text: str) -> list[str]:
@@ -123,31 +132,6 @@ def urls(text: str) -> list[str]:
     return list(dict.fromkeys(m.group().rstrip(EDGE_PUNCTUATION) for m in URL.finditer(text)))
 
 
-CURRENCY = (r"[$£€¥₹]|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|NZD|CNY|INR|SEK|NOK|DKK|PLN|CZK|HUF|BRL|MXN|ZAR|KRW|SGD|"
-            r"HKD|RUB|TRY|AED|SAR|ILS|THB|IDR|MYR|PHP|VND|EGP|NGN|KES|ARS|CLP|COP|PEN)\b")
-AMOUNT = r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?"
-CURRENCY_WORDS = (r"(?i:dollars?|euros?|pounds?|yen|yuan|renminbi|rupees?|francs?|pesos?|rubles?|roubles?|won|"
-                  r"kron[aeor]r?|zloty|real|reais|rand|dirhams?|riyals?|shekels?|baht|ringgit|cents?|pence|"
-                  r"(?:local )?currency units?)\b")
-MONEY_WORDS = (r"(?i:price|paid|pay|total|subtotal|amount|cost|fee|charge|balance|salary|payment|refund|due|sum|"
-               r"worth|budget|spen[dt]|earn|income|revenue|fare)")
-MONEY = re.compile(rf"(?:{CURRENCY})\s?(?P<a>{AMOUNT})(?![\d.,]\d)"
-                   rf"|(?<![\w.,])(?P<b>{AMOUNT})\s?(?:{CURRENCY}|{CURRENCY_WORDS})"
-                   rf"|(?<![\w.,])(?P<c>-?\d{{1,3}}(?:,\d{{3}})*\.\d{{2}}|-?\d+\.\d{{2}})(?![\d.,]?\d)"
-                   rf"|\b{MONEY_WORDS}\w*\b[^\n\d.!?;]{{0,32}}?(?<![\w.,])(?P<d>{AMOUNT})(?![\d.,]?\d)")
-
-
-def money(text: str) -> list[float | int]:
-    """Every amount the text writes as money: beside a currency sign or code (`USD 34.50`, `129.00 EUR`, `£59`),
-    with two decimals (`389.00`), or after a word of money (`Amount paid: 389`); in order of first appearance."""
-    found: dict[str, float | int] = {}
-    for match in MONEY.finditer(text):
-        written = next(g for g in match.group("a", "b", "c", "d") if g is not None).replace(",", "")
-        value: float | int = float(written) if "." in written else int(written)
-        found.setdefault(json.dumps(value), value)
-    return list(found.values())
-
-
 NOT_AN_ID = re.compile(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2}:\d{2}(?::\d{2})?|-?[\d,]*\.\d+|(?:1[89]|20)\d{2}"
                        r"|\d{1,3}(?:,\d{3})+|\d+(?:st|nd|rd|th|s)|\d{1,4}"
                        r"|(?i:\d+(?:[.,]\d+)?-?(?:inch(?:es)?|in|cm|mm|km|m|kg|g|mg|lbs?|oz|ml|l|kw|w|v|mah|[kmgt]b|"
@@ -162,10 +146,20 @@ def identifiers(text: str) -> list[str]:
             and not NOT_AN_ID.fullmatch(w)]
 
 
-FALLBACK = {"money": "number", "id": "text"}
+# A kind whose finder finds nothing (or nothing the field allows) falls back to a wider one, and a field none
+# finds anything for keeps its plain type: grounding narrows, it never forbids.
+FALLBACK = {"money": "number", "id": "text", "currency": "text"}
 
 
 # `code`, `item` and the named kinds are only inferred (auto): an enum of codes, the strings of a list, and a
 # plain string whose name says it holds an email, phone number or web address; none is a mark.
-FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells, "code": words,
-           "item": items, "email": emails, "phone": phones, "url": urls, "money": money, "id": identifiers}
+LOCALE_FINDERS = {"number": numbers, "date": dates, "money": money, "code": codes, "currency": currencies}
+FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells, "code": codes,
+           "item": items, "email": emails, "phone": phones, "url": urls, "money": money, "id": identifiers,
+           "currency": currencies}
+
+
+def finder(kind: str, locale: Locale = UNKNOWN) -> Callable[[str], list[Any]]:
+    """The kind's finder reading by `locale` (the finders of other kinds read no locale)."""
+    found = FINDERS[kind]
+    return partial(found, locale=locale) if kind in LOCALE_FINDERS else found

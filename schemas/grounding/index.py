@@ -1,0 +1,69 @@
+"""`DocumentIndex`: a document scanned once for grounding, `schemas.spans` and the screens.
+
+It resolves the document's locale once (the job's, or the detected language, with the decimal mark the
+document's own unambiguous numbers use), then reads each kind's values once, on demand: the values by kind
+(`values`), the numbers, amounts and dates with their offsets (`readings`), the labelled values and the label
+texts (`labels`, `label_texts`), the sentences of its cells (`sentences`). Every field of every record reads the
+same index, so a document is scanned once per kind, not once per field and screen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from schemas.cells import sentences_of
+from schemas.grounding import dates as date_reader
+from schemas.grounding import numbers as number_reader
+from schemas.grounding.finders import finder
+from schemas.grounding.locale import Locale, resolve
+from schemas.labels import label_texts, labelled
+
+Reading = tuple[Any, int, int]
+
+
+class DocumentIndex:
+    """A document's values by kind, with offsets where a kind has them, read once each."""
+
+    def __init__(self, document: str, locale: str | Locale | None = "auto") -> None:
+        self.document = document
+        found = resolve(locale, document)
+        if found.decimal is None:
+            found = replace(found, mark=number_reader.decimal_mark(document))
+        self.locale = found
+        self._values: dict[str, list[Any]] = {}
+        self._readings: dict[str, list[Reading]] = {}
+        self._cache: dict[Any, Any] = {}
+
+    def values(self, kind: str) -> list[Any]:
+        """Every value of `kind` the document writes (its finder, by the document's locale)."""
+        if kind not in self._values:
+            self._values[kind] = self.finder(kind)(self.document)
+        return self._values[kind]
+
+    def finder(self, kind: str) -> Any:
+        """The kind's finder reading by this document's locale (for a part of the document: a label's value)."""
+        return finder(kind, self.locale)
+
+    def readings(self, kind: str) -> list[Reading]:
+        """(value, start, end) of each number (`number`) or date (`date`) the document writes, in order."""
+        if kind not in self._readings:
+            reader = {"number": number_reader.readings, "date": date_reader.readings}[kind]
+            self._readings[kind] = reader(self.document, self.locale)
+        return self._readings[kind]
+
+    def labels(self) -> list[tuple[set[str], int, int]]:
+        """Each labelled value: (the label's words, the value's start, its end)."""
+        return self.cached("labelled", lambda: labelled(self.document))
+
+    def label_texts(self) -> set[str]:
+        return self.cached("label texts", lambda: label_texts(self.document))
+
+    def sentences(self) -> list[str]:
+        return self.cached("sentences", lambda: list(sentences_of(self.document)))
+
+    def cached(self, key: Any, make: Any) -> Any:
+        """A value derived from the document, made once (the screens keep theirs here)."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
