@@ -9,6 +9,7 @@ same index, so a document is scanned once per kind, not once per field and scree
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -16,21 +17,36 @@ from schemas.cells import sentences_of
 from schemas.grounding import dates as date_reader
 from schemas.grounding import numbers as number_reader
 from schemas.grounding.finders import finder
-from schemas.grounding.locale import Locale, resolve
+from schemas.grounding.locale import Locale, language_mark, resolve
 from schemas.labels import label_texts, labelled
 
 Reading = tuple[Any, int, int]
 
 
+UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f\uf900-\ufaff]")
+
+
+def spaced(document: str) -> bool:
+    """Whether the document's script writes spaces between words: under a third of its letters are Chinese,
+    Japanese or Thai characters (Korean counts as spaced: it writes spaces)."""
+    sample = document[:4000]
+    letters = sum(c.isalpha() for c in sample)
+    unspaced = len(UNSPACED.findall(sample)) - len(re.findall(r"[\uac00-\ud7af]", sample))
+    return not letters or unspaced < letters / 3
+
+
 class DocumentIndex:
-    """A document's values by kind, with offsets where a kind has them, read once each."""
+    """A document's values by kind, with offsets where a kind has them, read once each. Its decimal mark: the
+    job's locale's, else the one the document's own unambiguous numbers use, else its detected language's (an
+    English document's `2,800` is 2800; with none of these, `2,800` keeps both readings)."""
 
     def __init__(self, document: str, locale: str | Locale | None = "auto") -> None:
         self.document = document
         found = resolve(locale, document)
         if found.decimal is None:
-            found = replace(found, mark=number_reader.decimal_mark(document))
+            found = replace(found, mark=number_reader.decimal_mark(document) or language_mark(found))
         self.locale = found
+        self.spaced = spaced(document)
         self._values: dict[str, list[Any]] = {}
         self._readings: dict[str, list[Reading]] = {}
         self._cache: dict[Any, Any] = {}

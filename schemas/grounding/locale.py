@@ -117,6 +117,11 @@ def likely_territory(language: str) -> str | None:
     return parts[0] if parts else None
 
 
+def language_mark(locale: Locale) -> str | None:
+    """The decimal mark CLDR gives the locale's language (`,` for de, `.` for en), or None without one."""
+    return _symbols(locale.language)[0] if locale.language else None
+
+
 @lru_cache(maxsize=64)
 def _symbols(tag: str) -> tuple[str, str]:
     from babel.numbers import get_decimal_symbol, get_group_symbol

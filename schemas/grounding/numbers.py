@@ -185,10 +185,15 @@ def _code_of(mark: str, languages: tuple[str, ...]) -> tuple[str, ...]:
 
 def currencies(text: str, locale: Locale = UNKNOWN) -> list[str]:
     """The ISO 4217 codes the text writes or is evidence of, in order: `EUR` and `€` → EUR, `R$` → BRL, `$` →
-    USD then the other dollars (a set territory's own currency first: en_CA's `$` is CAD)."""
+    USD then the other dollars, unless the document writes one of them as a code or a set territory decides
+    (en_CA's `$` is CAD). The rule that a written code decides a symbol was chosen on the English sample (its
+    `$` invoices write `USD` or `CAD` too); on the issue-54 report's European documents it changes nothing."""
+    readings_ = [_code_of(m.group("cur"), locale.languages) for m in currency_pattern(locale.languages).finditer(text)]
+    sure = {codes[0] for codes in readings_ if len(codes) == 1}
     found: list[str] = []
-    for match in currency_pattern(locale.languages).finditer(text):
-        codes = _code_of(match.group("cur"), locale.languages)
+    for codes in readings_:
+        if len(codes) > 1 and sure & set(codes):  # `$` beside a written `CAD`: the document decides
+            codes = tuple(c for c in codes if c in sure)
         territory = locale.territory or (likely_territory(locale.language) if locale.language else None)
         local = _local_currency(territory) if territory and len(codes) > 1 else None
         if local in codes:  # a set territory decides (en_CA's `$` is CAD); a detected language orders (zh: CNY first)
