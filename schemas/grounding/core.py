@@ -140,14 +140,43 @@ def _allowed(found: list[Any], branch: dict[str, Any], cache: dict[str, Any]) ->
     bounds = {k: v for k, v in branch.items() if k not in ANNOTATIONS}
     kinds = bounds.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds
-    if set(bounds) <= {"type"} and isinstance(kinds, list) and all(k in TYPE_CHECKS for k in kinds):
+    if set(bounds) <= FAST_KEYS and isinstance(kinds, list) and all(k in TYPE_CHECKS for k in kinds) \
+            and _plain_bounds(bounds):
         checks = [TYPE_CHECKS[k] for k in kinds]
-        allowed = [c for c in found if any(check(c) for check in checks)]
+        allowed = [c for c in found if any(check(c) for check in checks) and _within(c, bounds)]
     else:  # the field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one)
         check = jsonschema.Draft202012Validator({**branch, **cache["definitions"]})
         allowed = [c for c in found if check.is_valid(c)]
     cache[key] = allowed
     return allowed
+
+
+# Bounds `_within` checks as jsonschema does, without building a validator (most of grounding's cost before)
+FAST_KEYS = frozenset({"type", "maxLength", "minLength", "minimum", "maximum", "exclusiveMinimum",
+                       "exclusiveMaximum", "enum"})
+
+
+def _plain_bounds(bounds: dict[str, Any]) -> bool:
+    numeric = all(isinstance(bounds.get(k, 0), int | float) and not isinstance(bounds.get(k), bool)
+                  for k in FAST_KEYS - {"type", "enum"})
+    enum = bounds.get("enum")
+    return numeric and (enum is None or (isinstance(enum, list) and all(isinstance(v, str) for v in enum)))
+
+
+def _within(value: Any, bounds: dict[str, Any]) -> bool:
+    if isinstance(value, str):
+        if "enum" in bounds and value not in bounds["enum"]:
+            return False
+        length = len(value)
+        return length <= bounds.get("maxLength", length) and length >= bounds.get("minLength", 0)
+    if "enum" in bounds:
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return not (("minimum" in bounds and value < bounds["minimum"])
+                    or ("maximum" in bounds and value > bounds["maximum"])
+                    or ("exclusiveMinimum" in bounds and value <= bounds["exclusiveMinimum"])
+                    or ("exclusiveMaximum" in bounds and value >= bounds["exclusiveMaximum"]))
+    return True
 
 
 def _without_key(node: dict[str, Any]) -> dict[str, Any]:

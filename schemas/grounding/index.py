@@ -9,6 +9,7 @@ same index, so a document is scanned once per kind, not once per field and scree
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from typing import Any
@@ -18,9 +19,10 @@ from schemas.grounding import dates as date_reader
 from schemas.grounding import numbers as number_reader
 from schemas.grounding.finders import finder
 from schemas.grounding.locale import Locale, language_mark, resolve
-from schemas.labels import label_texts, labelled
+from schemas.labels import LabelIndex, label_index, label_texts, labelled
 
 Reading = tuple[Any, int, int]
+OFFSET_KINDS = frozenset({"number", "money", "date"})  # kinds whose values the index holds with their offsets
 
 
 UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f\uf900-\ufaff]")
@@ -54,7 +56,13 @@ class DocumentIndex:
     def values(self, kind: str) -> list[Any]:
         """Every value of `kind` the document writes (its finder, by the document's locale)."""
         if kind not in self._values:
-            self._values[kind] = self.finder(kind)(self.document)
+            if kind in OFFSET_KINDS:  # as the finder reads them, from the readings already made
+                found: dict[str, Any] = {}
+                for value, _, _ in self.readings(kind):
+                    found.setdefault(value if isinstance(value, str) else repr(float(value)), value)
+                self._values[kind] = list(found.values())
+            else:
+                self._values[kind] = self.finder(kind)(self.document)
         return self._values[kind]
 
     def finder(self, kind: str) -> Any:
@@ -62,11 +70,38 @@ class DocumentIndex:
         return finder(kind, self.locale)
 
     def readings(self, kind: str) -> list[Reading]:
-        """(value, start, end) of each number (`number`) or date (`date`) the document writes, in order."""
+        """(value, start, end) of each number, amount or date (`number`, `money`, `date`) the document writes."""
         if kind not in self._readings:
-            reader = {"number": number_reader.readings, "date": date_reader.readings}[kind]
-            self._readings[kind] = reader(self.document, self.locale)
+            if kind == "money":
+                found = number_reader.money_readings(self.document, self.locale, self.readings("number"))
+            else:
+                reader = {"number": number_reader.readings, "date": date_reader.readings}[kind]
+                found = reader(self.document, self.locale)
+            self._readings[kind] = found
         return self._readings[kind]
+
+    def label_index(self, kind: str) -> LabelIndex:
+        """For one kind: (the values written outside every labelled value, value → the words of each label it
+        stands under), values as JSON text (`schemas.labels.label_index`), from the offsets where a kind has
+        them (numbers, amounts, dates), else by reading each labelled value again."""
+        return self.cached(("labels", kind), lambda: self._label_index(kind))
+
+    def _label_index(self, kind: str) -> LabelIndex:
+        if kind not in OFFSET_KINDS:
+            return label_index(self.finder(kind), self.document)
+        regions = self.labels()
+        if not regions:
+            return set(), {}
+        free: set[str] = set()
+        under: dict[str, list[set[str]]] = {}
+        for value, start, end in self.readings(kind):
+            key = json.dumps(value)
+            inside = [words for words, first, last in regions if first <= start and end <= last]
+            for words in inside:
+                under.setdefault(key, []).append(words)
+            if not inside:
+                free.add(key)
+        return free, under
 
     def labels(self) -> list[tuple[set[str], int, int]]:
         """Each labelled value: (the label's words, the value's start, its end)."""

@@ -167,10 +167,12 @@ def currency_pattern(languages: tuple[str, ...]) -> re.Pattern[str]:
     names = sorted({n for lang in languages for n in words(lang)["currency_names"]}, key=len, reverse=True)
     word_like = "|".join([*alpha, *(re.escape(n) for n in names if n[0].isalpha() and n.isascii())])
     loose = "|".join([*other, *(re.escape(n) for n in names if not n.isascii())])
-    codes = "|".join(sorted(all_codes()))
-    return re.compile(rf"(?P<cur>{loose}|(?<![^\W\d_])(?:{codes}|(?i:{word_like}))(?![^\W\d_]))")
+    # `[A-Z]{3}` stands for the ISO codes: `_code_of` keeps those that are codes (an alternation of all 300 was
+    # most of grounding's cost per document)
+    return re.compile(rf"(?P<cur>{loose}|\b(?:[A-Z]{{3}}|(?i:{word_like}))(?![^\W\d_]))")
 
 
+@lru_cache(maxsize=4096)
 def _code_of(mark: str, languages: tuple[str, ...]) -> tuple[str, ...]:
     if mark in symbol_codes():
         return symbol_codes()[mark]
@@ -188,7 +190,8 @@ def currencies(text: str, locale: Locale = UNKNOWN) -> list[str]:
     USD then the other dollars, unless the document writes one of them as a code or a set territory decides
     (en_CA's `$` is CAD). The rule that a written code decides a symbol was chosen on the English sample (its
     `$` invoices write `USD` or `CAD` too); on the issue-54 report's European documents it changes nothing."""
-    readings_ = [_code_of(m.group("cur"), locale.languages) for m in currency_pattern(locale.languages).finditer(text)]
+    readings_ = [codes for m in currency_pattern(locale.languages).finditer(text)
+                 if (codes := _code_of(m.group("cur"), locale.languages))]
     sure = {codes[0] for codes in readings_ if len(codes) == 1}
     found: list[str] = []
     for codes in readings_:
@@ -212,25 +215,37 @@ def _local_currency(territory: str) -> str | None:
 
 # --- money ------------------------------------------------------------------------------------------------------
 
-GAP = r"[ \u00a0\u202f]?"  # a currency sits beside its number on the same line: never across a newline
 
 
 def money(text: str, locale: Locale = UNKNOWN) -> list[float | int]:
     """Every amount the text writes as money (beside a currency, with two decimals, or after a money word of the
     document's languages), each reading once, in order of first appearance."""
-    found = readings(text, locale)
+    return _unique(v for v, _, _ in money_readings(text, locale))
+
+
+def money_readings(text: str, locale: Locale = UNKNOWN, found: list[Reading] | None = None) -> list[Reading]:
+    """The readings (`readings`, or `found`) that are amounts, with their offsets."""
+    found = readings(text, locale) if found is None else found
     if not found:
         return []
-    marks = [(m.start(), m.end()) for m in currency_pattern(locale.languages).finditer(text)]
+    starts, ends = _beside_marks(text, locale)
     words_ = _money_words(locale.languages)
-    keep = [v for v, start, end in found if _beside(text, start, end, marks) or _two_decimals(text, start, end)
-            or _after_word(text, start, words_)]
-    return _unique(keep)
+    return [(v, start, end) for v, start, end in found if start in starts or end in ends
+            or _two_decimals(text, start, end) or _after_word(text, start, words_)]
 
 
-def _beside(text: str, start: int, end: int, marks: list[tuple[int, int]]) -> bool:
-    return any((mark_end <= start and re.fullmatch(GAP, text[mark_end:start]))
-               or (mark_start >= end and re.fullmatch(GAP, text[end:mark_start])) for mark_start, mark_end in marks)
+def _beside_marks(text: str, locale: Locale) -> tuple[set[int], set[int]]:
+    """(offsets where a number beside a currency mark starts, offsets where one ends): right after a mark or one
+    space after it, right before one or one space before it; never across a newline."""
+    starts: set[int] = set()
+    ends: set[int] = set()
+    for match in currency_pattern(locale.languages).finditer(text):
+        if not _code_of(match.group("cur"), locale.languages):
+            continue
+        start, end = match.start(), match.end()
+        starts.update((end, end + 1) if text[end:end + 1] in SPACE and text[end:end + 1] else (end,))
+        ends.update((start, start - 1) if start and text[start - 1] in SPACE else (start,))
+    return starts, ends
 
 
 def _two_decimals(text: str, start: int, end: int) -> bool:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from schemas.grounding.locale import word_list
-from schemas.labels import label_index, named_only, names_message, outside, sent_line
+from schemas.labels import named_only, names_message, outside, sent_line
 
 if TYPE_CHECKING:
     from schemas.grounding.index import DocumentIndex
@@ -56,7 +56,8 @@ def placeholders(candidates: list[Any], field: FieldContext, index: DocumentInde
     if field.kind not in WORD_KINDS:
         return candidates
     labels = index.label_texts()
-    empty = {w.casefold() for w in word_list(index.locale, "placeholders")} if field.nullable else set()
+    empty = index.cached("placeholders", lambda: {w.casefold() for w in word_list(index.locale, "placeholders")}) \
+        if field.nullable else set()
     return [c for c in candidates if not isinstance(c, str) or (
         c.strip().rstrip(":#").strip().casefold() not in labels and c.strip().casefold() not in empty)]
 
@@ -65,8 +66,7 @@ def labels(candidates: list[Any], field: FieldContext, index: DocumentIndex) -> 
     """The candidates without those written only under another field's label (`named_only`)."""
     if field.kind not in LABELLED_KINDS or not field.words or len(candidates) < 2:
         return candidates
-    found = index.cached(("labels", field.kind), lambda: label_index(index.finder(field.kind), index.document))
-    return named_only(candidates, found, set(field.words), [set(r) for r in field.rivals])
+    return named_only(candidates, index.label_index(field.kind), set(field.words), [set(r) for r in field.rivals])
 
 
 def sent(candidates: list[Any], field: FieldContext, index: DocumentIndex) -> list[Any]:
