@@ -45,7 +45,7 @@ def readings(text: str, locale: Locale = UNKNOWN) -> list[DateReading]:
         _add(found, match, int(match.group(1)), int(match.group(2)), int(match.group(3)))
     for match in NUMERIC.finditer(text):
         first, second, year = int(match.group(1)), int(match.group(3)), int(match.group(4))
-        day_first = locale.day_first
+        day_first = locale.day_first if max(first, second) <= 12 else None  # 15/06: one reading in any locale
         if day_first is not False:
             _add(found, match, year, second, first)
         if day_first is not True:

@@ -153,9 +153,13 @@ def symbol_codes() -> dict[str, tuple[str, ...]]:
 
 @lru_cache(maxsize=1)
 def all_codes() -> frozenset[str]:
-    from babel.numbers import list_currencies
+    """The ISO 4217 codes some territory uses today (CLDR through Babel): not a withdrawn `PLZ`, which is also
+    how a German address writes its postcode's label."""
+    from babel.core import get_global
+    from babel.numbers import get_territory_currencies
 
-    return frozenset(list_currencies())
+    return frozenset(code for territory in get_global("territory_currencies")
+                     for code in get_territory_currencies(territory, tender=True))
 
 
 @lru_cache(maxsize=16)
