@@ -5,7 +5,8 @@
 Runs whatever `schemas.grounding` is first on the path, so the same script measures an older tree too:
     git archive 97ed404 schemas pipeline workers jobs | tar -x -C /tmp/ground-before
     PYTHONPATH=/tmp/ground-before:$PWD python lab/grounding_cost.py
-Cost: CPU time (process_time: the machine is shared) of `ground(schema, document, mode=...)` per document, one core, after one warm-up document (the
+Cost: CPU time (process_time: the machine is shared) of `ground(schema, document, mode=...)` per document,
+one core, after one warm-up document (the
 one-off loads: Babel's CLDR data, lingua's models); and on one 20,000-character document (the sample's documents
 joined). Reach: a gold leaf is refused when the grounded schema rejects it and the schema as written does not.
 """

@@ -146,3 +146,23 @@ def test_the_sentence_splitter_knows_other_languages_abbreviations() -> None:
 
     assert list(sentences_of("Studio Ing. Rossi S.r.l. Via Roma 1. Grazie.")) == [
         "Studio Ing. Rossi S.r.l. Via Roma 1.", "Grazie."]
+
+
+def test_the_bounds_use_the_documents_own_tokens_per_character() -> None:
+    """Issue 54: a Chinese document under the bundled model's tokenizer costs more tokens a character than the
+    bounds' English figure, so its grammar's strings are bounded tighter; an English document changes nothing."""
+    transformers = pytest.importorskip("transformers")
+    from schemas.bounds import DENSITY_KEY, TOKENS_PER_CHAR, grammar_schema
+    from workers.bundled_model import prepare
+    from workers.extractor import script_density
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(prepare()))
+    chinese = "在科幻影坛的璀璨星河中，2028年诞生了一部令人瞩目的原创力作，由新锐导演林峰掌舵。" * 5
+    density = script_density(tokenizer, chinese)
+    assert density is not None and density > TOKENS_PER_CHAR
+    assert script_density(tokenizer, "Invoice INV-1 from Acme Office Supply, total due $1,450.61. " * 5) is None
+    schema = {"type": "object", "properties": {"title": {"type": "string"}, "notes": {"type": "string"}}}
+    english = grammar_schema(schema, "auto", "auto", max_tokens=256)
+    dense = grammar_schema({**schema, DENSITY_KEY: density}, "auto", "auto", max_tokens=256)
+    assert DENSITY_KEY not in dense
+    assert dense["properties"]["title"]["maxLength"] < english["properties"]["title"]["maxLength"]
