@@ -138,12 +138,25 @@ NOT_AN_ID = re.compile(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2}:\d{2}(?::\d{2})
                        r"[kmg]?hz|mp|px|ft|pcs?|pack|piece|pieces|min|hrs?|h|x|k))")  # a quantity: `16-inch`, `65W`
 
 
+# What a number's label ends in, in the languages with word lists: `Nr.`, `No.`, `Nº`, `n°`, `núm.`, `#`
+NUMBERED = re.compile(r"(?i:(?<![^\W\d_])(?:number|nummer|numéro|número|numero|núm|num|nr|no|n[º°o])(?![^\W\d_])"
+                      r"\.?|#)[ \t]*:?[ \t]*(?P<id>(?=[\w/.-]*\d)[A-Za-z0-9][\w/.-]*[A-Za-z0-9]|\d)")
+# A series and a number as two words: `FPR 3715/26`, `RE 2026-0042`
+TWO_WORDS = re.compile(r"(?<![\w/-])[A-Z]{1,5} \d[\d/.-]*\d(?![\w/-])")
+
+
 def identifiers(text: str) -> list[str]:
     """Every word with a digit in it that is not a date, a time, a year, a decimal, a grouped number or a number
     of up to 4 digits (a count, a day): `ORD-2026-18198`, `W365213573`, `64225`, `CS305`; with its number sign
-    taken off (`#60589`)."""
-    return [w for w in words(text) if len(w) > 1 and any(c.isdigit() for c in w) and ID_SHAPE.fullmatch(w)
-            and not NOT_AN_ID.fullmatch(w)]
+    taken off (`#60589`). And, whatever its shape, what follows a number's label (`Rechnung Nr. 1528`, `Fatura
+    nº 56`, `No. 804.089`), and a series and number written as two words (`FPR 3715/26`): the issue-54 report's
+    short invoice numbers, which the rule above (chosen on the tickets) refused."""
+    found = [w for w in words(text) if len(w) > 1 and any(c.isdigit() for c in w) and ID_SHAPE.fullmatch(w)
+             and not NOT_AN_ID.fullmatch(w)]
+    found += [m.group("id").rstrip(".") for m in NUMBERED.finditer(text)]
+    found += [m.group() for m in TWO_WORDS.finditer(text) if m.group().split()[0] not in number_reader.all_codes()
+              and not re.fullmatch(r"\d+[.,]\d{2}", m.group().split()[1])]
+    return list(dict.fromkeys(found))
 
 
 # A kind whose finder finds nothing (or nothing the field allows) falls back to a wider one, and a field none

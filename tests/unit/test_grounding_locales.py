@@ -166,3 +166,12 @@ def test_the_bounds_use_the_documents_own_tokens_per_character() -> None:
     dense = grammar_schema({**schema, DENSITY_KEY: density}, "auto", "auto", max_tokens=256)
     assert DENSITY_KEY not in dense
     assert dense["properties"]["title"]["maxLength"] < english["properties"]["title"]["maxLength"]
+
+
+def test_short_and_two_word_invoice_numbers_are_identifiers() -> None:
+    from schemas.grounding import identifiers
+
+    assert "1528" in identifiers("Rechnung Nr. 1528 vom 15.01.2026") and identifiers("Fatura nº 56") == ["56"]
+    found = identifiers("Factura FPR 3715/26, pedido No. 804.089.")
+    assert "FPR 3715/26" in found and "804.089" in found
+    assert identifiers("nothing noticed, USD 199.00") == []  # `no` inside a word, an amount: none
