@@ -89,17 +89,28 @@ def leaves(value: Any, path: str = "") -> list[str]:
     return [path]
 
 
+def enum_sizes(node: Any) -> list[int]:
+    """The size of each enum a grounded schema holds (its fields' candidates): how far grounding narrows."""
+    if isinstance(node, list):
+        return [n for item in node for n in enum_sizes(item)]
+    if not isinstance(node, dict):
+        return []
+    own = [len(node["enum"])] if isinstance(node.get("enum"), list) else []
+    return own + [n for key, value in node.items() if key != "enum" for n in enum_sizes(value)]
+
+
 def field_of(path: str) -> str:
     return "/".join(p for p in path.split("/") if not p.isdigit())
 
 
 def measure(name: str, mode: str, rows: list, screens: tuple[str, ...] | None) -> dict[str, Any]:
     _ground(rows[0][2], rows[0][0], mode, screens)  # warm-up: one-off loads
-    times, total, refused = [], {}, {}
+    times, total, refused, sizes = [], {}, {}, []
     for doc, gold, schema in rows:
         start = time.process_time()
         grounded = _ground(schema, doc, mode, screens)
         times.append((time.process_time() - start) * 1000)
+        sizes.extend(enum_sizes(grounded))
         for leaf in leaves(gold):
             total[field_of(leaf)] = total.get(field_of(leaf), 0) + 1
         for path in refused_paths(schema, grounded, gold):
@@ -109,6 +120,7 @@ def measure(name: str, mode: str, rows: list, screens: tuple[str, ...] | None) -
     return {"corpus": name, "mode": mode, "docs": len(rows), "mean_chars": round(chars),
             "ms_mean": round(statistics.mean(times), 2), "ms_p90": round(sorted(times)[int(0.9 * len(times))], 2),
             "reach": round(1 - bad / n, 4) if n else None, "leaves": n, "refused": bad,
+            "mean_candidates": round(statistics.mean(sizes), 1) if sizes else None,
             "refused_by_field": dict(sorted(refused.items(), key=lambda kv: -kv[1])[:8])}
 
 
