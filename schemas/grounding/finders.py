@@ -8,10 +8,13 @@ from functools import partial
 from typing import Any
 
 from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, cells_of, sentences_of
-from schemas.grounding import dates as date_reader
-from schemas.grounding import numbers as number_reader
+from schemas.grounding.dates import dates as read_dates
 from schemas.grounding.kinds import ID_SHAPE
 from schemas.grounding.locale import UNKNOWN, Locale
+from schemas.grounding.numbers import all_codes
+from schemas.grounding.numbers import currencies as read_currencies
+from schemas.grounding.numbers import money as read_money
+from schemas.grounding.numbers import numbers as read_numbers
 
 # The English-only shapes grounding read before issue 54, kept for readers of old spans (tests/unit/test_spans.py)
 NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])-?\d+(?:\.\d+)?(?![\d])")
@@ -27,25 +30,25 @@ DATE_SHAPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
 
 def numbers(text: str, locale: Locale = UNKNOWN) -> list[float | int]:
     """Every number the text writes, each reading once (`schemas.grounding.numbers`), in order of first appearance."""
-    return number_reader.numbers(text, locale)
+    return read_numbers(text, locale)
 
 
 def dates(text: str, locale: Locale = UNKNOWN) -> list[str]:
     """Every date the text writes in a usual form of its languages, as YYYY-MM-DD (an ambiguous 01/02/2026 gives
     both; `schemas.grounding.dates`)."""
-    return date_reader.dates(text, locale)
+    return read_dates(text, locale)
 
 
 def money(text: str, locale: Locale = UNKNOWN) -> list[float | int]:
     """Every amount the text writes as money: beside a currency sign, code or name (`USD 34.50`, `1.234,56 €`,
     `R$ 59`), with two decimals (`389.00`), or after a money word of its languages (`Amount paid: 389`,
     `Gesamtbetrag 1.234`); in order of first appearance (`schemas.grounding.numbers.money`)."""
-    return number_reader.money(text, locale)
+    return read_money(text, locale)
 
 
 def currencies(text: str, locale: Locale = UNKNOWN) -> list[str]:
     """The ISO 4217 codes the text writes or whose symbols or names it writes (`€` → EUR, `R$` → BRL)."""
-    return number_reader.currencies(text, locale)
+    return read_currencies(text, locale)
 
 
 def codes(text: str, locale: Locale = UNKNOWN) -> list[str]:
@@ -154,7 +157,7 @@ def identifiers(text: str) -> list[str]:
     found = [w for w in words(text) if len(w) > 1 and any(c.isdigit() for c in w) and ID_SHAPE.fullmatch(w)
              and not NOT_AN_ID.fullmatch(w)]
     found += [m.group("id").rstrip(".") for m in NUMBERED.finditer(text)]
-    found += [m.group() for m in TWO_WORDS.finditer(text) if m.group().split()[0] not in number_reader.all_codes()
+    found += [m.group() for m in TWO_WORDS.finditer(text) if m.group().split()[0] not in all_codes()
               and not re.fullmatch(r"\d+[.,]\d{2}", m.group().split()[1])]
     return list(dict.fromkeys(found))
 

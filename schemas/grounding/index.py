@@ -15,10 +15,11 @@ from dataclasses import replace
 from typing import Any
 
 from schemas.cells import sentences_of
-from schemas.grounding import dates as date_reader
-from schemas.grounding import numbers as number_reader
+from schemas.grounding.dates import readings as date_readings
 from schemas.grounding.finders import finder
 from schemas.grounding.locale import Locale, language_mark, resolve
+from schemas.grounding.numbers import decimal_mark, money_readings
+from schemas.grounding.numbers import readings as number_readings
 from schemas.labels import LabelIndex, label_index, label_texts, labelled
 
 Reading = tuple[Any, int, int]
@@ -46,7 +47,7 @@ class DocumentIndex:
         self.document = document
         found = resolve(locale, document)
         if found.decimal is None:
-            found = replace(found, mark=number_reader.decimal_mark(document) or language_mark(found))
+            found = replace(found, mark=decimal_mark(document) or language_mark(found))
         self.locale = found
         self.spaced = spaced(document)
         self._values: dict[str, list[Any]] = {}
@@ -73,9 +74,9 @@ class DocumentIndex:
         """(value, start, end) of each number, amount or date (`number`, `money`, `date`) the document writes."""
         if kind not in self._readings:
             if kind == "money":
-                found = number_reader.money_readings(self.document, self.locale, self.readings("number"))
+                found = money_readings(self.document, self.locale, self.readings("number"))
             else:
-                reader = {"number": number_reader.readings, "date": date_reader.readings}[kind]
+                reader = {"number": number_readings, "date": date_readings}[kind]
                 found = reader(self.document, self.locale)
             self._readings[kind] = found
         return self._readings[kind]
