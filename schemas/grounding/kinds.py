@@ -167,6 +167,7 @@ def _kind_of(node: dict[str, Any], path: tuple[Any, ...], mode: str, all_numbers
 NAME_TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 PHONE_WORDS = frozenset({"phone", "phones", "telephone", "telephones", "mobile", "fax", "tel"})
 URL_WORDS = frozenset({"url", "urls", "uri", "website", "websites", "homepage"})
+CURRENCY_WORDS = frozenset({"currency", "currencies", "ccy"})
 NUMBER_WORDS = frozenset({"number", "numbers", "no", "nr", "num"})
 ID_WORDS = frozenset({"id", "ids", "reference", "ref", "sku", "isbn", "serial", "tracking"})
 ID_SHAPE = re.compile(r"[A-Za-z0-9][\w/.-]*")
@@ -198,8 +199,9 @@ def field_names(path: tuple[Any, ...], last: int = 2) -> list[str]:
 
 
 def named_kind(path: tuple[Any, ...]) -> str | None:
-    """`email`, `phone`, `url` or `id` for a plain string field whose name says it holds one (`customer_email`,
-    `EmailAddress`, `PhoneNumber`, `fax`, `websiteURL`; `order_number`, `StudentID`, `CourseCode`), else None. By
+    """`email`, `phone`, `url`, `currency` or `id` for a plain string field whose name says it holds one
+    (`customer_email`, `EmailAddress`, `PhoneNumber`, `fax`, `websiteURL`, `currency_code`; `order_number`,
+    `StudentID`, `CourseCode`), else None. By
     the name's last word (before a trailing `address`), so `email_subject` or a postal `address` are not taken;
     a lone `number` is not an identifier's name, nor a `code` (a country or currency code has no digit)."""
     name = field_name(path)
@@ -214,6 +216,8 @@ def named_kind(path: tuple[Any, ...]) -> str | None:
         return "phone"
     if words_[-1] in URL_WORDS:
         return "url"
+    if words_[-1] in CURRENCY_WORDS or "".join(words_[-2:]) in ("currencycode", "isocurrency"):
+        return "currency"  # issue 54: an ISO 4217 code, evidenced by the document's symbols (`€` → EUR)
     return "id" if words_[-1] in ID_WORDS or (words_[-1] in NUMBER_WORDS and len(words_) > 1) else None
 
 

@@ -175,3 +175,13 @@ def test_short_and_two_word_invoice_numbers_are_identifiers() -> None:
     found = identifiers("Factura FPR 3715/26, pedido No. 804.089.")
     assert "FPR 3715/26" in found and "804.089" in found
     assert identifiers("nothing noticed, USD 199.00") == []  # `no` inside a word, an amount: none
+
+
+def test_a_plain_string_named_currency_is_an_iso_code_the_documents_symbols_evidence() -> None:
+    schema = {"type": "object", "properties": {"currency": {"type": "string"},
+                                               "currency_code": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
+    props = ground(schema, "Valor total: R$ 1.234,56", mode="auto")["properties"]
+    assert props["currency"] == {"enum": ["BRL"]} and props["currency_code"]["anyOf"][0] == {"enum": ["BRL"]}
+    none = ground(schema, "Thanks a lot", mode="auto")["properties"]
+    assert none["currency_code"] == schema["properties"]["currency_code"]  # nothing found: its plain type
+    assert "Thanks" in none["currency"]["enum"]  # required: text, as a required id or amount falls back
