@@ -38,10 +38,23 @@ def readings(text: str, locale: Locale = UNKNOWN) -> list[Reading]:
     found: list[Reading] = []
     for _token, start, end, dashed in tokens:
         written = text[start:end]
-        found.extend((v, start, end) for v in _values(written, "," if dashed else decimal))
+        values = _values(written, "," if dashed else decimal)
+        found.extend((v, start, end) for v in values)
+        scale = MULTIPLIERS.get(text[end:end + 1])
+        if scale:  # `1750万` is 17,500,000 (both readings kept: the digits are written too)
+            found.extend((_scaled(v, scale), start, end + 1) for v in values)
         if any(c in SPACE for c in written) and locale.decimal is None:
             found.extend(_pieces(written, start))  # `2 100.00` may be a quantity and a price
     return found
+
+
+# A Chinese or Japanese multiplier after the digits (DeepJSONEval zh dev: players `1750万`, 4 of 446 gold leaves)
+MULTIPLIERS = {"万": 10_000, "萬": 10_000, "亿": 100_000_000, "億": 100_000_000}
+
+
+def _scaled(value: float | int, scale: int) -> float | int:
+    product = round(value * scale, 6)
+    return int(product) if float(product).is_integer() else product
 
 
 def numbers(text: str, locale: Locale = UNKNOWN) -> list[float | int]:

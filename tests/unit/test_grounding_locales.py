@@ -185,3 +185,10 @@ def test_a_plain_string_named_currency_is_an_iso_code_the_documents_symbols_evid
     none = ground(schema, "Thanks a lot", mode="auto")["properties"]
     assert none["currency_code"] == schema["properties"]["currency_code"]  # nothing found: its plain type
     assert "Thanks" in none["currency"]["enum"]  # required: text, as a required id or amount falls back
+
+
+def test_chinese_multipliers_and_a_phone_right_after_a_chinese_character() -> None:
+    from schemas.grounding import phones
+
+    assert numbers("全球玩家总数已突破1750万") == [1750, 17500000] and 150000000 in numbers("1.5亿")
+    assert phones("她的首要联系电话为+44-7700-900123，") == ["+44-7700-900123"]
