@@ -192,3 +192,25 @@ def test_chinese_multipliers_and_a_phone_right_after_a_chinese_character() -> No
 
     assert numbers("全球玩家总数已突破1750万") == [1750, 17500000] and 150000000 in numbers("1.5亿")
     assert phones("她的首要联系电话为+44-7700-900123，") == ["+44-7700-900123"]
+
+
+def test_the_policy_takes_a_locale_and_screens_and_keeps_the_hash_at_its_defaults() -> None:
+    from pathlib import Path
+
+    from pipeline.config import ConfigError, load_config
+
+    job = Path(__file__).resolve().parents[2] / "jobs" / "extract.yaml"
+    plain = load_config(job)
+    assert plain.config.grounding_locale == "auto"
+    mapped = load_config(job, {"schema_policy.grounding": {"mode": "auto", "screens": ["placeholders", "sent",
+                                                                                      "labels"]}})
+    assert mapped.output_hash == plain.output_hash
+    german = load_config(job, {"input.locale": "de_DE"})
+    assert german.config.grounding_locale == "de_DE" and german.output_hash != plain.output_hash
+    override = load_config(job, {"input.locale": "de_DE", "schema_policy.grounding": {"locale": "fr_FR"}})
+    assert override.config.grounding_locale == "fr_FR"
+    for bad, message in (({"input.locale": "German"}, "neither 'auto' nor a locale"),
+                         ({"schema_policy.grounding_screens": ["blank"]}, "blank is no screen"),
+                         ({"schema_policy.grounding": {"mode": "auto", "colour": 1}}, "unknown key")):
+        with pytest.raises(ConfigError, match=message):
+            load_config(job, bad)
