@@ -24,6 +24,7 @@ from pipeline.config_file import (  # noqa: F401 - re-exported: the file's limit
     nesting_depth,
     read_yaml,
 )
+from pipeline.config_grounding import DEFAULT_SCREENS, checked_locale, checked_screens, split_grounding
 from pipeline.storage import S3Settings
 from schemas.contract import SchemaContract
 from schemas.registry import SchemaNotFoundError
@@ -43,6 +44,10 @@ class InputConfig(_Strict):
     # `schema_table` (a JSON file {key: schema}, or a folder of <key>.json files).
     schema_column: str | None = None
     schema_table: str | None = None
+    # The documents' locale for grounding (schemas.grounding.locale): auto detects each one's language; de_DE sets it.
+    locale: str = "auto"
+
+    _locale = field_validator("locale")(lambda cls, v: checked_locale(v))
 
 
 class SamplingConfig(_Strict):
@@ -221,12 +226,19 @@ class SchemaPolicyConfig(_Strict):
     # Grounded fields get, per document, only values it writes (schemas.grounding). auto: every plain number,
     # date and string field unless marked `x-grounded: false`, plus the marked ones; marked: only fields marked
     # `x-grounded: KIND`; off: none. (true and false, from before the modes, mean marked and off.)
+    # Or a mapping {mode, locale, screens}: locale (default input.locale) and screens are grounding_locale/_screens.
     grounding: Literal["auto", "marked", "off"] = "auto"
+    grounding_locale: str | None = None
+    grounding_screens: list[str] = Field(default_factory=lambda: list(DEFAULT_SCREENS))
     # Under `marked`: every plain number field (no enum or const) is grounded as if marked x-grounded: number.
     ground_numbers: bool = False
     # cut: a list ends before its first item equal to an earlier one (a decoding loop; schemas.repeats), unless
     # only the output as decoded passes its checks; keep: outputs as decoded.
     repeated_items: Literal["cut", "keep"] = "cut"
+
+    _mapping = model_validator(mode="before")(lambda cls, data: split_grounding(data))
+    _locale = field_validator("grounding_locale")(lambda cls, v: checked_locale(v))
+    _screens = field_validator("grounding_screens")(lambda cls, v: checked_screens(v))
 
     @field_validator("grounding", mode="before")
     @classmethod
@@ -256,6 +268,11 @@ class ExtractConfig(_Strict):
     output: OutputConfig
     storage: StorageConfig = Field(default_factory=StorageConfig)
     schema_policy: SchemaPolicyConfig = Field(default_factory=SchemaPolicyConfig)
+
+    @property
+    def grounding_locale(self) -> str:
+        """The locale grounding reads documents by: schema_policy.grounding.locale, else input.locale."""
+        return self.schema_policy.grounding_locale or self.input.locale
 
     @model_validator(mode="after")
     def one_schema(self) -> ExtractConfig:
@@ -493,6 +510,11 @@ class LoadedConfig:
         # `cut` changes outputs only where the schema has a list: elsewhere the hash from before the key.
         if policy["repeated_items"] == "keep" or not has_lists(self.contract.json_schema) and not self.contract.per_row:
             policy.pop("repeated_items")
+        for key, default in (("grounding_locale", None), ("grounding_screens", DEFAULT_SCREENS)):
+            if policy[key] == default:  # the default, and all there was before the key: the same hash
+                policy.pop(key)
+        if cfg.input.locale != "auto":
+            policy["input_locale"] = cfg.input.locale
         mode = self.grounding_in_effect
         if mode == "marked":
             policy.pop("grounding")

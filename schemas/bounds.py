@@ -35,6 +35,10 @@ from schemas.walk import schema_types
 # conformance generation sample, first 30 schemas per subset, auto bounds): finished outputs mean 0.52, p90 0.80;
 # outputs cut at max_tokens mean 0.56, p90 0.93. A figure of 1.0 would cover nearly every runaway, at tighter bounds.
 TOKENS_PER_CHAR = 0.75
+# A grounded schema's root may carry its document's tokens per character under the model's own tokenizer
+# (`workers.extractor`: set where it is over TOKENS_PER_CHAR, e.g. Chinese, which the bundled model's tokenizer
+# spends one to three tokens a character on): `grammar_schema` fits the bounds with it, and takes the key out.
+DENSITY_KEY = "x-tokens-per-char"
 BUDGET_SHARE = 0.95  # of max_tokens: the margin for what the estimate misses (escapes, long numbers)
 STRING_FLOOR = 16  # below this a string bound cuts real values: the schema "cannot be bounded for this budget"
 STRING_CAP = 256  # the largest automatic string bound (larger bounds compile slower and help no extraction)
@@ -472,6 +476,9 @@ def grammar_schema(json_schema: dict[str, Any], max_string: int | str | None, ma
     array (the schema itself when both are None, or when nothing changes). "auto" picks the bound with
     `budget_bounds` for `max_tokens` (an int fixes the bound, None leaves it open); unchanged subschemas are
     shared with `json_schema`, not copied."""
+    if isinstance(json_schema, dict) and DENSITY_KEY in json_schema:  # the document's script's own figure
+        tokens_per_char = max(tokens_per_char, float(json_schema[DENSITY_KEY]))
+        json_schema = {k: v for k, v in json_schema.items() if k != DENSITY_KEY}
     if max_string is None and max_items is None:
         return json_schema
     if AUTO in (max_string, max_items):

@@ -4,16 +4,28 @@ grammar for long documents (schemas.substring) take a value's words from one sen
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 MAX_WORDS = 12  # the longest `text` value, in words
 CELL_BREAK = re.compile(r"\s*(?:\||\t| {2,})\s*|(?<=:)\s+")
 EDGE_PUNCTUATION = ".,;:!?()[]{}|\"'"
 # A sentence ends at . ! ? or ; and a space before a capital or a quote, unless the word before the stop is
-# a short abbreviation (Mr., St., Co., a one-letter initial).
-SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z\"“(])")
-ABBREVIATION = re.compile(r"(?:^|\s)(?:[A-Z]|Mr|Mrs|Ms|Dr|St|Co|No|Jr|Sr|Inc|Ltd|Corp|vs|etc|e\.g|i\.e)\.$")
+# an abbreviation (Mr., St., Co., Ing., Dott., Sr., a one-letter initial): English's and those of every language
+# with word lists (schemas/grounding/data/<lang>.json, read here directly: that package imports this module).
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-ZÀ-ÖØ-Þ\"“(])")
+
+
+def _abbreviations() -> list[str]:
+    found = {"Mr", "Mrs", "Ms", "Dr", "St", "Co", "No", "Jr", "Sr", "Inc", "Ltd", "Corp", "vs", "etc", "e.g", "i.e"}
+    for path in sorted((Path(__file__).parent / "grounding" / "data").glob("*.json")):
+        found.update(json.loads(path.read_text(encoding="utf-8")).get("abbreviations", []))
+    return sorted(found, key=len, reverse=True)
+
+
+ABBREVIATION = re.compile(r"(?:^|\s)(?:[A-Z]|" + "|".join(re.escape(a) for a in _abbreviations()) + r")\.$")
 
 
 def cells_of(text: str) -> Iterator[str]:

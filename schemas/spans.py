@@ -3,8 +3,8 @@
 For every string, number and date leaf of a row, the places the document writes that value, in document order,
 at most `MAX_PLACES` of them:
 - a string: each occurrence of the exact text (a grounded string was chosen from the document, so it has one);
-- a number: each number the document writes (as `schemas.grounding` reads numbers: `€1,450.61` is 1450.61)
-  that equals it;
+- a number: each number the document writes (as `schemas.grounding` reads numbers: `€1,450.61` and
+  `1.450,61 €` are 1450.61) that equals it;
 - a `YYYY-MM-DD` string that the document writes in another form (`January 30, 2026`): each such date.
 A leaf the document does not write has no entry: the value came from the model, not from the text (a free
 field's summary, a category, or a value worth a second look). Offsets are Python string indexes (code points),
@@ -14,10 +14,9 @@ end exclusive: `document[start:end]` is the text.
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any
 
-from schemas.grounding import DATE_SHAPES, NUMBER
+from schemas.grounding.index import DocumentIndex as GroundingIndex
 
 MAX_PLACES = 8
 ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -41,33 +40,18 @@ def leaves(value: Any, path: str = "", booleans: bool = False) -> list[tuple[str
 
 
 class DocumentIndex:
-    """A document's numbers and dates with their offsets, read once per document."""
+    """A document's numbers and dates with their offsets, read once per document, as grounding reads them
+    (`schemas.grounding.index.DocumentIndex`: by the document's locale, `1.234,56 €` is 1234.56)."""
 
-    def __init__(self, document: str) -> None:
+    def __init__(self, document: str, locale: str | None = "auto") -> None:
         self.document = document
-        self._numbers: list[tuple[float, int, int]] | None = None
-        self._dates: list[tuple[str, int, int]] | None = None
+        self._index = GroundingIndex(document, locale)
 
     def numbers(self) -> list[tuple[float, int, int]]:
-        if self._numbers is None:
-            self._numbers = [(float(m.group().replace(",", "")), m.start(), m.end())
-                             for m in NUMBER.finditer(self.document)]
-        return self._numbers
+        return [(float(v), s, e) for v, s, e in self._index.readings("number")]
 
     def dates(self) -> list[tuple[str, int, int]]:
-        if self._dates is None:
-            found = []
-            for shape, formats in DATE_SHAPES:
-                for match in shape.finditer(self.document):
-                    written = match.group().replace(".,", ",").replace(". ", " ")
-                    for fmt in formats:
-                        try:
-                            found.append((datetime.strptime(written, fmt).date().isoformat(), match.start(),
-                                          match.end()))
-                        except ValueError:
-                            continue
-            self._dates = sorted(set(found), key=lambda d: d[1])
-        return self._dates
+        return list(self._index.readings("date"))
 
     def text(self, value: str) -> list[tuple[int, int]]:
         places, start = [], self.document.find(value) if value else -1

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import structlog
 
+from schemas.bounds import DENSITY_KEY, TOKENS_PER_CHAR
 from schemas.contract import SchemaContract
 from schemas.grounding import ground
 from schemas.row_schema import RowSchemaError, row_contract
@@ -260,7 +261,10 @@ class BatchExtractor:
         contract's grounded fields narrowed to the values this document writes."""
         if not self.decode.constrained:
             return None
-        return ground(contract.json_schema, text, self.decode.ground_numbers, self.decode.grounding)
+        grounded = ground(contract.json_schema, text, self.decode.ground_numbers, self.decode.grounding,
+                          self.decode.grounding_locale, self.decode.grounding_screens)
+        density = script_density(getattr(self.engine, "tokenizer", None), text)
+        return {**grounded, DENSITY_KEY: density} if density is not None else grounded
 
     def _attempts(self, ids: list[Any], texts: list[str | None], chats: list[str | Chat],
                   prompts: list[list[int]], contracts: list[SchemaContract]) -> list[Outcome]:
@@ -375,3 +379,13 @@ def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
     for f in OUTCOME_FIELDS:
         table = table.append_column(f, pa.array(columns[f.name], type=f.type))
     return table
+
+
+def script_density(tokenizer: Any, text: str | None, sample: int = 1000) -> float | None:
+    """The document's tokens per character under the model's own tokenizer (its first `sample` characters), where
+    it is over the bounds' English figure (`schemas.bounds.TOKENS_PER_CHAR`: a Chinese document), else None."""
+    if tokenizer is None or not text or not hasattr(tokenizer, "encode"):
+        return None
+    part = text[:sample]
+    density = len(tokenizer.encode(part, add_special_tokens=False)) / max(1, len(part))
+    return round(density, 3) if density > TOKENS_PER_CHAR else None

@@ -61,6 +61,9 @@ class ExtractionSpec:
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # model.retry
     grounding: str = "marked"  # schema_policy.grounding (auto, marked, off): fields narrowed to each document's values
     ground_numbers: bool = False  # schema_policy.ground_numbers: plain number fields grounded as well
+    # schema_policy.grounding.locale (else input.locale): how documents are read, `auto` detects; .screens
+    grounding_locale: str = "auto"
+    grounding_screens: tuple[str, ...] = ("placeholders", "sent", "labels")
     repeated_items: str = "keep"  # schema_policy.repeated_items (cut, keep): lists end before a repeated item
     min_confidence: float | None = None  # output.min_confidence: a row below it is a `low_confidence` dead letter
     calibration: dict[str, Any] | None = None  # output.calibration's content (workers.calibrator.Calibrator)
@@ -125,6 +128,8 @@ class DecodeSpec:
     retry: RetryPolicy
     grounding: str
     ground_numbers: bool
+    grounding_locale: str
+    grounding_screens: tuple[str, ...]
     repeated_items: str
     min_confidence: float | None
     calibration: dict[str, Any] | None

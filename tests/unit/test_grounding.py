@@ -55,12 +55,13 @@ def test_a_grounded_field_becomes_an_enum_of_the_candidates_its_own_bounds_allow
     assert schema["properties"]["total"]["x-grounded"] == "number"  # the schema itself is not changed
 
 
-def test_no_candidate_leaves_only_null_or_the_schema_as_written() -> None:
+def test_no_candidate_keeps_the_fields_plain_type_never_only_null() -> None:
+    """Issue 54: a finder that finds nothing never forbids the value (was: a nullable field became only null)."""
     nullable = {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}], "x-grounded": "date"}
     required = {"type": "string", "format": "date", "x-grounded": "date"}
     schema = {"type": "object", "properties": {"a": nullable, "b": required}}
     grounded = ground(schema, "no dates here")
-    assert grounded["properties"]["a"] == {"type": "null"}
+    assert grounded["properties"]["a"] == {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]}
     assert grounded["properties"]["b"] == {"type": "string", "format": "date"}
 
 
@@ -192,9 +193,9 @@ def test_auto_grounds_a_plain_schema_per_document_and_keeps_what_it_must() -> No
     assert ground(PLAIN, doc, mode="off") is PLAIN and ground(PLAIN, doc, mode="marked") is PLAIN
 
 
-def test_auto_with_no_candidate_leaves_a_field_free_or_null() -> None:
+def test_auto_with_no_candidate_leaves_a_field_free() -> None:
     grounded = ground(PLAIN, "nothing numeric or dated here", mode="auto")["properties"]
-    assert grounded["when"] == {"type": "null"}  # nullable: only null
+    assert grounded["when"] == PLAIN["properties"]["when"]  # nullable: as written (issue 54; was: only null)
     assert grounded["total"] == {"type": "number"}  # required: as written, never a dead letter
 
 
@@ -237,7 +238,10 @@ def test_auto_narrows_an_enum_of_codes_to_those_the_document_writes_and_leaves_c
     props = ground(schema, doc, mode="auto")["properties"]
     assert props["currency"] == {"anyOf": [{"enum": ["EUR", "USD"]}, {"type": "null"}]}
     assert props["topic"] == schema["properties"]["topic"]  # a category is the model's judgement
-    none_written = ground(schema, "Refund for shipping, twelve euros.", mode="auto")["properties"]
+    # issue 54: a currency's name or symbol is evidence of its code (was: the whole enum, no code being written)
+    named = ground(schema, "Refund for shipping, twelve euros.", mode="auto")["properties"]
+    assert named["currency"] == {"anyOf": [{"enum": ["EUR"]}, {"type": "null"}]}
+    none_written = ground(schema, "Refund for shipping, twelve of them.", mode="auto")["properties"]
     assert none_written["currency"] == schema["properties"]["currency"]  # no code written: the whole enum
 
 
@@ -337,9 +341,10 @@ def test_auto_grounds_a_named_field_in_values_of_its_shape_and_a_format_or_a_mar
     assert props["PhoneNumbers"]["items"] == {"enum": ["020 7946 0958"]}
     assert props["website"] == {"enum": ["olu.dev"]}
     assert "just" in props["email_subject"]["enum"]
-    # A document that writes no email: a nullable field can only be null, a required one is decoded as written.
+    # A document that writes no email: the field is decoded as written, nullable or not (issue 54; was: only null).
     nothing = ground(schema, "No address here.", mode="auto")["properties"]
-    assert nothing["customer_email"] == {"type": "null"} and nothing["website"] == {"type": "string"}
+    assert nothing["customer_email"] == schema["properties"]["customer_email"]
+    assert nothing["website"] == {"type": "string"}
 
 
 def test_every_gold_record_of_the_tickets_is_allowed_by_its_documents_auto_grounded_schema() -> None:
@@ -392,7 +397,8 @@ def test_auto_grounds_a_money_field_in_the_amounts_and_falls_back_where_the_docu
     assert props["amount"]["anyOf"][0]["enum"] == [34.5, 9.95] and props["price"]["enum"] == [34.5, 9.95]
     assert props["quantity"]["enum"] == [64225, 2] and 64225 in props["total"]["enum"]
     props = ground(schema, "Order 64225: 2 lamps, never delivered.", mode="auto")["properties"]
-    assert props["amount"] == {"type": "null"}  # nullable: the document states no amount
+    # nullable: no amount leaves the plain type (issue 54; was: only null)
+    assert props["amount"] == {"anyOf": [{"type": "number"}, {"type": "null"}]}
     assert props["price"]["enum"] == [64225, 2]  # required: any number the document writes, as before
 
 
@@ -412,5 +418,5 @@ def test_auto_grounds_an_id_field_in_the_identifiers_and_falls_back_where_the_do
     props = ground(schema, "This is about order #BL1457-8, placed 2026-03-01.", mode="auto")["properties"]
     assert props["order_number"]["anyOf"][0]["enum"] == ["BL1457-8"] and props["ticket_id"]["enum"] == ["BL1457-8"]
     props = ground(schema, "My lamp, bought on 1 March 2026, never came.", mode="auto")["properties"]
-    assert props["order_number"] == {"type": "null"}  # nullable: the document states no identifier
+    assert props["order_number"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}  # issue 54; was: only null
     assert "My lamp" in props["ticket_id"]["enum"]  # required: any span, as before

@@ -1,0 +1,264 @@
+"""Grounded fields: values the grammar lets the model copy from its document, and nothing else.
+
+A validator that checks "this value appears in the document" turns a wrong value into a dead letter after
+the fact. A field marked `"x-grounded": KIND` in the JSON Schema (in Pydantic,
+`Field(json_schema_extra={"x-grounded": "number"})`) is checked *before* the fact instead: for each
+document, the schema the grammar is compiled from replaces that field with an `enum` of the candidates the
+document holds, so the model can only choose among values the document really writes. The kinds:
+
+- `number`: every number the document writes (`€1,450.61` gives 1450.61);
+- `date`: every date the document writes in a usual form (`January 30, 2026`, `01 Mar 2026`, `30.01.2026`,
+  `2026-01-30`, ...), as `YYYY-MM-DD`;
+- `word`: every whitespace-delimited word, without surrounding punctuation (codes, numbers, ids);
+- `text`: every run of up to `MAX_WORDS` consecutive words inside one cell of a line (a line is cut into
+  cells at `|`, tabs, runs of spaces and after a `label:`), with and without trailing punctuation;
+- `cell`: every whole cell (a table cell, a line, what follows a `label:`), with and without the
+  punctuation around it: names, addresses, line items.
+
+A value of a shape (a number, date, amount, e-mail, phone, web address or identifier) that the document writes
+only under another field's label is left out where it labels another value with the field's own words
+(`schemas.labels`: `issue_date` loses `Payment due: 01 Mar 2026` beside `Date of issue: January 30, 2026`).
+A `null` the field allowed stays allowed (the honest "not stated"). Candidates the field's own bounds refuse
+(`maxLength`, `minimum`, ...) are left out. A field whose document holds no candidate keeps its schema as
+written (or only `null`, when it is nullable). Like `schema_policy.max_string_length`, this shapes the
+grammar only: the user's schema, the validators and the output columns stay as written.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import replace
+from typing import Any
+
+import jsonschema
+
+from schemas.cells import MAX_WORDS
+from schemas.grounding.finders import FALLBACK
+from schemas.grounding.index import DocumentIndex
+from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_names, has_grounded
+from schemas.grounding.locale import AUTO, Locale
+from schemas.grounding.screens import DEFAULT_SCREENS, FieldContext, screened
+from schemas.labels import field_words
+from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
+from schemas.walk import iter_subschemas
+
+MAX_CANDIDATES = 2000  # per field and document: beyond this the field keeps its schema (a grammar stays small)
+
+
+
+def _nullable(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(isinstance(b, dict) and b.get("type") == "null" for b in node.get("anyOf") or node.get("oneOf") or [])
+
+
+def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
+    """The field's schema for a value (its non-null alternative), to filter candidates with."""
+    branches = [b for b in node.get("anyOf") or node.get("oneOf") or [] if isinstance(b, dict)
+                and b.get("type") != "null"]
+    branch = branches[0] if len(branches) == 1 else {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
+    if isinstance(branch.get("type"), list):
+        branch = {**branch, "type": [t for t in branch["type"] if t != "null"]}
+    return {k: v for k, v in branch.items() if k not in (KEY, "format")}
+
+
+def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict[str, Any],
+              field: FieldContext, screens: tuple[str, ...]) -> dict[str, Any]:
+    """The field's node for this document: an enum of the candidates its finder reads (screened), or its own
+    schema where the finder reads none the field allows (grounding narrows, it never forbids)."""
+    branch = _value_branch(node)
+    if kind == "word" and isinstance(branch.get("enum"), list):
+        kind = "code"  # an enum marked `word`: the codes the document writes or its symbols stand for
+    if kind in RUN_KINDS and not index.spaced:
+        return _without_key(node)  # Chinese, Japanese, Thai: a value is no run of space-delimited words
+    candidates = _allowed(index.values(kind), branch, cache)
+    if not candidates and kind in FALLBACK and not _nullable(node):
+        kind = FALLBACK[kind]  # a required amount, id or currency the document writes in no such shape
+        candidates = _allowed(index.values(kind), branch, cache)
+    candidates = screened(candidates, replace(field, kind=kind), index, screens)
+    shape = FORMAT_SHAPES.get(_format(node) or "")
+    if shape is not None:  # a word is an email (or uri, hostname) only if it looks like one
+        candidates = [c for c in candidates if isinstance(c, str) and shape.fullmatch(c)]
+    if len(candidates) > MAX_CANDIDATES and kind in SUBSTRING_KINDS:
+        substring = _substring(node, kind, index.document, cache)
+        if substring is not None:
+            return substring
+    if not candidates or len(candidates) > MAX_CANDIDATES:
+        return _without_key(node)  # nothing found (or too much to list): the field's own type, null if it allows
+    choice: dict[str, Any] = {"enum": candidates}
+    if any(isinstance(c, float) and not c.is_integer() for c in candidates):  # 8.7, not 8.6999999999999993
+        choice[LITERALS_KEY] = [json.dumps(c) for c in candidates]
+    return {"anyOf": [choice, {"type": "null"}]} if _nullable(node) else choice
+
+
+# Kinds whose candidates are a document's space-delimited words or runs of them: none in a script written without
+# spaces (DeepJSONEval zh dev, 32 items: 221 of 446 gold leaves refused by these kinds before issue 54).
+RUN_KINDS = frozenset({"word", "text", "cell", "item", "id"})
+# Kinds whose candidates are runs of a document's words: past MAX_CANDIDATES (a long document) they are decoded
+# under a grammar of any such run instead of an enum (schemas.substring): `text` runs of up to MAX_WORDS words,
+# `word` runs of one. Only for a plain string field (a maxLength at most): other bounds keep the schema.
+SUBSTRING_KINDS = {"text": MAX_WORDS, "item": MAX_WORDS, "word": 1}
+PLAIN_STRING_KEYS = frozenset({"type", "maxLength", "minLength"})
+
+
+def _substring(node: dict[str, Any], kind: str, document: str, cache: dict[str, Any]) -> dict[str, Any] | None:
+    """The field as a substring node (any run of the document's words, as few per run as the grammar's size
+    needs), or None where the field has bounds a run cannot honour or no word bound fits."""
+    branch = {k: v for k, v in _value_branch(node).items() if k not in ANNOTATIONS}
+    if branch.get("type") != "string" or not set(branch) <= PLAIN_STRING_KEYS:
+        return None
+    max_length = branch.get("maxLength")
+    key = ("substring", kind, max_length)
+    if key not in cache:
+        words_per_run = fit_max_words(document, SUBSTRING_KINDS[kind], max_length)
+        cache[key] = None if words_per_run is None else substring_node(document, words_per_run, max_length)
+    found = cache[key]
+    if found is None:
+        return None
+    found = dict(found)  # a node of its own for each field (they share the read-only payload)
+    return {"anyOf": [found, {"type": "null"}]} if _nullable(node) else found
+
+
+FORMAT_SHAPES = {"email": re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+"),
+                 "uri": re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+"),
+                 "hostname": re.compile(r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")}
+ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "readOnly", "writeOnly"})
+TYPE_CHECKS = {"string": lambda v: isinstance(v, str), "null": lambda v: v is None,
+               "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+               "integer": lambda v: isinstance(v, int) and not isinstance(v, bool) or
+               (isinstance(v, float) and v.is_integer())}
+
+
+def _allowed(found: list[Any], branch: dict[str, Any], cache: dict[str, Any]) -> list[Any]:
+    """The candidates the field's own value schema allows (cached per schema: a document's fields share most)."""
+    key = json.dumps(branch, sort_keys=True, default=str) + str(id(found))
+    if key in cache:
+        return cache[key]
+    bounds = {k: v for k, v in branch.items() if k not in ANNOTATIONS}
+    kinds = bounds.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if set(bounds) <= FAST_KEYS and isinstance(kinds, list) and all(k in TYPE_CHECKS for k in kinds) \
+            and _plain_bounds(bounds):
+        checks = [TYPE_CHECKS[k] for k in kinds]
+        allowed = [c for c in found if any(check(c) for check in checks) and _within(c, bounds)]
+    else:  # the field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one)
+        check = jsonschema.Draft202012Validator({**branch, **cache["definitions"]})
+        allowed = [c for c in found if check.is_valid(c)]
+    cache[key] = allowed
+    return allowed
+
+
+# Bounds `_within` checks as jsonschema does, without building a validator (most of grounding's cost before)
+FAST_KEYS = frozenset({"type", "maxLength", "minLength", "minimum", "maximum", "exclusiveMinimum",
+                       "exclusiveMaximum", "enum"})
+
+
+def _plain_bounds(bounds: dict[str, Any]) -> bool:
+    numeric = all(isinstance(bounds.get(k, 0), int | float) and not isinstance(bounds.get(k), bool)
+                  for k in FAST_KEYS - {"type", "enum"})
+    enum = bounds.get("enum")
+    return numeric and (enum is None or (isinstance(enum, list) and all(isinstance(v, str) for v in enum)))
+
+
+def _within(value: Any, bounds: dict[str, Any]) -> bool:
+    if isinstance(value, str):
+        if "enum" in bounds and value not in bounds["enum"]:
+            return False
+        length = len(value)
+        return length <= bounds.get("maxLength", length) and length >= bounds.get("minLength", 0)
+    if "enum" in bounds:
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return not (("minimum" in bounds and value < bounds["minimum"])
+                    or ("maximum" in bounds and value > bounds["maximum"])
+                    or ("exclusiveMinimum" in bounds and value <= bounds["exclusiveMinimum"])
+                    or ("exclusiveMaximum" in bounds and value >= bounds["exclusiveMaximum"]))
+    return True
+
+
+def _without_key(node: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in node.items() if k != KEY}
+
+
+
+def refusal(json_schema: dict[str, Any], document: str, value: Any, mode: str = "marked",
+            all_numbers: bool = False, locale: str | Locale | None = AUTO,
+            screens: tuple[str, ...] = DEFAULT_SCREENS) -> str | None:
+    """Why grounding would keep the model from writing `value` for this document (None: it would not): a value
+    of a grounded field that is not among the candidates its finder takes from the document."""
+    grounded = _ground(json_schema, document, all_numbers, mode, locale, screens)
+    if grounded is json_schema:
+        return None
+    for error in jsonschema.Draft202012Validator(grounded).iter_errors(value):
+        where = ".".join(str(p) for p in error.absolute_path) or "(record)"
+        return f"{where} {error.instance!r} is not a value the document writes, as its grounding finder reads it"
+    return None
+
+
+
+def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False,
+           mode: str = "marked", locale: str | Locale | None = AUTO,
+           screens: tuple[str, ...] = DEFAULT_SCREENS) -> dict[str, Any]:
+    """The schema for this document's grammar: every grounded field narrowed to the document's candidates
+    (the schema itself when nothing is grounded, or without a document). `mode` is schema_policy.grounding:
+    `marked` grounds the fields marked `x-grounded` (and with `all_numbers`, schema_policy.ground_numbers,
+    every plain number field as if marked `number`); `auto` also grounds every unmarked field that
+    `inferred_kind` gives a kind, except those marked `x-grounded: false`; `off` grounds nothing.
+    In every mode, an enum of decimals the schema writes itself is spliced as written (`literal_decimals`).
+    `locale`: how the document's numbers, dates and words are read (`auto`: its detected language, the decimal
+    mark its own numbers use; `de_DE`: that locale decides ambiguous forms). `screens`: the screens applied
+    (`schemas.grounding.screens`)."""
+    return literal_decimals(_ground(json_schema, document, all_numbers, mode, locale, screens))
+
+
+def _has_decimal(values: list[Any]) -> bool:
+    """Whether an enum's values are numbers (or null), one of them a non-integer float: what XGrammar would
+    write with 17 significant digits."""
+    return any(isinstance(v, float) and not v.is_integer() for v in values) and all(
+        v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values)
+
+
+def literal_decimals(json_schema: dict[str, Any]) -> dict[str, Any]:
+    """`json_schema` with every enum of decimals (`"Rarity": {"enum": [0.1, 0.5, 1.0]}`) given its values as
+    JSON writes them (`x-literals`, schemas.substring), so the grammar writes `0.1`, not `0.10000000000000001`:
+    ten tokens fewer per value, which a list of such items spends from `max_tokens` (on DeepJSONEval a list of
+    ten achievements ran out of tokens). The values parse the same, so the output's meaning does not change.
+    The schema itself (not a copy) when it has no such enum."""
+    found = [path for path, node in iter_subschemas(json_schema) if isinstance(node.get("enum"), list)
+             and LITERALS_KEY not in node and _has_decimal(node["enum"])
+             and not any(_not_a_value(path[:i]) for i in range(1, len(path) + 1))]
+    if not found:
+        return json_schema
+    work = copy.deepcopy(json_schema)
+    nodes = dict(iter_subschemas(work))
+    for path in found:
+        node = nodes[path]
+        node[LITERALS_KEY] = [json.dumps(v) for v in node["enum"]]
+    return work
+
+
+def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False,
+            mode: str = "marked", locale: str | Locale | None = AUTO,
+            screens: tuple[str, ...] = DEFAULT_SCREENS) -> dict[str, Any]:
+    if document is None or mode == "off" or (mode == "marked" and not (all_numbers or has_grounded(json_schema))):
+        return json_schema
+    kinds = {path: kind for path, kind in field_kinds(json_schema, mode, all_numbers).items() if kind is not None}
+    if not kinds:
+        return json_schema
+    work = copy.deepcopy(json_schema)
+    definitions = {key: json_schema[key] for key in ("$defs", "definitions") if isinstance(json_schema.get(key), dict)}
+    cache: dict[str, Any] = {"definitions": definitions}
+    index = DocumentIndex(document, locale)
+    nodes = dict(iter_subschemas(work))
+    named = {path: frozenset(field_words(field_names(path))) for path in kinds}  # for labels: each field's words
+    for path, kind in kinds.items():
+        node = nodes[path]
+        field = FieldContext(kind, _nullable(node), named[path],
+                             tuple(words_ for other, words_ in named.items() if other != path))
+        grounded = _grounded(node, kind, index, cache, field, tuple(screens))
+        node.clear()
+        node.update(grounded)
+    return work

@@ -1,0 +1,70 @@
+"""Dates as a document writes them, in any of the usual forms of its language, as `YYYY-MM-DD`.
+
+Month names are CLDR's (through Babel) for the document's languages (`locale.month_names`): `15. Januar 2026`,
+`15 janvier 2026`, `1er mars 2026`, `15 de enero de 2026`, `15 gennaio 2026`, `15 januari 2026`, `15 de janeiro
+de 2026`, `January 15, 2026`, `15th January 2027`, `2026年1月15日`, `2026-01-15`, `15.01.2026`. A numeric date
+whose order the locale does not decide keeps both readings (`01/02/2026` → 2026-01-02 and 2026-02-01); one with a
+part over 12 has one. Measured against dateparser's `search_dates` (issue 54): dateparser took 43 ms for a
+two-line German text and 590 ms for three languages, and missed `1er mars 2026` and `15 de enero de 2026` in the
+three-language search; this reader takes well under a millisecond per 2,000 characters. The forms were chosen on
+the issue-54 report's examples; on the English sample every date reads as before.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from functools import lru_cache
+
+from schemas.grounding.locale import UNKNOWN, Locale, month_names
+
+DateReading = tuple[str, int, int]  # (YYYY-MM-DD, start, end)
+ISO = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
+NUMERIC = re.compile(r"(?<![\d.])(\d{1,2})([./-])(\d{1,2})\2(\d{4})(?!\d)")
+CJK = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*日")
+DAY = r"(?P<d>\d{1,2})(?:\.|er|st|nd|rd|th|º|°)?"
+YEAR = r"(?P<y>\d{4})"
+
+
+@lru_cache(maxsize=16)
+def _named(languages: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(day month year, month day year) patterns over the languages' month names."""
+    names = "|".join(re.escape(n) for n in sorted(month_names(languages), key=len, reverse=True))
+    month = rf"(?P<m>{names})\.?"
+    day_first = re.compile(rf"(?<![\w.]){DAY}\s*(?:de\s+|of\s+)?(?i:{month}),?\s*(?:de\s+)?{YEAR}(?!\d)")
+    month_first = re.compile(rf"(?<![^\W\d_])(?i:{month})\s+{DAY},?\s*{YEAR}(?!\d)")
+    return day_first, month_first
+
+
+def readings(text: str, locale: Locale = UNKNOWN) -> list[DateReading]:
+    """Every date the text writes, each reading with its offsets, in order of where it is written."""
+    found: list[DateReading] = []
+    for match in ISO.finditer(text):
+        _add(found, match, int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    for match in CJK.finditer(text):
+        _add(found, match, int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    for match in NUMERIC.finditer(text):
+        first, second, year = int(match.group(1)), int(match.group(3)), int(match.group(4))
+        day_first = locale.day_first if max(first, second) <= 12 else None  # 15/06: one reading in any locale
+        if day_first is not False:
+            _add(found, match, year, second, first)
+        if day_first is not True:
+            _add(found, match, year, first, second)
+    months = month_names(locale.languages)
+    for pattern in _named(locale.languages):
+        for match in pattern.finditer(text):
+            for month in months.get(match.group("m").lower().rstrip("."), ()):
+                _add(found, match, int(match.group("y")), month, int(match.group("d")))
+    return sorted(dict.fromkeys(found), key=lambda r: r[1])
+
+
+def _add(found: list[DateReading], match: re.Match[str], year: int, month: int, day: int) -> None:
+    try:
+        found.append((date(year, month, day).isoformat(), match.start(), match.end()))
+    except ValueError:
+        return
+
+
+def dates(text: str, locale: Locale = UNKNOWN) -> list[str]:
+    """Every date the text writes, as YYYY-MM-DD, each once, in order of where it is written."""
+    return list(dict.fromkeys(d for d, _, _ in readings(text, locale)))

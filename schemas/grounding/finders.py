@@ -1,0 +1,181 @@
+"""The finders: for each kind, every value of that kind a document writes (`FINDERS`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, cells_of, sentences_of
+from schemas.grounding.dates import dates as read_dates
+from schemas.grounding.kinds import ID_SHAPE
+from schemas.grounding.locale import UNKNOWN, Locale
+from schemas.grounding.numbers import all_codes
+from schemas.grounding.numbers import currencies as read_currencies
+from schemas.grounding.numbers import money as read_money
+from schemas.grounding.numbers import numbers as read_numbers
+
+# The English-only shapes grounding read before issue 54, kept for readers of old spans (tests/unit/test_spans.py)
+NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])-?\d+(?:\.\d+)?(?![\d])")
+MONTH = r"[A-Z][a-z]{2,8}\.?"
+DATE_SHAPES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b"), ("%Y-%m-%d",)),
+    (re.compile(rf"\b{MONTH} \d{{1,2}},? \d{{4}}\b"), ("%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%b %d %Y")),
+    (re.compile(rf"\b\d{{1,2}} {MONTH},? \d{{4}}\b"), ("%d %B %Y", "%d %b %Y", "%d %B, %Y", "%d %b, %Y")),
+    (re.compile(r"\b\d{1,2}[./-]\d{1,2}[./-]\d{4}\b"), ("%d.%m.%Y", "%d/%m/%Y", "%m/%d/%Y", "%d-%m-%Y", "%m-%d-%Y")),
+)
+
+
+
+def numbers(text: str, locale: Locale = UNKNOWN) -> list[float | int]:
+    """Every number the text writes, each reading once (`schemas.grounding.numbers`), in order of first appearance."""
+    return read_numbers(text, locale)
+
+
+def dates(text: str, locale: Locale = UNKNOWN) -> list[str]:
+    """Every date the text writes in a usual form of its languages, as YYYY-MM-DD (an ambiguous 01/02/2026 gives
+    both; `schemas.grounding.dates`)."""
+    return read_dates(text, locale)
+
+
+def money(text: str, locale: Locale = UNKNOWN) -> list[float | int]:
+    """Every amount the text writes as money: beside a currency sign, code or name (`USD 34.50`, `1.234,56 €`,
+    `R$ 59`), with two decimals (`389.00`), or after a money word of its languages (`Amount paid: 389`,
+    `Gesamtbetrag 1.234`); in order of first appearance (`schemas.grounding.numbers.money`)."""
+    return read_money(text, locale)
+
+
+def currencies(text: str, locale: Locale = UNKNOWN) -> list[str]:
+    """The ISO 4217 codes the text writes or whose symbols or names it writes (`€` → EUR, `R$` → BRL)."""
+    return read_currencies(text, locale)
+
+
+def codes(text: str, locale: Locale = UNKNOWN) -> list[str]:
+    """An enum of codes' candidates: the words the text writes, then the currency codes its symbols stand for."""
+    return list(dict.fromkeys([*words(text), *currencies(text, locale)]))
+
+
+def words(text: str) -> list[str]:
+    """Every whitespace-delimited word, without the punctuation around it."""
+    found: dict[str, None] = {}
+    for word in text.split():
+        stripped = word.strip(EDGE_PUNCTUATION)
+        for candidate in (stripped, _unnumbered(stripped)):
+            if candidate:
+                found[candidate] = None
+    return list(found)
+
+
+def _unnumbered(value: str) -> str:
+    """`#W365213573` without its number sign (`order #60589`), as a record writes the number; else the value."""
+    return value[1:].strip(EDGE_PUNCTUATION) if value[:1] == "#" and value[1:2].isalnum() else value
+
+
+def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
+    """Every run of up to `max_words` consecutive words inside one sentence of a cell, as the text writes it."""
+    found: dict[str, None] = {}
+    for cell in sentences_of(text):
+        bounds = [m.span() for m in re.finditer(r"\S+", cell)]
+        for i, (start, _) in enumerate(bounds):
+            for _, end in bounds[i:i + max_words]:
+                span = cell[start:end]
+                stripped = span.strip(EDGE_PUNCTUATION)
+                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), stripped, _unnumbered(stripped)):
+                    if candidate:
+                        found[candidate] = None
+    return list(found)
+
+
+def cells(text: str) -> list[str]:
+    """Every whole cell of every line, as written and without the punctuation around it."""
+    found: dict[str, None] = {}
+    for cell in cells_of(text):
+        for candidate in (cell.strip(), cell.strip().rstrip(".,;:")):
+            if candidate:
+                found[candidate] = None
+    return list(found)
+
+
+TABLE_CELL_WORDS = 24  # a document none of whose cells is longer is tabular (an invoice); else it is prose
+
+
+def items(text: str) -> list[str]:
+    """A list's strings: whole cells in a tabular document (line items, rows), spans in prose, whose cells are
+    whole paragraphs no list item is."""
+    return cells(text) if all(len(c.split()) <= TABLE_CELL_WORDS for c in cells_of(text)) else spans(text)
+
+
+EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?![\w@-])")
+PHONE = re.compile(r"(?<![0-9A-Za-z\u00c0-\u024f_+])\+?(?:\(\d{1,5}\)[ .-]?)?\d[\d .()/-]{5,}\d(?!\w)")
+NOT_A_PHONE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d+\.\d{1,2}")
+URL = re.compile(r"(?<![\w@/.-])(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[^\s<>\"']+"
+                 r"|(?<![\w@/.-])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?:/[^\s<>\"']*)?(?![\w@])")
+
+
+def emails(text: str) -> list[str]:
+    """Every email address the text writes, without the brackets or stop around it."""
+    return list(dict.fromkeys(m.group() for m in EMAIL.finditer(text)))
+
+
+def phones(text: str) -> list[str]:
+    """Every phone number the text writes: a run of 7 to 15 digits with the spaces, dots, dashes, slashes and
+    parentheses numbers are written with, maybe after a `+`; a date or a decimal amount is not one."""
+    found: dict[str, None] = {}
+    for match in PHONE.finditer(text):
+        written = match.group().strip(" .-/")
+        if 7 <= sum(c.isdigit() for c in written) <= 15 and not NOT_A_PHONE.fullmatch(written):
+            found[written] = None
+    return list(found)
+
+
+def urls(text: str) -> list[str]:
+    """Every web address the text writes (`https://...`, `www....`, `brightlane.com/help`), without the
+    punctuation after it; an email's domain is not one."""
+    return list(dict.fromkeys(m.group().rstrip(EDGE_PUNCTUATION) for m in URL.finditer(text)))
+
+
+NOT_AN_ID = re.compile(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2}:\d{2}(?::\d{2})?|-?[\d,]*\.\d+|(?:1[89]|20)\d{2}"
+                       r"|\d{1,3}(?:,\d{3})+|\d+(?:st|nd|rd|th|s)|\d{1,4}"
+                       r"|(?i:\d+(?:[.,]\d+)?-?(?:inch(?:es)?|in|cm|mm|km|m|kg|g|mg|lbs?|oz|ml|l|kw|w|v|mah|[kmgt]b|"
+                       r"[kmg]?hz|mp|px|ft|pcs?|pack|piece|pieces|min|hrs?|h|x|k))")  # a quantity: `16-inch`, `65W`
+
+
+# What a number's label ends in, in the languages with word lists: `Nr.`, `No.`, `Nº`, `n°`, `núm.`, `#`
+NUMBERED = re.compile(r"(?i:(?<![^\W\d_])(?:number|nummer|numéro|número|numero|núm|num|nr|no|n[º°o])(?![^\W\d_])"
+                      r"\.?|#)[ \t]*:?[ \t]*(?P<id>(?=[\w/.-]*\d)[A-Za-z0-9][\w/.-]*[A-Za-z0-9]|\d)")
+# A series and a number as two words: `FPR 3715/26`, `RE 2026-0042`
+TWO_WORDS = re.compile(r"(?<![\w/-])[A-Z]{1,5} \d[\d/.-]*\d(?![\w/-])")
+
+
+def identifiers(text: str) -> list[str]:
+    """Every word with a digit in it that is not a date, a time, a year, a decimal, a grouped number or a number
+    of up to 4 digits (a count, a day): `ORD-2026-18198`, `W365213573`, `64225`, `CS305`; with its number sign
+    taken off (`#60589`). And, whatever its shape, what follows a number's label (`Rechnung Nr. 1528`, `Fatura
+    nº 56`, `No. 804.089`), and a series and number written as two words (`FPR 3715/26`): the issue-54 report's
+    short invoice numbers, which the rule above (chosen on the tickets) refused."""
+    found = [w for w in words(text) if len(w) > 1 and any(c.isdigit() for c in w) and ID_SHAPE.fullmatch(w)
+             and not NOT_AN_ID.fullmatch(w)]
+    found += [m.group("id").rstrip(".") for m in NUMBERED.finditer(text)]
+    found += [m.group() for m in TWO_WORDS.finditer(text) if m.group().split()[0] not in all_codes()
+              and not re.fullmatch(r"\d+[.,]\d{2}", m.group().split()[1])]
+    return list(dict.fromkeys(found))
+
+
+# A kind whose finder finds nothing (or nothing the field allows) falls back to a wider one, and a field none
+# finds anything for keeps its plain type: grounding narrows, it never forbids.
+FALLBACK = {"money": "number", "id": "text", "currency": "text"}
+
+
+# `code`, `item` and the named kinds are only inferred (auto): an enum of codes, the strings of a list, and a
+# plain string whose name says it holds an email, phone number or web address; none is a mark.
+LOCALE_FINDERS = {"number": numbers, "date": dates, "money": money, "code": codes, "currency": currencies}
+FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells, "code": codes,
+           "item": items, "email": emails, "phone": phones, "url": urls, "money": money, "id": identifiers,
+           "currency": currencies}
+
+
+def finder(kind: str, locale: Locale = UNKNOWN) -> Callable[[str], list[Any]]:
+    """The kind's finder reading by `locale` (the finders of other kinds read no locale)."""
+    found = FINDERS[kind]
+    return partial(found, locale=locale) if kind in LOCALE_FINDERS else found

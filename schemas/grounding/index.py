@@ -1,0 +1,121 @@
+"""`DocumentIndex`: a document scanned once for grounding, `schemas.spans` and the screens.
+
+It resolves the document's locale once (the job's, or the detected language, with the decimal mark the
+document's own unambiguous numbers use), then reads each kind's values once, on demand: the values by kind
+(`values`), the numbers, amounts and dates with their offsets (`readings`), the labelled values and the label
+texts (`labels`, `label_texts`), the sentences of its cells (`sentences`). Every field of every record reads the
+same index, so a document is scanned once per kind, not once per field and screen.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from typing import Any
+
+from schemas.cells import sentences_of
+from schemas.grounding.dates import readings as date_readings
+from schemas.grounding.finders import finder
+from schemas.grounding.locale import Locale, language_mark, resolve
+from schemas.grounding.numbers import decimal_mark, money_readings
+from schemas.grounding.numbers import readings as number_readings
+from schemas.labels import LabelIndex, label_index, label_texts, labelled
+
+Reading = tuple[Any, int, int]
+OFFSET_KINDS = frozenset({"number", "money", "date"})  # kinds whose values the index holds with their offsets
+
+
+UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f\uf900-\ufaff]")
+
+
+def spaced(document: str) -> bool:
+    """Whether the document's script writes spaces between words: under a third of its letters are Chinese,
+    Japanese or Thai characters (Korean counts as spaced: it writes spaces)."""
+    sample = document[:4000]
+    letters = sum(c.isalpha() for c in sample)
+    unspaced = len(UNSPACED.findall(sample)) - len(re.findall(r"[\uac00-\ud7af]", sample))
+    return not letters or unspaced < letters / 3
+
+
+class DocumentIndex:
+    """A document's values by kind, with offsets where a kind has them, read once each. Its decimal mark: the
+    job's locale's, else the one the document's own unambiguous numbers use, else its detected language's (an
+    English document's `2,800` is 2800; with none of these, `2,800` keeps both readings)."""
+
+    def __init__(self, document: str, locale: str | Locale | None = "auto") -> None:
+        self.document = document
+        found = resolve(locale, document)
+        if found.decimal is None:
+            found = replace(found, mark=decimal_mark(document) or language_mark(found))
+        self.locale = found
+        self.spaced = spaced(document)
+        self._values: dict[str, list[Any]] = {}
+        self._readings: dict[str, list[Reading]] = {}
+        self._cache: dict[Any, Any] = {}
+
+    def values(self, kind: str) -> list[Any]:
+        """Every value of `kind` the document writes (its finder, by the document's locale)."""
+        if kind not in self._values:
+            if kind in OFFSET_KINDS:  # as the finder reads them, from the readings already made
+                found: dict[str, Any] = {}
+                for value, _, _ in self.readings(kind):
+                    found.setdefault(value if isinstance(value, str) else repr(float(value)), value)
+                self._values[kind] = list(found.values())
+            else:
+                self._values[kind] = self.finder(kind)(self.document)
+        return self._values[kind]
+
+    def finder(self, kind: str) -> Any:
+        """The kind's finder reading by this document's locale (for a part of the document: a label's value)."""
+        return finder(kind, self.locale)
+
+    def readings(self, kind: str) -> list[Reading]:
+        """(value, start, end) of each number, amount or date (`number`, `money`, `date`) the document writes."""
+        if kind not in self._readings:
+            if kind == "money":
+                found = money_readings(self.document, self.locale, self.readings("number"))
+            else:
+                reader = {"number": number_readings, "date": date_readings}[kind]
+                found = reader(self.document, self.locale)
+            self._readings[kind] = found
+        return self._readings[kind]
+
+    def label_index(self, kind: str) -> LabelIndex:
+        """For one kind: (the values written outside every labelled value, value → the words of each label it
+        stands under), values as JSON text (`schemas.labels.label_index`), from the offsets where a kind has
+        them (numbers, amounts, dates), else by reading each labelled value again."""
+        return self.cached(("labels", kind), lambda: self._label_index(kind))
+
+    def _label_index(self, kind: str) -> LabelIndex:
+        if kind not in OFFSET_KINDS:
+            return label_index(self.finder(kind), self.document)
+        regions = self.labels()
+        if not regions:
+            return set(), {}
+        free: set[str] = set()
+        under: dict[str, list[set[str]]] = {}
+        for value, start, end in self.readings(kind):
+            key = json.dumps(value)
+            inside = [words for words, first, last in regions if first <= start and end <= last]
+            for words in inside:
+                under.setdefault(key, []).append(words)
+            if not inside:
+                free.add(key)
+        return free, under
+
+    def labels(self) -> list[tuple[set[str], int, int]]:
+        """Each labelled value: (the label's words, the value's start, its end)."""
+        return self.cached("labelled", lambda: labelled(self.document))
+
+    def label_texts(self) -> set[str]:
+        return self.cached("label texts", lambda: label_texts(self.document))
+
+    def sentences(self) -> list[str]:
+        return self.cached("sentences", lambda: list(sentences_of(self.document)))
+
+    def cached(self, key: Any, make: Any) -> Any:
+        """A value derived from the document, made once (the screens keep theirs here)."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
