@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.tools.report.build import Report, near_limit
+from pipeline.tools.report.extras import few_shot, generation_seconds, sample_chips, shown_charts
 from pipeline.tools.report.formats import fmt_s, fmt_score
 from pipeline.tools.report.outcomes import COLORS, OTHER_COLOR, ROW
+from pipeline.tools.report.runs import all_rows
 
 TEMPLATES = Path(__file__).parents[1] / "templates"
 RUN_TIMINGS = (("engine init", "engine_init_s"), ("schema compile", "schema_compile_s"),
@@ -66,19 +68,23 @@ def query_hint(report: Report) -> str:
     return shlex.join(["extract", "query", output, sql])
 
 
-def render_html(report: Report, charts: dict[str, Path], index_href: str | None = None) -> str:
+def render_html(report: Report, charts: dict[str, Path], index_href: str | None = None,
+                doc_links: dict[str, str] | None = None) -> str:
     data = report.data
     hot, measured = near_limit(report)
     record = {**data.record, "schema": data.record.get("schema") or {}}
     return environment().get_template("run.html.j2").render(
         run_id=data.run_id, record=record, output_uri=data.output_uri, cards=_cards(report), notes=data.notes,
-        charts={name: data_uri(path) for name, path in charts.items()}, field_errors=report.field_errors,
+        charts={name: data_uri(path) for name, path in shown_charts(charts, data.record).items()},
+        field_errors=report.field_errors, chips=sample_chips(all_rows(data)), examples=few_shot(data.record),
+        generation_s=fmt_s(generation_seconds(data.record)),
         dead_total=max(1, sum(n for k, n in report.counts if k != ROW)), errors=report.errors, colors=COLORS,
         other_color=OTHER_COLOR, dead_samples=report.dead_samples, query_hint=query_hint(report),
         sample_columns=report.sample[0], sample_rows=report.sample[1], profiles=report.profiles,
         scores=report.scores, fmt=fmt_score, fmt_s=fmt_s, budget=report.budget, hot=hot, measured=measured,
         timings=_run_timings(report), startups=report.startups, partitions=data.record.get("partitions", []),
-        context=report.context, index_href=index_href, unsure=report.unsure,
+        context=report.context, index_href=index_href, unsure=report.unsure, doc_href=doc_links or {},
+        mistakes=(report.scores or {}).get("mistakes") or {},
         generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S}",
     )
 
