@@ -59,3 +59,18 @@ def shown_charts(charts: dict[str, Any], record: dict[str, Any]) -> dict[str, An
     if generation is not None and generation < MIN_CHART_GENERATION_S:
         return {k: v for k, v in charts.items() if k != "throughput.png"}
     return charts
+
+
+def usage_cards(usage: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+    """The run page's cards for its tokens and cost (`pipeline.costs`, the run record's `usage`)."""
+    if not usage:
+        return []
+    cards = [(f"{usage['prompt_tokens']:,}", "prompt tokens", ""), (f"{usage['output_tokens']:,}", "output tokens", "")]
+    if usage.get("generation_tokens_per_s"):
+        cards.append((f"{usage['generation_tokens_per_s']:.0f}", "output tokens/s over generation", ""))
+    cost = usage.get("cost")
+    if cost:
+        cards.append((f"{cost['total']:.4f}", "cost of the run", ""))
+        if cost.get("per_1000_documents") is not None:
+            cards.append((f"{cost['per_1000_documents']:.4f}", "cost per 1,000 documents", ""))
+    return cards

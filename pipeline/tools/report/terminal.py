@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pipeline.costs import rates
 from pipeline.tools.report.build import Report, near_limit
 from pipeline.tools.report.charts import CHART_FILES
 from pipeline.tools.report.measures import token_stats
@@ -49,7 +50,10 @@ def print_summary(report: Report, out_dir: Path, console: Any = None) -> None:
                        (("engine init", "engine_init_s"), ("schema compile", "schema_compile_s"),
                         ("first output", "first_output_s"), ("generation", "generation_s"), ("total", "total_s"))
                        if t.get(key) is not None)
-    console.print(f"  time     {timing or '—'}" + (f", {t['docs_per_s']:.2f} docs/s" if t.get("docs_per_s") else ""))
+    console.print(f"  time     {timing or '—'}")
+    shown = [f"{v:.2f} {label}" for label, v in rates(t, len(report.data.outcomes)).items() if v is not None]
+    if shown:
+        console.print(f"  rate     {'; '.join(shown)}")
     console.print(f"  actors   {len(report.startups)}" + "".join(
         f"\n    {s.actor}: init {s.engine_init_s or 0:.1f}s, compile {s.schema_compile_s:.1f}s "
         f"({s.schemas} schema{'s' if s.schemas != 1 else ''})"

@@ -1,0 +1,118 @@
+"""Issue 58 on a job of its own (tests/fixtures/listings.py, the simulated engine): docs/first-job.md's sequence
+(run, then eval, then report) files the eval under the run that holds the rows; eval lists the wrong values with
+their snippets; the report writes a page per document, checked in headless Chromium (values at their spans, hostile
+text escaped)."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.fixtures.listings import HOSTILE, write_listing_job
+from tests.unit.test_report import chromium
+
+CHROMIUM = Path("/usr/bin/chromium")
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no {CHROMIUM}: `make browser` installs Debian's "
+                                    "chromium (root or sudo) for the report's rendering check")
+
+
+@pytest.fixture(scope="module")
+def listings(tmp_path_factory):
+    # One run only (eval and report start none), so its own local Ray cluster: no session head needed.
+    folder = tmp_path_factory.mktemp("listings")
+    config, gold = write_listing_job(folder)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONPATH"] = f"{Path(__file__).parents[2]}:{folder}"
+    steps = {}
+    for name, args in (("run", ["run", str(config)]), ("eval", ["eval", str(config), "--gold", str(gold)]),
+                       ("csv", ["eval", str(config), "--gold", str(gold), "--format", "csv"]),
+                       ("report", ["report", str(folder / "out"), "--out", str(folder / "report")])):
+        steps[name] = run_cli(args, env, cwd=folder)
+        assert steps[name].returncode == 0, (name, steps[name].stderr[-3000:])
+    (record_file,) = (folder / "out" / "_runs").glob("*.json")  # eval started no run of its own, twice
+    return {"folder": folder, "steps": steps, "run_id": record_file.stem,
+            "record": json.loads(record_file.read_text()), "pages": folder / "report" / record_file.stem}
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_eval_after_run_files_its_scores_under_the_run_that_holds_the_rows(listings):
+    run_id, folder = listings["run_id"], listings["folder"]
+    assert listings["record"]["rows"] == 5
+    assert [p.name for p in (folder / "out" / "_eval").iterdir()] == [run_id]
+    report = json.loads((folder / "out" / "_eval" / run_id / "eval.json").read_text())
+    assert report["run_ids"] == [run_id]
+    assert f"scoring run {run_id}" in listings["steps"]["eval"].stderr
+    index = (folder / "report" / "index.html").read_text()
+    line = next(row for row in index.split("<tr>") if f">{run_id}</a>" in row)  # the run's line links its page
+    assert f">{report['overall']['f1']:.3f}<" in line
+    page = (listings["pages"] / "report.html").read_text()
+    assert 'id="eval"' in page and "F1 (extract eval)" in page
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_eval_lists_wrong_missed_and_invented_values_most_frequent_field_first(listings):
+    report = json.loads((listings["folder"] / "out" / "_eval" / listings["run_id"] / "eval.json").read_text())
+    mistakes = report["mistakes"]
+    assert list(mistakes) == ["deposit", "rent", "city"]  # 3 mistakes, 2, 1
+    assert [(m["doc_id"], m["kind_word"]) for m in mistakes["deposit"]] == [("l-1", "missed"), ("l-2", "missed"),
+                                                                             ("l-6", "invented")]
+    rent = {m["doc_id"]: m for m in mistakes["rent"]}
+    assert rent["l-1"]["gold"] == 2300 and rent["l-1"]["predicted"] == 2.3 and "⟦2.300⟧" in rent["l-1"]["snippet"]
+    assert rent["l-2"]["predicted"] == 8010 and "Studio in Graz, ⟦8010⟧ Graz" in rent["l-2"]["snippet"]
+    assert rent["l-2"]["gold_snippet"].startswith("Studio in Graz, 8010 Graz. Rent EUR ⟦750⟧")
+    md = (listings["folder"] / "out" / "_eval" / listings["run_id"] / "eval.md").read_text()
+    assert md.index("### deposit") < md.index("### rent") < md.index("### city")
+    assert "| l-1 | wrong | 2300 | 2.3 |" in md
+    rows = list(csv.DictReader(io.StringIO(listings["steps"]["csv"].stdout)))
+    assert [(r["field"], r["doc_id"], r["kind"]) for r in rows] == [
+        (f, m["doc_id"], m["kind_word"]) for f, items in mistakes.items() for m in items]
+    assert rows[3]["gold"] == "2300" and rows[3]["predicted"] == "2.3"
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_the_run_page_links_each_document_to_its_page(listings):
+    page = (listings["pages"] / "report.html").read_text()
+    links = dict(re.findall(r'<a class="doclink" href="(docs/[^"]+)">([^<]+)</a>', page))
+    assert set(links.values()) >= {"l-1", "l-2", "l-4", "l-5", "l-6"}  # rows, the dead letter, the wrong values
+    for href in links:
+        assert (listings["pages"] / href).is_file()
+    assert "More: <code>extract query" in page  # l-5 is a dead letter
+
+
+def _page(listings, doc_id: str) -> Path:
+    return next(p for p in (listings["pages"] / "docs").glob("*.html") if f'<h1 id="doc-id">{doc_id}</h1>'
+                in p.read_text())
+
+
+@needs_chromium
+@pytest.mark.engine
+@pytest.mark.slow
+def test_document_pages_in_chromium_values_at_their_spans_and_hostile_text_escaped(listings, tmp_path):
+    dom = chromium(["--dump-dom", _page(listings, "l-4").as_uri()], tmp_path / "profile").stdout
+    assert dom.count("<script") == 1  # the page's own; the document's <script> is text
+    marks = re.findall(r'<mark class="([^"]+)" data-field="([^"]+)"[^>]*>(.*?)</mark>', dom)
+    by_field = {field: (css, html.unescape(text)) for css, field, text in marks}
+    assert by_field["city"] == ("c-none", "<b>Salzburg</b>")  # the value at its span, as text
+    assert HOSTILE[5:20] == "<b>Salzburg</b>" and by_field["rent"][1] == "1200"
+    document = re.search(r'<div class="doctext" id="document">(.*?)</div>', dom, re.S).group(1)
+    assert html.unescape(re.sub(r"<[^>]+>", "", document)) == HOSTILE  # the whole document, nothing lost
+    assert re.search(r'data-field="city" data-verdict="wrong">.*?<code>Salzburg</code>', dom, re.S)
+
+    dom = chromium(["--dump-dom", _page(listings, "l-2").as_uri()], tmp_path / "profile").stdout
+    marks = re.findall(r'<mark class="([^"]+)" data-field="([^"]+)"[^>]*>(.*?)</mark>', dom)
+    assert ("gold", "rent (gold)", "750") in marks  # the gold value's own place, beside the wrong one
+    assert re.search(r'data-field="deposit" data-verdict="missed">', dom)
+
+    dom = chromium(["--dump-dom", _page(listings, "l-5").as_uri()], tmp_path / "profile").stdout
+    assert '<b id="status">empty_input</b>' in dom and 'id="raw-output"' in dom
