@@ -116,3 +116,19 @@ def test_document_pages_in_chromium_values_at_their_spans_and_hostile_text_escap
 
     dom = chromium(["--dump-dom", _page(listings, "l-5").as_uri()], tmp_path / "profile").stdout
     assert '<b id="status">empty_input</b>' in dom and 'id="raw-output"' in dom
+
+
+@pytest.mark.slow
+def test_validate_flags_few_shot_examples_that_all_leave_a_field_null(tmp_path):
+    examples = tmp_path / "examples.jsonl"
+    examples.write_text(
+        '{"document": "Flat in Wien 1010, rent EUR 900.", "output": {"city": "Wien", "postcode": "1010", '
+        '"rent": 900, "deposit": null}}\n'
+        '{"document": "Room in Graz 8020, rent EUR 400.", "output": {"city": "Graz", "postcode": "8020", '
+        '"rent": 400, "deposit": null}}\n')
+    config, _ = write_listing_job(tmp_path, examples=str(examples))
+    env = {**os.environ, "PYTHONPATH": f"{Path(__file__).parents[2]}:{tmp_path}"}
+    done = run_cli(["validate", str(config)], env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "warning  examples: every example leaves deposit null" in done.stdout
+    assert "every example leaves rent null" not in done.stdout and "same city" not in done.stdout
