@@ -20,6 +20,7 @@ from tests.fixtures.listings import HOSTILE, write_listing_job
 from tests.unit.test_report import chromium
 
 CHROMIUM = Path("/usr/bin/chromium")
+PRICE = {"per_million_input_tokens": 1000.0, "per_million_output_tokens": 4000.0}
 needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no {CHROMIUM}: `make browser` installs Debian's "
                                     "chromium (root or sudo) for the report's rendering check")
 
@@ -28,7 +29,7 @@ needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no {CHROMIUM
 def listings(tmp_path_factory):
     # One run only (eval and report start none), so its own local Ray cluster: no session head needed.
     folder = tmp_path_factory.mktemp("listings")
-    config, gold = write_listing_job(folder)
+    config, gold = write_listing_job(folder, **{"output.cost": PRICE})
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONPATH"] = f"{Path(__file__).parents[2]}:{folder}"
     steps = {}
@@ -88,6 +89,33 @@ def test_the_run_page_links_each_document_to_its_page(listings):
     for href in links:
         assert (listings["pages"] / href).is_file()
     assert "More: <code>extract query" in page  # l-5 is a dead letter
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_tokens_and_cost_in_the_summary_the_manifest_and_the_report(listings):
+    import pyarrow.parquet as pq
+
+    out = listings["folder"] / "out"
+    tables = [pq.read_table(f) for kind in ("rows", "dead_letters") for f in (out / kind).rglob("*.parquet")]
+    prompt = sorted(v for t in tables for c in ("_prompt_tokens", "prompt_tokens") if c in t.column_names
+                    for v in t.column(c).to_pylist())
+    output = [v for t in tables for c in ("_output_tokens", "output_tokens") if c in t.column_names
+              for v in t.column(c).to_pylist()]
+    usage = listings["record"]["usage"]
+    assert usage["documents"] == 6 and usage["prompt_tokens"] == sum(prompt) and usage["output_tokens"] == sum(output)
+    assert usage["prompt_per_document"]["p50"] == prompt[2]  # nearest rank of 6
+    expected = (sum(prompt) * 1000.0 + sum(output) * 4000.0) / 1e6
+    assert usage["cost"]["total"] == pytest.approx(expected, abs=1e-6)
+    assert usage["cost"]["per_1000_documents"] == pytest.approx(expected / 6 * 1000, abs=1e-3)
+    summary = listings["steps"]["run"].stdout
+    assert f"tokens     prompt {sum(prompt)} (per document p50 {prompt[2]}" in summary
+    assert f"cost       {usage['cost']['total']:.4f}, " in summary
+    assert "docs/s over wall time with start-up" in summary
+    index = (listings["folder"] / "report" / "index.html").read_text()
+    assert f"{sum(prompt):,} + {sum(output):,}" in index and f"{usage['cost']['total']:.4f}" in index
+    page = (listings["pages"] / "report.html").read_text()
+    assert 'id="usage"' in page and "cost per 1,000 documents" in page
 
 
 def _page(listings, doc_id: str) -> Path:

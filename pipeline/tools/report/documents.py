@@ -191,10 +191,12 @@ def document_pages(data: Any, rows: pa.Table | None, text_column: str, scores: d
     texts = _texts(data, rows, text_column, set(ids))
     gold = mistakes_by_document(scores) if scores and "mistakes" in scores else {}
     by_row = {}
-    if rows is not None:
+    if rows is not None and ids:
+        import pyarrow.compute as pc
+
         id_name = rows.column_names[0]
-        keep = set(ids)
-        by_row = {str(r[id_name]): r for r in rows.to_pylist() if str(r[id_name]) in keep}
+        shown = rows.filter(pc.is_in(rows.column(0).cast(pa.string()), value_set=pa.array(ids, pa.string())))
+        by_row = {str(r[id_name]): r for r in shown.to_pylist()}
     dead = {o.doc_id: o for o in data.outcomes if o.outcome != ROW}
     pages = []
     for doc_id in ids:
