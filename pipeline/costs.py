@@ -58,6 +58,7 @@ def run_usage(loaded: Any, manifest: RunManifest) -> dict[str, Any]:
     prompt, output = committed_tokens(loaded, manifest)
     t = manifest.timings or {}
     usage = token_figures(prompt, output, t.get("generation_s"))
+    usage["documents"] = manifest.input_rows or usage["documents"]  # a document that never reached the model counts
     workers = loaded.config.workers
     units = workers.actors * (workers.gpus_per_actor or 1)
     cost = getattr(loaded.config.output, "cost", None)

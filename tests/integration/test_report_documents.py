@@ -37,10 +37,16 @@ def listings(tmp_path_factory):
                        ("csv", ["eval", str(config), "--gold", str(gold), "--format", "csv"]),
                        ("report", ["report", str(folder / "out"), "--out", str(folder / "report")])):
         steps[name] = run_cli(args, env, cwd=folder)
+        for _ in range(2):  # Ray waits 30 s for its node, a bound a loaded machine overruns: not this test's subject
+            if "could not start a local cluster" not in steps[name].stderr:
+                break
+            steps[name] = run_cli(args, env, cwd=folder)
         assert steps[name].returncode == 0, (name, steps[name].stderr[-3000:])
-    (record_file,) = (folder / "out" / "_runs").glob("*.json")  # eval started no run of its own, twice
-    return {"folder": folder, "steps": steps, "run_id": record_file.stem,
-            "record": json.loads(record_file.read_text()), "pages": folder / "report" / record_file.stem}
+    records = [json.loads(p.read_text()) for p in (folder / "out" / "_runs").glob("*.json")]
+    (record,) = [r for r in records if r["status"] == "committed"]  # eval started no run of its own, twice
+    assert all(r["input_rows"] == 0 and r["status"] == "failed" for r in records if r is not record)  # a retry's
+    return {"folder": folder, "steps": steps, "run_id": record["run_id"], "record": record,
+            "pages": folder / "report" / record["run_id"]}
 
 
 @pytest.mark.engine
@@ -99,12 +105,12 @@ def test_tokens_and_cost_in_the_summary_the_manifest_and_the_report(listings):
     out = listings["folder"] / "out"
     tables = [pq.read_table(f) for kind in ("rows", "dead_letters") for f in (out / kind).rglob("*.parquet")]
     prompt = sorted(v for t in tables for c in ("_prompt_tokens", "prompt_tokens") if c in t.column_names
-                    for v in t.column(c).to_pylist())
+                    for v in t.column(c).to_pylist() if v is not None)  # l-5 never reached the model
     output = [v for t in tables for c in ("_output_tokens", "output_tokens") if c in t.column_names
-              for v in t.column(c).to_pylist()]
+              for v in t.column(c).to_pylist() if v is not None]
     usage = listings["record"]["usage"]
     assert usage["documents"] == 6 and usage["prompt_tokens"] == sum(prompt) and usage["output_tokens"] == sum(output)
-    assert usage["prompt_per_document"]["p50"] == prompt[2]  # nearest rank of 6
+    assert len(prompt) == 5 and usage["prompt_per_document"]["p50"] == prompt[2]  # nearest rank of 5
     expected = (sum(prompt) * 1000.0 + sum(output) * 4000.0) / 1e6
     assert usage["cost"]["total"] == pytest.approx(expected, abs=1e-6)
     assert usage["cost"]["per_1000_documents"] == pytest.approx(expected / 6 * 1000, abs=1e-3)
