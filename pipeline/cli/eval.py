@@ -88,10 +88,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--unordered", action="append", default=[], metavar="PATH",
                    help="match the list at PATH (e.g. items, order.lines) as a set; repeatable")
     p.add_argument("--all-lists-unordered", action="store_true", help="match every list as a set")
-    p.add_argument("--format", choices=["table", "csv", "fields-csv", "json"], default="table",
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
                    help="table: eval.md's tables (default); csv: the wrong, missed and invented values, a row "
-                   "each (field, kind, doc_id, gold, predicted, snippet, gold_snippet); fields-csv: the per-field "
-                   "scores, a row per field; json: eval.json's content on stdout, for a script")
+                   "each (field, kind, doc_id, gold, predicted, snippet, gold_snippet), or with --csv-rows fields "
+                   "the per-field scores; json: eval.json's content on stdout, for a script")
+    p.add_argument("--csv-rows", choices=["values", "fields"], default="values",
+                   help="with --format csv: a row per wrong, missed or invented value (default), or per field")
     p.add_argument("--fit-calibration", metavar="FILE",
                    help="also write a calibration of _confidence fitted on this gold to FILE (JSON), for the job's "
                    "output.calibration")
@@ -183,8 +185,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(report, default=str))  # what eval.json holds, on one line
         return 0 if ok else 1
-    if args.format in ("csv", "fields-csv"):
-        write_mistakes_csv(report, sys.stdout) if args.format == "csv" else write_field_csv(report, sys.stdout)
+    if args.format == "csv":
+        write_field_csv(report, sys.stdout) if args.csv_rows == "fields" else write_mistakes_csv(report, sys.stdout)
         return 0 if ok else 1
     print(render_markdown(report))
     print(f"wrote {json_path} and {md_path}")
