@@ -135,7 +135,11 @@ def by_field(mistakes: list[Mistake]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _cell(value: Any) -> str:
-    return "" if value is None else value if isinstance(value, str) else canonical(value)
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return value.isoformat() if hasattr(value, "isoformat") else canonical(value)  # a date as it reads
 
 
 def markdown(mistakes: dict[str, list[dict[str, Any]]], limit: int = 20) -> list[str]:

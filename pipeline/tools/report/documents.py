@@ -234,7 +234,9 @@ def write_pages(pages: list[DocumentPage], out_dir: Path, run_id: str, env: Any)
 def fmt_value(value: Any) -> str:
     if value is None:
         return "null"
-    return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    if isinstance(value, str):
+        return value
+    return value.isoformat() if hasattr(value, "isoformat") else json.dumps(value, default=str, ensure_ascii=False)
 
 
 def linked_ids(report: Any) -> list[str]:
