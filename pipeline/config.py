@@ -185,6 +185,22 @@ class WorkersConfig(_Strict):
         return {"num_gpus": float(self.gpus_per_actor), "num_cpus": float(self.cpus_per_actor)}
 
 
+class CostConfig(_Strict):
+    """A run's price (pipeline.costs): per million input and output tokens, or per GPU-hour."""
+
+    per_million_input_tokens: float | None = Field(default=None, ge=0)
+    per_million_output_tokens: float | None = Field(default=None, ge=0)
+    per_gpu_hour: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def one_basis(self) -> CostConfig:
+        tokens = self.per_million_input_tokens is not None or self.per_million_output_tokens is not None
+        if tokens == (self.per_gpu_hour is not None):
+            raise ValueError("output.cost: give per_million_input_tokens and per_million_output_tokens, or "
+                             "per_gpu_hour (one basis)")
+        return self
+
+
 class OutputConfig(_Strict):
     uri: str = Field(min_length=1)
     checkpoint_rows: int = Field(default=256, gt=0)
@@ -199,6 +215,8 @@ class OutputConfig(_Strict):
     # A per-field calibration of _confidence (a JSON file `extract eval --fit-calibration` writes), applied on the
     # actors; a path relative to this file.
     calibration: str | None = None
+    # Prices for the run's cost in the summary, manifest and report (pipeline.costs).
+    cost: CostConfig | None = None
 
     @model_validator(mode="after")
     def confidence_for_min(self) -> OutputConfig:

@@ -228,7 +228,7 @@ class Progress:
         done = self.documents()
         if self._rich is not None:
             self._rich.update(self._task, completed=done, total=self.total or None,
-                              stats=f"{self.rate():.2f} docs/s · {self.tokens_rate():.0f} tok/s",
+                              stats=f"{self.rate():.2f} docs/s over generation only · {self.tokens_rate():.0f} tok/s",
                               dead=rate_text(self.classified(), self.dead_by_reason()))
         elif (done or self.counts.get("output_tokens")) and (now - self._last >= self.every or done >= self.total
                                                              or self._last == 0.0):

@@ -181,6 +181,7 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
         progress.close()
         _finalise(manifest, results, [partition_for(loaded.input_uri, d).label for d in days], progress, started,
                   generation_s)
+        _usage(loaded, manifest)
         out_storage.write_text(layout.run_manifest(run_id), manifest.to_json())
         if actors:
             import ray
@@ -191,6 +192,20 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
     log.info("run.done", status=manifest.status, rows=manifest.rows, dead_letters=manifest.dead_letters,
              seconds=round(time.perf_counter() - started, 1))
     return manifest
+
+
+def _usage(loaded: LoadedConfig, manifest: RunManifest) -> None:
+    """The run's tokens, cost and copied-looking fields (pipeline.costs, pipeline.field_warnings) in its manifest;
+    a committed file that cannot be read leaves them out, never fails the run."""
+    from pipeline.costs import run_usage
+    from pipeline.field_warnings import run_field_warnings
+
+    committed = [str(p["partition"]) for p in manifest.partitions if p.get("status") == "committed"]
+    try:
+        manifest.extra["usage"] = run_usage(loaded, manifest)
+        manifest.extra["field_warnings"] = run_field_warnings(loaded, manifest.run_id, committed)
+    except Exception as exc:  # noqa: BLE001 - figures about the run, not the run
+        log.warning("run.usage_unavailable", error=f"{type(exc).__name__}: {exc}")
 
 
 def _new_manifest(loaded: LoadedConfig, run_id: str) -> RunManifest:

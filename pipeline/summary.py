@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from pipeline.costs import usage_lines
 from pipeline.output.manifest import RunManifest
 from pipeline.secrets import looks_secret, redact
 
@@ -135,7 +136,9 @@ def render_summary(manifest: RunManifest, config_arg: str | None = None, sets: S
                            ("generation", "generation_s"), ("total", "total_s"))
         if t.get(key) is not None
     )
-    lines.append("  time       " + timing + (f", {t['docs_per_s']:.2f} docs/s" if t.get("docs_per_s") else ""))
+    lines.append("  time       " + timing)
+    lines += usage_lines(manifest.extra.get("usage"), t, manifest.input_rows)
+    lines += [f"  warning    {w}" for w in manifest.extra.get("field_warnings") or []]
     out = manifest.output_uri
     days = _days(manifest)
     where = f"/dt={days[0]}" if len(days) == 1 else ""

@@ -1,7 +1,8 @@
 """`extract eval extract.yaml --gold GOLD [--run RUN_ID] [--out DIR]`: how right are the rows?
 
-Without `--run` it runs the job first (as `extract run` does, same overrides) and scores what that run
-committed or found committed; with `--run` it scores an existing run's committed output (repeat it to
+Without `--run`, an output already committed for this job is scored as it stands and the eval is filed under
+the run that committed it (no new run starts); otherwise it runs the job first (as `extract run` does, same
+overrides) and scores what that run committed; with `--run` it scores an existing run's committed output (repeat it to
 score several runs' partitions together, e.g. a corpus run one date partition per command). The scoring
 rules are in `pipeline.tools.evaluate`. Writes DIR/eval.json and DIR/eval.md (DIR defaults to
 OUTPUT/_eval/RUN_ID) and prints eval.md.
@@ -39,6 +40,8 @@ from pipeline.tools.evaluate import (
     render_markdown,
     write_report,
 )
+from pipeline.tools.evaluate.mistakes import CSV_COLUMNS, by_field, csv_rows, output_mistakes
+from pipeline.tools.evaluate.which_run import already_committed, eval_run_id
 
 PLAIN_RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")  # as pipeline.tools.report checks a run record's
 
@@ -54,6 +57,15 @@ def write_field_csv(report: dict[str, Any], out: TextIO) -> None:
     writer.writerow(("field", *FIELD_COLUMNS))
     for path, s in [*report["fields"].items(), ("*", report["overall"]["leaves"])]:
         writer.writerow((path, *("" if s.get(c) is None else s.get(c) for c in FIELD_COLUMNS)))
+
+
+def write_mistakes_csv(report: dict[str, Any], out: TextIO) -> None:
+    """The wrong, missed and invented values (eval.md's "Wrong values"), a row each, most frequent first."""
+    import csv
+
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    writer.writerows(csv_rows(report.get("mistakes") or {}))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -77,8 +89,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="match the list at PATH (e.g. items, order.lines) as a set; repeatable")
     p.add_argument("--all-lists-unordered", action="store_true", help="match every list as a set")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                   help="table: eval.md's tables (default); csv: the per-field scores, a row per field; json: "
-                   "eval.json's content on stdout, for a script")
+                   help="table: eval.md's tables (default); csv: the wrong, missed and invented values, a row "
+                   "each (field, kind, doc_id, gold, predicted, snippet, gold_snippet), or with --csv-rows fields "
+                   "the per-field scores; json: eval.json's content on stdout, for a script")
+    p.add_argument("--csv-rows", choices=["values", "fields"], default="values",
+                   help="with --format csv: a row per wrong, missed or invented value (default), or per field")
     p.add_argument("--fit-calibration", metavar="FILE",
                    help="also write a calibration of _confidence fitted on this gold to FILE (JSON), for the job's "
                    "output.calibration")
@@ -101,6 +116,17 @@ def _fresh_run(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[RunOutpu
     print(render_summary(manifest), file=sys.stderr if args.format in ("json", "csv") else sys.stdout)
     labels = {p["partition"] for p in manifest.partitions if p["status"] in ("committed", "skipped", "partial")}
     return output_of_labels(loaded, labels, manifest.run_id), manifest.run_id, manifest.status == "committed"
+
+
+def _committed_or_fresh(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[RunOutput, str, bool]:
+    """The committed output as it stands, filed under the runs that committed it; else a real run's."""
+    output = None if args.force else already_committed(loaded, days(loaded, args.date))
+    if output is None:
+        return _fresh_run(loaded, args)
+    run_id = eval_run_id(output)
+    print(f"scoring run {run_id}: it committed {loaded.output_uri} already (no new run; --run picks another, "
+          "--force redoes it)", file=sys.stderr)
+    return output, run_id, True
 
 
 def _context(loaded: LoadedConfig, args: argparse.Namespace, output: RunOutput) -> dict[str, Any]:
@@ -133,16 +159,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if args.run:
             output, run_id, ok = output_of_run(loaded, args.run), "+".join(dict.fromkeys(args.run)), True
         else:
-            output, run_id, ok = _fresh_run(loaded, args)
+            output, run_id, ok = _committed_or_fresh(loaded, args)
     except EvalError as exc:
         error_line(exc)
         return 2
-    # the rows' `_spans` and documents, for the calibration's leaf model, where the rows have confidences
-    spans = committed_spans(loaded, output.partitions) if output.confidence is not None else None
-    documents = committed_documents(loaded, output.partitions, set(output.rows) & set(golds)) \
-        if output.confidence is not None else None
-    scores = evaluate(loaded, golds, output, options, spans, documents)
+    # the rows' `_spans` and documents: for the wrong values' snippets, and the calibration's leaf model where the
+    # rows have confidences
+    spans = committed_spans(loaded, output.partitions)
+    documents = committed_documents(loaded, output.partitions, set(output.rows) & set(golds))
+    confident = output.confidence is not None
+    scores = evaluate(loaded, golds, output, options, spans if confident else None, documents if confident else None)
     report = build_report(scores, _context(loaded, args, output), options)
+    report["mistakes"] = by_field(output_mistakes(loaded, golds, output, options, spans, documents))
     if args.fit_calibration:
         if not scores.confidence_points:
             raise ConfigError("--fit-calibration: no scored row of this run carries a _confidence "
@@ -158,7 +186,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(json.dumps(report, default=str))  # what eval.json holds, on one line
         return 0 if ok else 1
     if args.format == "csv":
-        write_field_csv(report, sys.stdout)
+        write_field_csv(report, sys.stdout) if args.csv_rows == "fields" else write_mistakes_csv(report, sys.stdout)
         return 0 if ok else 1
     print(render_markdown(report))
     print(f"wrote {json_path} and {md_path}")

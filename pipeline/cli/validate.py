@@ -60,6 +60,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def lever_lines(loaded: LoadedConfig) -> list[str]:
     """How each field is decoded, what the prompt shows, and a warning per setting that measured worse."""
+    from pipeline.field_warnings import example_warnings
     from pipeline.levers import job_levers
 
     levers = job_levers(loaded)
@@ -71,7 +72,8 @@ def lever_lines(loaded: LoadedConfig) -> list[str]:
     system = "; system prompt set" if cfg.system else ""
     lines.append(f"  prompt   examples: {levers.examples}, {levers.example_source}; schema shown: "
                  f"{levers.schema_shown} (prompt_schema: {cfg.prompt_schema}){system}")
-    return lines + [f"  warning  {w}" for w in levers.warnings]
+    copied = example_warnings([example.output for example, _ in loaded.examples or []])
+    return lines + [f"  warning  {w}" for w in levers.warnings] + [f"  warning  examples: {w}" for w in copied]
 
 
 def register(sub: argparse._SubParsersAction) -> None:

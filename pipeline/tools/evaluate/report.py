@@ -8,6 +8,7 @@ from typing import Any
 from pipeline.storage import Storage, join
 from pipeline.tools.calibration import Calibration
 from pipeline.tools.calibration import markdown as calibration_markdown
+from pipeline.tools.evaluate.mistakes import markdown as mistakes_markdown
 from pipeline.tools.evaluate.options import EvalOptions
 from pipeline.tools.evaluate.scores import Scores
 
@@ -75,6 +76,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += ["", "All of the run's dead letters (gold or not): " + ", ".join(
             f"{reason} {count}" for reason, count in run_reasons.items())]
     lines += _field_lines(report)
+    if "mistakes" in report:  # eval.json of before the list had no such key
+        lines += mistakes_markdown(report["mistakes"])
     lines += ["", f"Rules: {report['rules']}", ""]
     return "\n".join(lines)
 

@@ -24,6 +24,8 @@ class RunLine:
     note: str = ""
     dead_rate_value: float | None = None
     f1_value: float | None = None
+    tokens: str = "—"  # prompt + output tokens (pipeline.costs, the record's `usage`)
+    cost: str = "—"  # the run's cost and per 1,000 documents, at the job's output.cost
 
 
 def run_line(record: dict[str, Any], scores: dict[str, Any] | None) -> RunLine:
@@ -38,4 +40,14 @@ def run_line(record: dict[str, Any], scores: dict[str, Any] | None) -> RunLine:
         dead_rate="—" if rate is None else f"{100 * rate:.1f}%",
         reasons=", ".join(f"{r} {n}" for r, n in reasons[:3]) or "—", f1=fmt_score(f1),
         note="" if documents else f"no documents processed ({partition_states(record)})",
-        dead_rate_value=rate, f1_value=None if f1 is None else float(f1))
+        dead_rate_value=rate, f1_value=None if f1 is None else float(f1), **usage_cells(record.get("usage")))
+
+
+def usage_cells(usage: dict[str, Any] | None) -> dict[str, str]:
+    if not usage:
+        return {}
+    cost = usage.get("cost")
+    per = cost.get("per_1000_documents") if cost else None
+    return {"tokens": f"{usage['prompt_tokens']:,} + {usage['output_tokens']:,}",
+            "cost": "—" if not cost else f"{cost['total']:.4f}"
+            + (f" ({per:.4f} / 1k docs)" if per is not None else "")}

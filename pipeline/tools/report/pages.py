@@ -11,9 +11,10 @@ from pipeline.storage import S3Settings, storage_for
 from pipeline.tools.report.build import Report, build_report
 from pipeline.tools.report.charts import CHART_FILES, chart_trend, write_charts
 from pipeline.tools.report.context import eval_scores
+from pipeline.tools.report.documents import write_documents
 from pipeline.tools.report.history import RunLine, run_line
 from pipeline.tools.report.render import data_uri, environment, render_html
-from pipeline.tools.report.runs import ReportError, list_runs, load_run, plain_run_id
+from pipeline.tools.report.runs import ReportError, all_rows, list_runs, load_run, plain_run_id
 
 
 def default_out(output_uri: str) -> Path:
@@ -48,7 +49,8 @@ def write_report(output_uri: str, out_dir: Path | None = None, run_id: str | Non
     out_dir = out_dir or default_out(output_uri) / data.run_id
     own_folder(out_dir, [*CHART_FILES, "report.html"])
     charts = write_charts(report, out_dir)
-    (out_dir / "report.html").write_text(render_html(report, charts, index_href))
+    doc_links = write_documents(report, all_rows(data), out_dir, environment())
+    (out_dir / "report.html").write_text(render_html(report, charts, index_href, doc_links))
     return report, out_dir
 
 

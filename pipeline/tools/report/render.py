@@ -9,10 +9,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pipeline.costs import rates
+from pipeline.field_warnings import field_warnings
 from pipeline.secrets import redact_text
 from pipeline.tools.report.build import Report, near_limit
+from pipeline.tools.report.extras import few_shot, generation_seconds, sample_chips, shown_charts, usage_cards
 from pipeline.tools.report.formats import fmt_s, fmt_score
 from pipeline.tools.report.outcomes import COLORS, OTHER_COLOR, ROW
+from pipeline.tools.report.runs import all_rows
 
 TEMPLATES = Path(__file__).parents[1] / "templates"
 RUN_TIMINGS = (("engine init", "engine_init_s"), ("schema compile", "schema_compile_s"),
@@ -44,13 +48,14 @@ def _cards(report: Report) -> list[dict[str, str]]:
         (f"{rows} ({100 * rows / (total or 1):.0f}%)", "rows", "good"),
         (f"{total - rows} ({100 * (total - rows) / (total or 1):.0f}%)", "dead letters", "bad" if total - rows else ""),
         (str(truncated), "truncated", "warn" if truncated else ""),
-        (f"{t['docs_per_s']:.2f}" if t.get("docs_per_s") else "—", "docs / s (whole run)", ""),
+        *((f"{v:.2f}" if v is not None else "—", label, "") for label, v in rates(t, total).items()),
         (fmt_s(init), "engine init (slowest actor)", ""),
         (fmt_s(compile_), "schema compile", ""),
         (fmt_s(t.get("total_s")), "run time", ""),
     ]
     if report.scores is not None:
         cards.append((fmt_score(f1), "F1 (extract eval)", ""))
+    cards += usage_cards(record.get("usage"))
     return [{"value": v, "label": label, "kind": kind} for v, label, kind in cards]
 
 
@@ -63,19 +68,24 @@ def query_hint(report: Report) -> str:
     return redact_text(shlex.join(["extract", "query", output, sql]))
 
 
-def render_html(report: Report, charts: dict[str, Path], index_href: str | None = None) -> str:
+def render_html(report: Report, charts: dict[str, Path], index_href: str | None = None,
+                doc_links: dict[str, str] | None = None) -> str:
     data = report.data
     hot, measured = near_limit(report)
     record = {**data.record, "schema": data.record.get("schema") or {}}
     return environment().get_template("run.html.j2").render(
         run_id=data.run_id, record=record, output_uri=data.output_uri, cards=_cards(report), notes=data.notes,
-        charts={name: data_uri(path) for name, path in charts.items()}, field_errors=report.field_errors,
+        charts={name: data_uri(path) for name, path in shown_charts(charts, data.record).items()},
+        field_errors=report.field_errors, chips=sample_chips(all_rows(data)), examples=few_shot(data.record),
+        generation_s=fmt_s(generation_seconds(data.record)), usage=data.record.get("usage"),
+        field_warnings=field_warnings(all_rows(data)),
         dead_total=max(1, sum(n for k, n in report.counts if k != ROW)), errors=report.errors, colors=COLORS,
         other_color=OTHER_COLOR, dead_samples=report.dead_samples, query_hint=query_hint(report),
         sample_columns=report.sample[0], sample_rows=report.sample[1], profiles=report.profiles,
         scores=report.scores, fmt=fmt_score, fmt_s=fmt_s, budget=report.budget, hot=hot, measured=measured,
         timings=_run_timings(report), startups=report.startups, partitions=data.record.get("partitions", []),
-        context=report.context, index_href=index_href, unsure=report.unsure,
+        context=report.context, index_href=index_href, unsure=report.unsure, doc_href=doc_links or {},
+        mistakes=(report.scores or {}).get("mistakes") or {},
         generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S}",
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pipeline.costs import rates
 from pipeline.tools.report.build import Report, near_limit
 from pipeline.tools.report.charts import CHART_FILES
 from pipeline.tools.report.measures import token_stats
@@ -49,7 +50,7 @@ def print_summary(report: Report, out_dir: Path, console: Any = None) -> None:
                        (("engine init", "engine_init_s"), ("schema compile", "schema_compile_s"),
                         ("first output", "first_output_s"), ("generation", "generation_s"), ("total", "total_s"))
                        if t.get(key) is not None)
-    console.print(f"  time     {timing or '—'}" + (f", {t['docs_per_s']:.2f} docs/s" if t.get("docs_per_s") else ""))
+    console.print(f"  time     {timing or '—'}" + rate_text(t, len(report.data.outcomes)))
     console.print(f"  actors   {len(report.startups)}" + "".join(
         f"\n    {s.actor}: init {s.engine_init_s or 0:.1f}s, compile {s.schema_compile_s:.1f}s "
         f"({s.schemas} schema{'s' if s.schemas != 1 else ''})"
@@ -61,3 +62,9 @@ def print_summary(report: Report, out_dir: Path, console: Any = None) -> None:
     console.print(f"           max_tokens {report.budget.max_tokens} ({report.budget.source}); "
                   f"{hot} of {measured} outputs used ≥90% of it")
     console.print(f"  report   {out_dir / 'report.html'}  (+ {', '.join(CHART_FILES)})")
+
+
+def rate_text(timings: dict, documents: int) -> str:
+    """The run's rates, each named by what it is over (`pipeline.costs.rates`)."""
+    shown = [f"{v:.2f} {label}" for label, v in rates(timings, documents).items() if v is not None]
+    return f"\n  rate     {'; '.join(shown)}" if shown else ""

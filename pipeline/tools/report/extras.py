@@ -1,0 +1,76 @@
+"""Small parts of the run page: sample rows' `_confidence`/`_spans` as per-field chips, the few-shot examples the
+prompt showed, and whether the run generated long enough for a throughput chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.tools.report.documents import confidence_class
+from workers.outcome import RowCol
+
+MIN_CHART_GENERATION_S = 10.0  # a shorter generation fills a bin or two: no chart of throughput over time
+
+
+def sample_chips(rows: pa.Table | None, n: int = 5) -> list[dict[str, list[tuple[str, str, str]]]]:
+    """For the first `n` rows (the sample rows, in order): column → chips (field, text, css class)."""
+    if rows is None or not rows.num_rows:
+        return []
+    wanted = [c for c in (RowCol.CONFIDENCE, RowCol.SPANS) if c in rows.column_names]
+    out: list[dict[str, list[tuple[str, str, str]]]] = []
+    for row in rows.select(wanted).slice(0, n).to_pylist():
+        chips: dict[str, list[tuple[str, str, str]]] = {}
+        if RowCol.CONFIDENCE in row:
+            chips[RowCol.CONFIDENCE] = [(path, f"{c:.2f}", confidence_class(c))
+                                        for path, c in dict(row[RowCol.CONFIDENCE] or {}).items()]
+        if RowCol.SPANS in row:
+            chips[RowCol.SPANS] = [(path, ", ".join(f"{p['start']}–{p['end']}" for p in places[:3])
+                                    + (" …" if len(places) > 3 else ""), "")
+                                   for path, places in dict(row[RowCol.SPANS] or {}).items()]
+        out.append(chips)
+    return out
+
+
+def few_shot(record: dict[str, Any]) -> list[dict[str, str]]:
+    """The few-shot examples of the run's job ({document, output} as the prompt shows them), from its config file
+    as it is now; none when it no longer loads."""
+    path = Path(str(record.get("config_path", "")))
+    if not record.get("config_path") or not path.is_file():
+        return []
+    try:
+        from pipeline.config import load_config
+
+        examples = load_config(str(path)).examples or []
+    except Exception:  # noqa: BLE001 - a config that no longer loads shows no examples; the page says why elsewhere
+        return []
+    return [{"document": e.document, "output": output} for e, output in examples]
+
+
+def generation_seconds(record: dict[str, Any]) -> float | None:
+    value = (record.get("timings") or {}).get("generation_s")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def shown_charts(charts: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """The charts the page shows: the throughput chart only when the run generated for 10 s or more."""
+    generation = generation_seconds(record)
+    if generation is not None and generation < MIN_CHART_GENERATION_S:
+        return {k: v for k, v in charts.items() if k != "throughput.png"}
+    return charts
+
+
+def usage_cards(usage: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+    """The run page's cards for its tokens and cost (`pipeline.costs`, the run record's `usage`)."""
+    if not usage:
+        return []
+    cards = [(f"{usage['prompt_tokens']:,}", "prompt tokens", ""), (f"{usage['output_tokens']:,}", "output tokens", "")]
+    if usage.get("generation_tokens_per_s"):
+        cards.append((f"{usage['generation_tokens_per_s']:.0f}", "output tokens/s over generation", ""))
+    cost = usage.get("cost")
+    if cost:
+        cards.append((f"{cost['total']:.4f}", "cost of the run", ""))
+        if cost.get("per_1000_documents") is not None:
+            cards.append((f"{cost['per_1000_documents']:.4f}", "cost per 1,000 documents", ""))
+    return cards
