@@ -46,6 +46,8 @@ def job_snapshot(loaded: Any) -> dict[str, Any]:
         "text_column": str(cfg.input.text_column),
         "id_column": str(cfg.input.id_column),
         "config_hash": loaded.config_hash,
+        "examples": [{"document": _cut(redact_text(str(e.document))), "output": _cut(redact_text(str(output)))}
+                     for e, output in (loaded.examples or [])],
     }
 
 

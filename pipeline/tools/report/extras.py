@@ -3,11 +3,11 @@ prompt showed, and whether the run generated long enough for a throughput chart.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from pipeline.secrets import redact_text
 from pipeline.tools.report.documents import confidence_class
 from workers.outcome import RowCol
 
@@ -34,18 +34,12 @@ def sample_chips(rows: pa.Table | None, n: int = 5) -> list[dict[str, list[tuple
 
 
 def few_shot(record: dict[str, Any]) -> list[dict[str, str]]:
-    """The few-shot examples of the run's job ({document, output} as the prompt shows them), from its config file
-    as it is now; none when it no longer loads."""
-    path = Path(str(record.get("config_path", "")))
-    if not record.get("config_path") or not path.is_file():
-        return []
-    try:
-        from pipeline.config import load_config
-
-        examples = load_config(str(path)).examples or []
-    except Exception:  # noqa: BLE001 - a config that no longer loads shows no examples; the page says why elsewhere
-        return []
-    return [{"document": e.document, "output": output} for e, output in examples]
+    """The few-shot examples of the run's job ({document, output} as the prompt showed them), from the redacted job
+    snapshot of its run record (`pipeline.job_identity.job_snapshot`): the job's config is never loaded again."""
+    job = record.get("job") if isinstance(record.get("job"), dict) else {}
+    examples = job.get("examples") if isinstance(job.get("examples"), list) else []
+    return [{"document": redact_text(str(e.get("document", ""))), "output": redact_text(str(e.get("output", "")))}
+            for e in examples[:20] if isinstance(e, dict)]
 
 
 def generation_seconds(record: dict[str, Any]) -> float | None:
