@@ -25,7 +25,7 @@ from pipeline.lease import Lease
 from pipeline.output.commit import SLICE_READERS, PartitionCommitter, PartitionResult, output_parts, sweep
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, RunManifest
-from pipeline.output.slices import Slice, SliceWriter, disjoint, parse_slice, read_slices, uncovered
+from pipeline.output.slices import Slice, SliceWriter, disjoint, pack, parse_slice, read_slices, uncovered, unpack
 from pipeline.partition import Partition, partition_for
 from pipeline.planning import FAILED, SKIPPED, PartitionPlan, plan_input, plan_run
 from pipeline.progress import Progress
@@ -297,7 +297,8 @@ class _Commits:
     def __call__(self, w: _Work) -> None:
         label = w.input.partition.label
         try:
-            self.results[label] = self.committer.commit(w.input, self.last_commit, w.resumed, dict(w.in_slices))
+            slices = {unit_id: unpack(found) for unit_id, found in w.in_slices.items()}
+            self.results[label] = self.committer.commit(w.input, self.last_commit, w.resumed, slices)
             self.last_commit = time.perf_counter()
         except (AccountingError, StorageError, OSError) as exc:
             if self.fail_fast:
@@ -337,6 +338,8 @@ def _stream_outcomes(loaded: LoadedConfig, streaming: list[_Work], committer: Pa
     _stream(loaded, streaming, committer, commit, progress, desk, settings, routes)
     snapshot = ray.get(desk.run_snapshot.remote())
     manifest.actors = snapshot["actors"]
+    if snapshot.get("stage_cpu_ms"):  # the actors' CPU per document beside the engine, by stage (workers.stages)
+        manifest.extra["stage_cpu_ms"] = snapshot["stage_cpu_ms"]
     return snapshot["generation_s"]
 
 
@@ -412,6 +415,8 @@ class _Books:
         if self.counts[unit_id] == unit.rows:
             if unit_id in self.buffers:  # a split run's unit: staged as one file
                 self.committer.stage(w.input.partition, unit_id, self.buffers.pop(unit_id))
+            elif unit_id in w.in_slices:  # kept until the partition commits: as bounds, not paths
+                w.in_slices[unit_id] = pack(unit_id, w.in_slices[unit_id])  # type: ignore[assignment]
             self.progress.mark("first_staged_s")  # the first unit's outcomes are durable: a rerun keeps them
             w.left -= 1
             if w.left == 0:

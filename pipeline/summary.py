@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from pipeline.output.manifest import RunManifest
 from pipeline.secrets import looks_secret, redact
+from workers.stages import stage_lines
 
 RAY_TEMP_MARKERS = ("/runtime_resources/", "/ray/session_")  # Ray's per-job working dir and session folders
 
@@ -136,6 +137,7 @@ def render_summary(manifest: RunManifest, config_arg: str | None = None, sets: S
         if t.get(key) is not None
     )
     lines.append("  time       " + timing + (f", {t['docs_per_s']:.2f} docs/s" if t.get("docs_per_s") else ""))
+    lines += ["  cpu        " + line for line in stage_lines(manifest.extra.get("stage_cpu_ms") or {})]
     out = manifest.output_uri
     days = _days(manifest)
     where = f"/dt={days[0]}" if len(days) == 1 else ""
