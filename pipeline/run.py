@@ -300,6 +300,8 @@ class _Commits:
             slices = {unit_id: unpack(found) for unit_id, found in w.in_slices.items()}
             self.results[label] = self.committer.commit(w.input, self.last_commit, w.resumed, slices)
             self.last_commit = time.perf_counter()
+            w.in_slices.clear()  # committed: a backfill's driver keeps nothing of its days' slices
+            w.covered = {}
         except (AccountingError, StorageError, OSError) as exc:
             if self.fail_fast:
                 raise
