@@ -64,18 +64,24 @@ def main() -> None:
         calls[0] += 1
         if calls[0] % args.every == 1:
             types = Counter(type(o).__name__ for o in gc.get_objects())
-            samples.append({"batches": calls[0], "done": done, "private_kb": private_kb(), "hwm_kb": private_kb("VmHWM"), "types": types,
-                            "unix": time.time()})
+            samples.append({"batches": calls[0], "done": done, "private_kb": private_kb(),
+                            "hwm_kb": private_kb("VmHWM"), "types": types, "unix": time.time()})
 
     Progress.update = update  # type: ignore[method-assign]
     run_job(load_config(config))
-    end = {"private_kb": private_kb(), "hwm_kb": private_kb("VmHWM")}
+    report = growth(args, samples, {"private_kb": private_kb(), "hwm_kb": private_kb("VmHWM")})
+    (out / "growth.json").write_text(json.dumps(report, indent=1))
+    print(json.dumps({k: v for k, v in report.items() if k != "samples"}, indent=1))
+
+
+def growth(args: argparse.Namespace, samples: list[dict[str, Any]], end: dict[str, int]) -> dict[str, Any]:
+    """Bytes per document and objects per batch, between the first samples after the first outcome and the last."""
     first, last = samples[1] if len(samples) > 2 else samples[0], samples[-1]
     batches = last["batches"] - first["batches"]
     docs = last["done"] - first["done"]
     growth = Counter(last["types"])
     growth.subtract(first["types"])
-    report = {
+    return {
         "docs": args.docs, "batch_size": args.batch_size, "checkpoint_rows": args.checkpoint_rows,
         "between": [first["done"], last["done"]],
         "private_kb": [first["private_kb"], last["private_kb"]],
@@ -84,8 +90,6 @@ def main() -> None:
         "end": end,
         "samples": [{k: v for k, v in s.items() if k != "types"} for s in samples],
     }
-    (out / "growth.json").write_text(json.dumps(report, indent=1))
-    print(json.dumps({k: v for k, v in report.items() if k != "samples"}, indent=1))
 
 
 if __name__ == "__main__":
