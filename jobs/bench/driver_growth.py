@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import resource
 import sys
 import time
 from collections import Counter
@@ -68,8 +69,13 @@ def main() -> None:
                             "hwm_kb": private_kb("VmHWM"), "types": types, "unix": time.time()})
 
     Progress.update = update  # type: ignore[method-assign]
-    run_job(load_config(config))
-    report = growth(args, samples, {"private_kb": private_kb(), "hwm_kb": private_kb("VmHWM")})
+    manifest = run_job(load_config(config))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    outcomes = manifest.rows + manifest.dead_letters
+    report = growth(args, samples, {"private_kb": private_kb(), "hwm_kb": private_kb("VmHWM"), "outcomes": outcomes,
+                                    "driver_cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+                                    "cpu_us_per_outcome": round((usage.ru_utime + usage.ru_stime) / outcomes * 1e6, 1)
+                                    if outcomes else None})
     (out / "growth.json").write_text(json.dumps(report, indent=1))
     print(json.dumps({k: v for k, v in report.items() if k != "samples"}, indent=1))
 
