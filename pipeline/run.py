@@ -297,7 +297,7 @@ class _Commits:
     def __call__(self, w: _Work) -> None:
         label = w.input.partition.label
         try:
-            slices = {unit_id: unpack(found) for unit_id, found in w.in_slices.items()}
+            slices = _Unpacked(w.in_slices)  # each unit's slices unpacked as the commit reads it, not all at once
             self.results[label] = self.committer.commit(w.input, self.last_commit, w.resumed, slices)
             self.last_commit = time.perf_counter()
             w.in_slices.clear()  # committed: a backfill's driver keeps nothing of its days' slices
@@ -307,6 +307,14 @@ class _Commits:
                 raise
             log.error("partition.failed", partition=label, error=str(exc))
             self.results[label] = PartitionResult(label, "failed", error=str(exc))
+
+
+class _Unpacked(dict):  # type: ignore[type-arg]
+    """A partition's slices by unit id, each unit's unpacked (`pipeline.output.slices.unpack`) when it is asked for."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = super().get(key)
+        return default if found is None else unpack(found)
 
 
 def _resume(work: list[_Work], commit: Callable[[_Work], None]) -> list[_Work]:

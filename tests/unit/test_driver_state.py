@@ -28,7 +28,8 @@ class Committer:
         raise AssertionError("a unit staged in slices is never staged as a file")
 
     def commit(self, pinput, started, resumed, slices) -> PartitionResult:
-        self.slices = slices
+        self.slices = dict(slices)  # a copy: the books release theirs once committed
+        self.slices = type(slices)(self.slices)
         return PartitionResult(pinput.partition.label, "committed")
 
 
@@ -74,8 +75,9 @@ def test_the_books_keep_no_slice_object_per_staged_unit_and_nothing_once_committ
     assert held == {1: 0, units // 2: 0, units - 1: 0}  # 1, 20 or 39 units staged: no Slice object kept
     assert not books.buffers
     # The commit got every unit's 16 slices back, and the committed partition keeps none.
-    assert len(committer.slices) == units and all(len(found) == UNIT // BATCH for found in committer.slices.values())
-    assert committer.slices[w.input.units[3].id][1] == Slice(
+    got = {unit.id: committer.slices.get(unit.id) for unit in w.input.units}  # as the commit reads them
+    assert all(len(found) == UNIT // BATCH for found in got.values())
+    assert got[w.input.units[3].id][1] == Slice(
         w.input.units[3].id, 3 * UNIT + BATCH, 3 * UNIT + 2 * BATCH,
         f"/out/_staging/all/h/{slice_name(w.input.units[3].id, 3 * UNIT + BATCH, 3 * UNIT + 2 * BATCH)}")
     assert not w.in_slices and w.left == 0
