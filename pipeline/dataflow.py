@@ -199,10 +199,11 @@ class SliceStaging:
 def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, source: InputConfig,
                workers: WorkersConfig, routes: SchemaRoutes, split: bool,
                slices: SliceStaging | None = None) -> ray.data.Dataset:
-    """The units' documents, one read task (so one block) per batch: Ray Data hands an actor whole blocks and
-    runs the batches of one block one after another, so only separate blocks can be in flight in an actor at
-    once. With `split`, each row carries the backend its schema routes to; with `slices`, the slice file of its
-    batch, and the rows the slices of earlier runs hold are left out."""
+    """The units' documents. With `slices`, one read task (so one block) per unit, or per range of it no earlier
+    slice holds, each row naming the slice file of its batch: the actor runs the block batch by batch
+    (`workers.actor`), and separate blocks are what is in flight in an actor at once; the rows the slices of
+    earlier runs hold are left out. Without (`split`: each row carries the backend its schema routes to), one read
+    task per batch, since each pool filters its rows out of every block."""
     tasks = read_tasks(units, workers.batch_size, slices.path if slices else None, slices.covered if slices else None)
     return ray.data.from_items(tasks, override_num_blocks=len(tasks)).map_batches(
         read_units,

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline import ids_spill
 from pipeline.config import ConfigError
 from pipeline.storage import Storage
 from pipeline.units import PartitionInput
@@ -106,14 +107,15 @@ def _pieces(storage: Storage, pinput: PartitionInput) -> Iterator[tuple[pa.Array
 class _Rows:
     """Where the partition's n-th id is: (file, row in file)."""
 
-    def __init__(self, pieces: list[tuple[pa.Array, str, int]]) -> None:
+    def __init__(self, pieces: list[tuple[int, str, int]]) -> None:
+        """`pieces`: (ids, file, row in file of the first) of each piece in order."""
         self.starts: list[int] = []
         self.places: list[tuple[str, int]] = []
         total = 0
-        for column, path, row in pieces:
+        for length, path, row in pieces:
             self.starts.append(total)
             self.places.append((path, row))
-            total += len(column)
+            total += length
 
     def __call__(self, n: int) -> tuple[str, int]:
         piece = bisect.bisect_right(self.starts, n) - 1
@@ -154,41 +156,61 @@ def _repeats(ids: pa.ChunkedArray, usable: pa.ChunkedArray | None) -> tuple[int,
     return repeated, shown
 
 
+def _blank(ids: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Null, or (text) no character but whitespace (Arrow's whitespace is Python's `str.isspace`)."""
+    blank = pc.is_null(ids)
+    if _is_text(ids.type):
+        lengths = pc.binary_length(ids)
+        blank = pc.or_kleene(blank, pc.or_(pc.equal(lengths, pa.scalar(0, lengths.type)), pc.utf8_is_space(ids)))
+    return blank
+
+
 def check_ids(storage: Storage, pinput: PartitionInput) -> None:
     """Raise `ConfigError` (one line) when an id the run would read is null, repeated or not valid UTF-8, or the
-    id column holds no single values."""
+    id column holds no single values. A partition of more than `ids_spill.IDS_IN_MEMORY` ids is checked in
+    buckets on disk (`pipeline.ids_spill`), never all its ids at once."""
     check_id_type(pinput)
+    if sum(u.rows for u in pinput.units) > ids_spill.IDS_IN_MEMORY:
+        found = ids_spill.check_spilled(storage, pinput, _pieces(storage, pinput), _decodable, _blank, _repeats,
+                                        SHOWN)
+        _refuse(pinput, _Rows(found["places"]), found["nulls"], found["undecodable"], found["repeated"],
+                found["repeats"])
+        return
     pieces = list(_pieces(storage, pinput))
     if not pieces:
         return
-    where = _Rows(pieces)
-    undecodable: list[int] = []
+    where = _Rows([(len(column), path, row) for column, path, row in pieces])
+    undecodable_rows: list[int] = []
     columns = []
     for n, (column, _, _) in enumerate(pieces):
         decoded, bad = _decodable(column)
-        undecodable.extend(where.starts[n] + i for i in bad)
+        undecodable_rows.extend(where.starts[n] + i for i in bad)
         columns.append(decoded)
     del pieces
     ids = pa.chunked_array(columns, columns[0].type)
     del columns
-    blank = pc.is_null(ids)
-    if _is_text(ids.type):  # blank: no character but whitespace (Arrow's whitespace is Python's `str.isspace`)
-        lengths = pc.binary_length(ids)
-        blank = pc.or_kleene(blank, pc.or_(pc.equal(lengths, pa.scalar(0, lengths.type)), pc.utf8_is_space(ids)))
-    nulls: list[int] = []
+    blank = _blank(ids)
+    nulls, undecodable = ids_spill.Found(SHOWN), ids_spill.Found(SHOWN)
+    undecodable.add(undecodable_rows)
     if pc.any(blank).as_py():
-        skip = set(undecodable)
-        nulls = [i for i in _indexes(blank).tolist() if i not in skip]
-    repeated, repeats = _repeats(ids, pc.invert(blank) if nulls or undecodable else None)
+        skip = set(undecodable_rows)
+        nulls.add([i for i in _indexes(blank).tolist() if i not in skip])
+    repeated, repeats = _repeats(ids, pc.invert(blank) if nulls.count or undecodable.count else None)
+    _refuse(pinput, where, nulls, undecodable, repeated, repeats)
+
+
+def _refuse(pinput: PartitionInput, where: _Rows, nulls: ids_spill.Found, undecodable: ids_spill.Found,
+            repeated: int, repeats: list[tuple[Any, int, int]]) -> None:
+    """Raise the rule's one-line `ConfigError` if any id is wrong: how many of each kind, and the first places."""
     column = f"input.id_column {pinput.id_column!r}"
     problems = []
-    if nulls:
-        at = ", ".join("{} row {}".format(*where(i)) for i in nulls[:SHOWN])
-        problems.append(f"{len(nulls)} null or blank id(s) (at {at}{', ...' if len(nulls) > SHOWN else ''})")
-    if undecodable:
-        at = ", ".join("{} row {}".format(*where(i)) for i in undecodable[:SHOWN])
-        problems.append(f"{len(undecodable)} id(s) that are not valid UTF-8 (at {at}"
-                        f"{', ...' if len(undecodable) > SHOWN else ''})")
+    if nulls.count:
+        at = ", ".join("{} row {}".format(*where(i)) for i in nulls.first[:SHOWN])
+        problems.append(f"{nulls.count} null or blank id(s) (at {at}{', ...' if nulls.count > SHOWN else ''})")
+    if undecodable.count:
+        at = ", ".join("{} row {}".format(*where(i)) for i in undecodable.first[:SHOWN])
+        problems.append(f"{undecodable.count} id(s) that are not valid UTF-8 (at {at}"
+                        f"{', ...' if undecodable.count > SHOWN else ''})")
     if repeated:
         shown = "; ".join("{} at {} row {} and {} row {}".format(_cut(v), *where(a), *where(b)) for v, a, b in repeats)
         problems.append(f"{repeated} repeated id(s) (e.g. {shown})")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from typing import Any, TextIO
 
 import structlog
@@ -67,6 +68,53 @@ def rate_text(classified: int, dead: dict[str, int]) -> str:
     return f"dead letters {100 * sum(dead.values()) / classified:.0f}% (" + ", ".join(parts[:3]) + ")"
 
 
+def clock(seconds: float | None) -> str | None:
+    """Seconds as H:MM:SS (rich's ETA format), None for None."""
+    if seconds is None:
+        return None
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+class Rates:
+    """Documents done over time, for the log lines a pipe shows: the steady rate, from the first documents done to
+    now (the start-up before them left out), and the rate of the last `window_s`. Holds one sample per
+    `every_s` at most within the window: a bounded deque, however long the run."""
+
+    def __init__(self, window_s: float = 60.0, every_s: float = 1.0) -> None:
+        self.window = window_s
+        self.every = every_s
+        self.first: tuple[float, int] | None = None  # (when, done) the first documents were done
+        self.samples: deque[tuple[float, int]] = deque()
+
+    def add(self, now: float, done: int) -> None:
+        if done and self.first is None:
+            self.first = (now, done)
+        if not self.samples or now - self.samples[-1][0] >= self.every:
+            self.samples.append((now, done))
+        while len(self.samples) > 2 and now - self.samples[1][0] >= self.window:
+            self.samples.popleft()  # the oldest kept is the last at or before the window's start
+
+    def steady(self, now: float, done: int) -> float | None:
+        """Documents per second since the first were done; None until a second has passed and more were done."""
+        if self.first is None or now - self.first[0] < 1.0 or done <= self.first[1]:
+            return None
+        return (done - self.first[1]) / (now - self.first[0])
+
+    def recent(self, now: float, done: int) -> float | None:
+        """Documents per second over the last `window_s` (over what there is of it early in a run)."""
+        if not self.samples or now - self.samples[0][0] < 1.0:
+            return None
+        return (done - self.samples[0][1]) / (now - self.samples[0][0])
+
+    def eta_s(self, now: float, done: int, total: int) -> float | None:
+        """Seconds left at the steady rate: 0 once every document is done, None before the rate is known."""
+        if total and done >= total:
+            return 0.0
+        rate = self.steady(now, done)
+        return (total - done) / rate if rate else None
+
+
 class Progress:
     def __init__(self, total: int, name: str, stream: TextIO | None = None, every_seconds: float = 10.0,
                  live: bool | None = None, fail_fast_after: int | None = None) -> None:
@@ -91,6 +139,7 @@ class Progress:
         self._rich: Any = None
         self._task: Any = None
         self.fail_fast = FailFast(fail_fast_after)
+        self.rates = Rates()
 
     # -- the driver's side -------------------------------------------------------------------------------
 
@@ -230,12 +279,23 @@ class Progress:
             self._rich.update(self._task, completed=done, total=self.total or None,
                               stats=f"{self.rate():.2f} docs/s over generation only · {self.tokens_rate():.0f} tok/s",
                               dead=rate_text(self.classified(), self.dead_by_reason()))
-        elif (done or self.counts.get("output_tokens")) and (now - self._last >= self.every or done >= self.total
-                                                             or self._last == 0.0):
-            self._last = now
-            log.info("progress", job=self.name, done=done, total=self.total, docs_per_s=round(self.rate(), 2),
-                     output_tokens_per_s=round(self.tokens_rate(), 1),
-                     dead_letter_rate=round(self.dead_rate(), 3), dead_letters=self.dead_by_reason())
+        else:
+            self.rates.add(now, done)
+            if (done or self.counts.get("output_tokens")) and (now - self._last >= self.every or done >= self.total
+                                                               or self._last == 0.0):
+                self._last = now
+                self._log_line(now, done)
+
+    def _log_line(self, now: float, done: int) -> None:
+        """The `progress` line of a pipe or `ray job logs`: the whole run's docs/s beside the last minute's, and the
+        ETA at the steady rate (seconds, and as H:MM:SS)."""
+        recent = self.rates.recent(now, done)
+        eta = self.rates.eta_s(now, done, self.total)
+        log.info("progress", job=self.name, done=done, total=self.total, docs_per_s=round(self.rate(), 2),
+                 docs_per_s_last_min=round(recent, 2) if recent is not None else None,
+                 eta_s=round(eta) if eta is not None else None, eta=clock(eta),
+                 output_tokens_per_s=round(self.tokens_rate(), 1),
+                 dead_letter_rate=round(self.dead_rate(), 3), dead_letters=self.dead_by_reason())
 
     def _start_rich(self) -> None:
         self._rich = live_display(self.stream)

@@ -42,23 +42,34 @@ def read_tasks(units: list[Unit], batch_size: int | None = None,
     """One task per `batch_size` rows of each unit (per unit without it). A unit's slices keep its id, so the
     driver still accounts and stages whole units; a worker reads a row group once for consecutive slices.
 
-    With `slice_path` (unit, start, stop → path), each task names where its actor stages the batch's outcomes
-    (`pipeline.output.slices`); the rows of a unit that `covered` (unit id → disjoint slices staged by an earlier
-    run) holds are not read again."""
+    With `slice_path` (unit, start, stop → path), each task is a unit's rows that no slice holds yet, one task per
+    range of them (a whole unit, in a first run), and names the slice file of each of its batches (`slices`, one
+    per `step` rows): its actor runs and stages it batch by batch (`pipeline.output.slices`). So the driver and
+    Ray Data handle one block per unit, not one per batch (issue 57: their per-block state and CPU, at batch size
+    16, were most of the driver's growth and CPU per document). The rows of a unit that `covered` (unit id →
+    disjoint slices staged by an earlier run) holds are not read again."""
     tasks = []
     for u in units:
         have = (covered or {}).get(u.id)
         ranges = uncovered(u.start, u.stop, have) if have else [(u.start, max(u.stop, u.start + 1))]
         step = max(batch_size or (u.stop - u.start), 1)
         for first, last in ranges:
-            for start in range(first, last, step):
-                stop = min(start + step, last, u.stop)  # an empty unit: one task of no rows
-                task = {"path": u.path, "row_group": u.row_group, "start": start, "stop": stop,
-                        "unit_id": u.id, "version": u.version}
-                if slice_path is not None:
-                    task["slice"] = slice_path(u, start, stop)
-                tasks.append(task)
+            bounds = [(start, min(start + step, last, u.stop)) for start in range(first, last, step)]
+            if slice_path is not None:  # one task for the range, its batches' slices named
+                tasks.append({"path": u.path, "row_group": u.row_group, "start": first, "stop": bounds[-1][1],
+                              "unit_id": u.id, "version": u.version, "step": step,
+                              "slices": [slice_path(u, start, stop) for start, stop in bounds]})
+                continue
+            for start, stop in bounds:  # an empty unit: one task of no rows
+                tasks.append({"path": u.path, "row_group": u.row_group, "start": start, "stop": stop,
+                              "unit_id": u.id, "version": u.version})
     return tasks
+
+
+def batch_slices(step: int, paths: list[str], rows: int) -> pa.DictionaryArray:
+    """The `_slice` column of a task's rows: row i is in batch i // `step`, staged as `paths[i // step]`."""
+    return pa.DictionaryArray.from_arrays(pa.array([i // step for i in range(rows)], pa.int32()),
+                                          pa.array(paths, pa.string()))
 
 
 def _row_group(storage: Storage, path: str, row_group: int, columns: list[str], version: str = "") -> pa.Table:
@@ -89,7 +100,7 @@ def read_units(
     fields += [pa.field(UNIT_COLUMN, pa.string())]
     fields += [pa.field(BACKEND_COLUMN, pa.string())] if routes is not None else []
     fields += [pa.field(INVALID_INPUT_COLUMN, pa.string())]
-    staged = "slice" in tasks.column_names  # each batch's slice file: one value per batch, dictionary-encoded
+    staged = "slices" in tasks.column_names  # each batch's slice file: one value per batch, dictionary-encoded
     fields += [pa.field(SLICE_COLUMN, pa.dictionary(pa.int32(), pa.string()))] if staged else []
     schema = pa.schema(fields)
     pieces = []
@@ -109,8 +120,7 @@ def read_units(
             piece = piece.append_column(BACKEND_COLUMN, pa.array(
                 [routes.get(v, default_backend) if v is not None else default_backend for v in values], pa.string()))
         if staged:
-            piece = piece.append_column(SLICE_COLUMN, pa.DictionaryArray.from_arrays(
-                pa.array([0] * piece.num_rows, pa.int32()), pa.array([task["slice"]], pa.string())))
+            piece = piece.append_column(SLICE_COLUMN, batch_slices(task["step"], task["slices"], piece.num_rows))
         pieces.append(piece.select(schema.names).cast(schema))
     return pa.concat_tables(pieces) if pieces else schema.empty_table()
 

@@ -26,7 +26,7 @@ from pipeline.lease import Lease
 from pipeline.output.commit import SLICE_READERS, PartitionCommitter, PartitionResult, output_parts, sweep
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, RunManifest
-from pipeline.output.slices import Slice, SliceWriter, disjoint, parse_slice, read_slices, uncovered
+from pipeline.output.slices import Slice, SliceWriter, disjoint, pack, parse_slice, read_slices, uncovered, unpack
 from pipeline.partition import DATE_TOKEN, Partition, partition_for
 from pipeline.planning import FAILED, SKIPPED, PartitionPlan, plan_input, plan_run
 from pipeline.progress import Progress
@@ -318,13 +318,24 @@ class _Commits:
     def __call__(self, w: _Work) -> None:
         label = w.input.partition.label
         try:
-            self.results[label] = self.committer.commit(w.input, self.last_commit, w.resumed, dict(w.in_slices))
+            slices = _Unpacked(w.in_slices)  # each unit's slices unpacked as the commit reads it, not all at once
+            self.results[label] = self.committer.commit(w.input, self.last_commit, w.resumed, slices)
             self.last_commit = time.perf_counter()
+            w.in_slices.clear()  # committed: a backfill's driver keeps nothing of its days' slices
+            w.covered = {}
         except (AccountingError, StorageError, OSError) as exc:
             if self.fail_fast:
                 raise
             log.error("partition.failed", partition=label, error=str(exc))
             self.results[label] = PartitionResult(label, "failed", error=str(exc))
+
+
+class _Unpacked(dict):  # type: ignore[type-arg]
+    """A partition's slices by unit id, each unit's unpacked (`pipeline.output.slices.unpack`) when it is asked for."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = super().get(key)
+        return default if found is None else unpack(found)
 
 
 def _resume(work: list[_Work], commit: Callable[[_Work], None]) -> list[_Work]:
@@ -358,6 +369,8 @@ def _stream_outcomes(loaded: LoadedConfig, streaming: list[_Work], committer: Pa
     _stream(loaded, streaming, committer, commit, progress, desk, settings, routes)
     snapshot = ray.get(desk.run_snapshot.remote())
     manifest.actors = snapshot["actors"]
+    if snapshot.get("stage_cpu_ms"):  # the actors' CPU per document beside the engine, by stage (workers.stages)
+        manifest.extra["stage_cpu_ms"] = snapshot["stage_cpu_ms"]
     return snapshot["generation_s"]
 
 
@@ -433,6 +446,8 @@ class _Books:
         if self.counts[unit_id] == unit.rows:
             if unit_id in self.buffers:  # a split run's unit: staged as one file
                 self.committer.stage(w.input.partition, unit_id, self.buffers.pop(unit_id))
+            elif unit_id in w.in_slices:  # kept until the partition commits: as bounds, not paths
+                w.in_slices[unit_id] = pack(unit_id, w.in_slices[unit_id])  # type: ignore[assignment]
             self.progress.mark("first_staged_s")  # the first unit's outcomes are durable: a rerun keeps them
             w.left -= 1
             if w.left == 0:

@@ -14,6 +14,7 @@ import ray
 
 from workers.crashes import Journal
 from workers.reporter import Reporter, board_name, reporter_for
+from workers.stages import StageHistograms, summarize
 
 __all__ = ["Board", "Reporter", "RunDesk", "Stats", "board_name", "busy_seconds", "new_desk", "reporter_for"]
 
@@ -26,6 +27,7 @@ class Stats:
         self.spans: dict[str, list[tuple[float, float]]] = {}  # actor → (start, end) of each batch's generation
         self.batches = 0
         self.documents: dict[str, int] = {}  # actor → documents of its batches (a batch redone counts again)
+        self.stage_cpu = StageHistograms()  # documents by CPU seconds per stage beside the engine (workers.stages)
 
     def record_actor(self, report: dict[str, Any]) -> None:
         self.actors.append(report)
@@ -36,16 +38,20 @@ class Stats:
             if report["actor"] == actor:
                 report.setdefault("schema_compile_s", {}).update(seconds)
 
-    def record_batch(self, actor: str, started: float, ended: float, documents: int = 0) -> None:
+    def record_batch(self, actor: str, started: float, ended: float, documents: int = 0,
+                     stages: dict[str, float] | None = None) -> None:
         self.spans.setdefault(actor, []).append((started, ended))
         self.batches += 1
         self.documents[actor] = self.documents.get(actor, 0) + documents
+        if stages:
+            self.stage_cpu.add(stages, documents)
 
     def run_snapshot(self) -> dict[str, Any]:
         """The actors' reports, each with the documents and batches it generated, for the run record."""
         actors = [{**report, "documents": self.documents.get(report["actor"], 0),
                    "batches": len(self.spans.get(report["actor"], []))} for report in self.actors]
-        return {"actors": actors, "generation_s": busy_seconds(self.spans), "batches": self.batches}
+        return {"actors": actors, "generation_s": busy_seconds(self.spans), "batches": self.batches,
+                "stage_cpu_ms": summarize(self.stage_cpu.to_json())}
 
 
 def busy_seconds(spans: dict[str, list[tuple[float, float]]]) -> float:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pipeline.costs import usage_lines
 from pipeline.output.manifest import RunManifest
 from pipeline.secrets import looks_secret, redact
+from workers.stages import stage_lines
 
 RAY_TEMP_MARKERS = ("/runtime_resources/", "/ray/session_")  # Ray's per-job working dir and session folders
 
@@ -139,6 +140,7 @@ def render_summary(manifest: RunManifest, config_arg: str | None = None, sets: S
     lines.append("  time       " + timing)
     lines += usage_lines(manifest.extra.get("usage"), t, manifest.input_rows)
     lines += [f"  warning    {w}" for w in manifest.extra.get("field_warnings") or []]
+    lines += ["  cpu        " + line for line in stage_lines(manifest.extra.get("stage_cpu_ms") or {})]
     out = manifest.output_uri
     days = _days(manifest)
     where = f"/dt={days[0]}" if len(days) == 1 else ""

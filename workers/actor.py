@@ -33,9 +33,10 @@ from workers.engine.args import usable_cores
 from workers.engine.host import HostedEngine, shared_mode
 from workers.extractor import BatchExtractor
 from workers.memory import keep_trimmed, measure_need, release_free_memory
-from workers.outcome import Internal, receipt
+from workers.outcome import Internal, is_receipt, receipt
 from workers.reporter import reporter_for
 from workers.spec import ExtractionSpec
+from workers.stages import batch_clock, timed
 
 log = structlog.get_logger(__name__)
 
@@ -252,18 +253,35 @@ class ExtractionActor:
                                    "driver killed first costs this batch on the rerun")
         return receipt(table, places) if staged else table.append_column(Internal.SLICE, places)
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them."""
+    def __call__(self, block: pa.Table) -> pa.Table:
+        """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them. A
+        block naming several slices (a unit's batches: `pipeline.reader.read_tasks`) is run and staged one batch
+        at a time; if any batch's slice could not be written, every batch's outcomes go back in full."""
+        batches = slice_runs(block)
+        if len(batches) < 2:
+            return self._batch(block)[0]
+        done = [self._batch(batch) for batch in batches]
+        if all(full is not None for _, full in done):  # every batch staged: their receipts
+            return pa.concat_tables([returned for returned, _ in done]).unify_dictionaries()
+        return pa.concat_tables([returned if full is None else full for returned, full in done]).unify_dictionaries()
+
+    def _batch(self, batch: pa.Table) -> tuple[pa.Table, pa.Table | None]:
+        """What goes back for one batch (its receipt once its outcomes are staged, else its outcomes), and, with a
+        receipt, the outcomes with their `_slice` column (else None)."""
         # With `actor.batch` at the end, a batch cut off in flight (a killed driver or actor) is a start without an
         # end: lab/experiments/resume_at_scale.py counts the work redone after a kill from the two.
         log.debug("actor.batch_start", actor=self.name, documents=batch.num_rows)
         places = batch.column(Internal.SLICE) if Internal.SLICE in batch.column_names else None
         if places is not None:
             batch = batch.drop_columns([Internal.SLICE])
-        table = self._extract(batch) if self.journal is None or not batch.num_rows else self._journaled(batch)
-        outcomes = table
-        if places is not None and self.slices is not None and table.num_rows:
-            table = self._stage_slices(places, table)  # the receipt: the outcomes are staged
+        with batch_clock() as clock:  # the batch thread's CPU per stage beside the engine (workers.stages)
+            table = self._extract(batch) if self.journal is None or not batch.num_rows else self._journaled(batch)
+            outcomes = table
+            full = None
+            if places is not None and self.slices is not None and table.num_rows:
+                with timed("staging"):
+                    table = self._stage_slices(places, table)  # the receipt: the outcomes are staged
+                full = outcomes.append_column(Internal.SLICE, places) if is_receipt(table) else None
         span = self.extractor.last_generation
         log.debug("actor.batch", actor=self.name, documents=batch.num_rows,
                   generation_s=round(span[1] - span[0], 3) if span else None,
@@ -275,7 +293,20 @@ class ExtractionActor:
             if fresh:
                 self.stats.record_compiles.remote(self.name, fresh)
             if self.extractor.last_generation is not None:
-                self.stats.record_batch.remote(self.name, *self.extractor.last_generation, table.num_rows)
+                self.stats.record_batch.remote(self.name, *self.extractor.last_generation, table.num_rows,
+                                               clock.seconds)
         if self.reporter is not None:
             self.reporter.batch_done(outcomes)
-        return table
+        return table, full
+
+
+def slice_runs(block: pa.Table) -> list[pa.Table]:
+    """The block cut where its `_slice` value changes (each run one batch), or the block itself without one."""
+    if Internal.SLICE not in block.column_names or block.num_rows < 2:
+        return [block]
+    import pyarrow.compute as pc
+
+    places = pc.cast(block.column(Internal.SLICE), pa.string())
+    cuts = pc.indices_nonzero(pc.not_equal(places.slice(1), places.slice(0, block.num_rows - 1)).fill_null(True))
+    starts = [0, *(cuts.to_numpy() + 1).tolist()]
+    return [block.slice(a, b - a) for a, b in zip(starts, [*starts[1:], block.num_rows], strict=True)]

@@ -42,6 +42,7 @@ from workers.engine import Generation, is_fatal
 from workers.outcome import OUTCOME_FIELDS, Col, DeadLetterReason, Internal, Kind
 from workers.prompt import Chat, feedback_text, prompt_for, with_feedback
 from workers.spec import ExtractionSpec
+from workers.stages import TimedCalibrator, timed
 
 log = structlog.get_logger(__name__)
 
@@ -85,7 +86,8 @@ class BatchExtractor:
         if sampling.sampling or sampling.grammar_bounds != (None, None):  # model.sampling, schema_policy bounds
             engine.use_sampling(sampling.sampling, sampling.grammar_bounds)  # type: ignore[attr-defined]
         self.backend = sampling.backend
-        self._calibrator = Calibrator.from_json(self.decode.calibration) if self.decode.calibration else None
+        self._calibrator = TimedCalibrator(Calibrator.from_json(self.decode.calibration)) if self.decode.calibration \
+            else None
         self._local = threading.local()  # per calling thread: batches may run concurrently (batches_in_flight)
         self._lock = threading.Lock()  # guards the schema caches
         self._serving = False  # set by the first batch: from then on the engine is busy
@@ -120,7 +122,9 @@ class BatchExtractor:
         if contract.hash in self.schemas.unsupported:
             return
         compile_directly = getattr(self.engine, "compile", None) if self._serving else None
-        seconds = compile_directly(contract.json_schema) if compile_directly else self.engine.warm(contract.json_schema)
+        with timed("grammar_compile"):
+            seconds = compile_directly(contract.json_schema) if compile_directly else self.engine.warm(
+                contract.json_schema)
         if seconds is not None:
             with self._lock:
                 self.compile_seconds[contract.hash] = seconds
@@ -202,9 +206,10 @@ class BatchExtractor:
             early = check_input(text, None, self.decode.max_tokens, self.max_model_len, self.max_chars)
             if early is None:
                 assert text is not None
-                chat = prompt_for(self.prompt, text, contract.json_schema, self._schema_json(contract))
-                self._stage("tokenizing")
-                token_ids = self.engine.prompt_token_ids(chat)
+                with timed("prompt"):
+                    chat = prompt_for(self.prompt, text, contract.json_schema, self._schema_json(contract))
+                    self._stage("tokenizing")
+                    token_ids = self.engine.prompt_token_ids(chat)
                 early = check_input(text, len(token_ids), self.decode.max_tokens, self.max_model_len)
                 if early is None:
                     pending.append(i)
@@ -248,10 +253,12 @@ class BatchExtractor:
         outcomes = []
         self._stage("checking the output (schema, validators)")
         for doc_id, text, generation, contract in zip(ids, texts, generations, contracts, strict=True):
-            outcome = classify(generation, contract, {"document": text, "document_id": doc_id}, self.decode.constrained,
-                               self.decode.repeated_items, self.decode.min_confidence, self._calibrator)
-            if not self.schemas.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
-                outcome = check_types(outcome, contract)
+            with timed("classify_validate"):
+                outcome = classify(generation, contract, {"document": text, "document_id": doc_id},
+                                   self.decode.constrained, self.decode.repeated_items, self.decode.min_confidence,
+                                   self._calibrator)
+                if not self.schemas.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
+                    outcome = check_types(outcome, contract)
             outcome.extra["schema_hash"] = contract.hash
             outcomes.append(outcome)
         return outcomes
@@ -261,9 +268,10 @@ class BatchExtractor:
         contract's grounded fields narrowed to the values this document writes."""
         if not self.decode.constrained:
             return None
-        grounded = ground(contract.json_schema, text, self.decode.ground_numbers, self.decode.grounding,
-                          self.decode.grounding_locale, self.decode.grounding_screens)
-        density = script_density(getattr(self.engine, "tokenizer", None), text)
+        with timed("grounding"):
+            grounded = ground(contract.json_schema, text, self.decode.ground_numbers, self.decode.grounding,
+                              self.decode.grounding_locale, self.decode.grounding_screens)
+            density = script_density(getattr(self.engine, "tokenizer", None), text)
         return {**grounded, DENSITY_KEY: density} if density is not None else grounded
 
     def _attempts(self, ids: list[Any], texts: list[str | None], chats: list[str | Chat],
@@ -315,8 +323,9 @@ class BatchExtractor:
                 open_.discard(j)
                 continue
             if policy.feedback:
-                token_ids = self.engine.prompt_token_ids(
-                    with_feedback(chats[j], last.raw_output or "", feedback_text(last.reason, last.error)))
+                with timed("prompt"):
+                    token_ids = self.engine.prompt_token_ids(
+                        with_feedback(chats[j], last.raw_output or "", feedback_text(last.reason, last.error)))
             else:
                 token_ids = prompts[j]
             repeats = policy.temperature == 0 and token_ids == last_prompt[j]
@@ -344,7 +353,8 @@ class BatchExtractor:
         column = self.schemas.schema_column
         drop = [self.spec.text_column] + ([column] if column else [])
         drop += [c for c in (BACKEND_COLUMN, INVALID_INPUT_COLUMN) if c in batch.column_names]
-        return outcome_table(batch.drop_columns(drop), outcomes)
+        with timed("staging"):
+            return outcome_table(batch.drop_columns(drop), outcomes)
 
 
 def retry_seed(base: int, document_id: Any, attempt: int) -> int:

@@ -55,6 +55,7 @@ from workers.bundled_model import resolve_model_path
 from workers.classify import classify, json_candidate
 from workers.engine import Generation, VllmEngine, engine_arguments, has_accelerator, speculates
 from workers.prompt import render_prompt
+from workers.stages import stage_lines
 
 log = structlog.get_logger(__name__)
 
@@ -355,6 +356,7 @@ def pipeline_arm(config: Path, output: Path, n_docs: int, golds: list[dict], ext
         "worker_peak_rss_mb": round(sampler.worker_peak / 2**20, 1),
         **actor_cpu(sampler.worker_cpu, ready, finished, sampler.machine_cpu),
         "dead_letters_by_reason": manifest["dead_letters_by_reason"],
+        "stage_cpu_ms": manifest.get("stage_cpu_ms"),  # the actors' CPU per document beside the engine, by stage
     }
 
 
@@ -457,6 +459,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                       f"{arm.get('first_output_after_ready_s')} s after the engine was warm; first live counts on "
                       f"screen (tokens/s) {arm.get('first_progress_after_ready_s')} s after it (goal: within 5 s), "
                       f"the first finished documents {arm.get('first_document_after_ready_s')} s after it."]
+    lines += _stages(report["arms"])
     lines += describe(report["arms"].get(SAME_REQUESTS))
     wall = report["arms"]["pipeline"].get("wall_docs_per_s")
     lines += ["", "Pipeline docs/s is measured from the last actor being ready to the commit (steady state); "
@@ -465,6 +468,16 @@ def render_markdown(report: dict[str, Any]) -> str:
               "same arm varies by about 5% from run to run, so a ratio within that of its goal is not settled "
               "by one run.", "", describe_machine(report.get("machine")), ""]
     return "\n".join(lines)
+
+
+def _stages(arms: dict[str, Any]) -> list[str]:
+    """The pipeline arm's CPU per document beside the engine by stage (workers.stages), and the cores a GPU needs at
+    the engine arm's documents/s, 20 and 50."""
+    stages = arms["pipeline"].get("stage_cpu_ms")
+    if not stages:
+        return []
+    rates = tuple(r for r in (arms.get("engine", {}).get("docs_per_s"), 20.0, 50.0) if r)
+    return ["", *stage_lines(stages, rates)]
 
 
 def render_chart(report: dict[str, Any], path: Path) -> None:

@@ -43,6 +43,7 @@ from pipeline.partition import Partition
 from pipeline.tools.localcluster import LocalCluster  # also imported from here by tests/ and lab/experiments
 from pipeline.tools.machine import describe as describe_machine
 from pipeline.tools.machine import machine
+from workers.stages import stage_lines
 
 GRIDS: dict[str, dict[str, list[int]]] = {
     "quick": {"docs": [10_000], "actors": [1, 4], "partitions": [1, 10]},
@@ -316,6 +317,7 @@ def run_cell(out: Path, cluster: LocalCluster, docs: int, actors: int, partition
         "commit_s_per_partition": None, "per_node": nodes,
         "actors_per_node": {node: n["actors"] for node, n in nodes.items()},
         "status": manifest.get("status"), "rows": manifest.get("rows"), "dead_letters": manifest.get("dead_letters"),
+        "stage_cpu_ms": manifest.get("stage_cpu_ms"),  # the actors' CPU per document beside the engine (workers.stages)
     }
 
 
@@ -525,6 +527,10 @@ def render_markdown(report: dict[str, Any]) -> str:
                   f"{ray_c.get('rows_per_s_after_first')}/s from the first batch on |",
                   f"| end to end (best cell, wall) | {best} | |"]
     lines += _per_node_lines(report["cells"])
+    for cell in report["cells"]:  # the actors' CPU per document beside the (simulated) engine, by stage
+        if cell.get("stage_cpu_ms"):
+            lines += ["", f"{cell['docs']} documents, {cell['actors']} actor(s):",
+                      *stage_lines(cell["stage_cpu_ms"], (20.0, 50.0, 1000.0))]
     mem = report.get("memory") or {}
     if mem:
         lines += ["", f"Driver peak RSS at {mem['big']} documents over {mem['small']}: {mem['rss_ratio']} "

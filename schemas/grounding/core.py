@@ -42,6 +42,7 @@ from schemas.grounding.locale import AUTO, Locale
 from schemas.grounding.screens import DEFAULT_SCREENS, FieldContext, screened
 from schemas.labels import field_words
 from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
+from schemas.verdicts import valid
 from schemas.walk import iter_subschemas
 
 MAX_CANDIDATES = 2000  # per field and document: beyond this the field keeps its schema (a grammar stays small)
@@ -145,8 +146,10 @@ def _allowed(found: list[Any], branch: dict[str, Any], cache: dict[str, Any]) ->
         checks = [TYPE_CHECKS[k] for k in kinds]
         allowed = [c for c in found if any(check(c) for check in checks) and _within(c, bounds)]
     else:  # the field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one)
-        check = jsonschema.Draft202012Validator({**branch, **cache["definitions"]})
-        allowed = [c for c in found if check.is_valid(c)]
+        if "definitions_key" not in cache:  # verdicts are kept across documents (schemas.verdicts)
+            cache["definitions_key"] = json.dumps(cache["definitions"], sort_keys=True, default=str)
+        schema_key = key[: -len(str(id(found)))] + cache["definitions_key"]
+        allowed = [c for c in found if valid(schema_key, branch, cache["definitions"], c)]
     cache[key] = allowed
     return allowed
 

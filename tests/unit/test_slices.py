@@ -22,7 +22,7 @@ from pipeline.output.slices import (
     unit_file_id,
 )
 from pipeline.partition import Partition
-from pipeline.reader import read_tasks
+from pipeline.reader import batch_slices, read_tasks
 from pipeline.storage import LocalStorage
 from pipeline.tools.simbench import staged_rows
 from pipeline.units import Unit
@@ -64,9 +64,44 @@ def test_read_tasks_name_each_batchs_slice_and_skip_the_rows_slices_hold():
         return f"/stage/{slice_name(u.id, start, stop)}"
 
     tasks = read_tasks([a, b], 3, path, {a.id: [s(0, 4, a.id)], b.id: [s(10, 12, b.id)]})
-    assert [(t["unit_id"], t["start"], t["stop"]) for t in tasks] == [
-        (a.id, 4, 7), (a.id, 7, 8), (b.id, 8, 10), (b.id, 12, 15), (b.id, 15, 16)]
-    assert [parse_slice(t["slice"]) for t in tasks][0] == Slice(a.id, 4, 7, f"/stage/slice-{a.id}-4-7.parquet")
+    # One task per range of a unit no slice holds (issue 57: a block per unit, not per batch), naming its batches'
+    # slices, one per `step` rows.
+    assert [(t["unit_id"], t["start"], t["stop"], t["step"]) for t in tasks] == [
+        (a.id, 4, 8, 3), (b.id, 8, 10, 3), (b.id, 12, 16, 3)]
+    assert [[parse_slice(p) for p in t["slices"]] for t in tasks][0] == [
+        Slice(a.id, 4, 7, f"/stage/slice-{a.id}-4-7.parquet"), Slice(a.id, 7, 8, f"/stage/slice-{a.id}-7-8.parquet")]
+    assert [(parse_slice(p).start, parse_slice(p).stop) for p in tasks[2]["slices"]] == [(12, 15), (15, 16)]
+    assert batch_slices(3, tasks[2]["slices"], 4).to_pylist() == [tasks[2]["slices"][0]] * 3 + [tasks[2]["slices"][1]]
+
+
+def test_an_actor_runs_a_units_block_batch_by_batch_and_stages_each():
+    from types import SimpleNamespace
+
+    from workers.actor import ExtractionActor, slice_runs
+
+    places = batch_slices(2, ["/a", "/b", "/c"], 5)
+    block = outcomes(5).append_column("_slice", places)
+    assert [t.column("doc_id").to_pylist() for t in slice_runs(block)] == [["d0", "d1"], ["d2", "d3"], ["d4"]]
+    assert slice_runs(outcomes(5)) == [outcomes(5)]  # no slices: the block is the batch
+    ran = []
+
+    def run(batch: pa.Table, failing: str | None = None):
+        ran.append(batch.num_rows)
+        full = batch
+        path = batch.column("_slice")[0].as_py()
+        if path == failing:
+            return full, None  # its slice was not written: its outcomes in full
+        return receipt(batch.drop_columns(["_slice"]), batch.column("_slice")), full
+
+    actor = SimpleNamespace(_batch=run)
+    back = ExtractionActor.__call__(actor, block)
+    assert ran == [2, 2, 1]  # never more than a batch at once in the engine
+    assert is_receipt(back) and back.column("_slice").to_pylist() == ["/a", "/a", "/b", "/b", "/c"]
+    actor = SimpleNamespace(_batch=lambda batch: run(batch, failing="/b"))
+    back = ExtractionActor.__call__(actor, block)
+    assert not is_receipt(back)  # one slice not written: every batch's outcomes go to the driver in full
+    assert back.column("doc_id").to_pylist() == [f"d{i}" for i in range(5)]
+    assert back.column("_slice").to_pylist() == ["/a", "/a", "/b", "/b", "/c"]
 
 
 def outcomes(n: int) -> pa.Table:
@@ -350,3 +385,16 @@ def test_a_rerun_checks_earlier_slices_side_by_side_and_drops_those_that_do_not_
 
     assert _readable(SimpleNamespace(storage=TwoAtOnce()), "all", groups) == [True, False, True]
     assert sorted(f.name for f in tmp_path.iterdir()) == ["slice-aa-0-4.parquet", "slice-cc-0-4.parquet"]
+
+
+def test_a_staged_units_slices_are_kept_packed_and_unpack_as_they_were():
+    from pipeline.output.slices import PackedSlices, pack, unpack
+
+    unit = "0f3a"
+    found = [Slice(unit, a, a + 4, f"s3://b/out/_staging/all/h/{slice_name(unit, a, a + 4)}") for a in (0, 4, 8)]
+    packed = pack(unit, found)
+    assert isinstance(packed, PackedSlices) and len(packed.bounds) == 3 * 16
+    assert unpack(packed) == found
+    odd = [*found[:2], Slice(unit, 8, 12, "/elsewhere/" + slice_name(unit, 8, 12))]  # two folders: kept as they are
+    assert pack(unit, odd) is odd and unpack(odd) is odd
+    assert pack(unit, []) == []
