@@ -338,12 +338,12 @@ def token_logprobs(text: str, rng: random.Random) -> tuple[tuple[str, ...], tupl
     logprobs = []
     for _ in pieces:
         u = rng.random()
-        if u < 0.8:
-            logprobs.append(-rng.uniform(0.0, 0.004))
-        elif u < 0.95:
-            logprobs.append(-rng.uniform(0.01, 0.3))
+        if u < 0.9:
+            logprobs.append(-rng.uniform(0.0, 0.002))
+        elif u < 0.98:
+            logprobs.append(-rng.uniform(0.005, 0.1))
         else:
-            logprobs.append(-rng.uniform(0.5, 2.5))
+            logprobs.append(-rng.uniform(0.3, 2.0))
     return pieces, tuple(round(v, 6) for v in logprobs)
 
 
