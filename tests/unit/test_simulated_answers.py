@@ -102,3 +102,19 @@ def test_token_logprobs_spell_the_text():
     pieces, logprobs = token_logprobs(text, random.Random(1))
     assert "".join(pieces) == text and len(pieces) == len(logprobs) == -(-len(text) // CHARS_PER_TOKEN)
     assert all(v <= 0 for v in logprobs)
+
+
+def test_valid_answers_a_few_shot_examples_document_with_its_output(tmp_path):
+    """A document that is one of the job's few-shot examples is answered with that example's output."""
+    from tests.conftest import ROOT, write_docs
+
+    examples = [json.loads(line) for line in (ROOT / "jobs/sample/examples.jsonl").read_text().splitlines()]
+    ids = [f"ex-{i}" for i in range(len(examples))]
+    docs = write_docs(tmp_path / "docs.parquet", ids, [e["document"] for e in examples])
+    loaded = load_config(write_config(tmp_path, {"answers": "valid"}, **{"input.uri": str(docs)}))
+    assert loaded.examples  # the sample job shows them to the model
+    spec = build_spec(loaded, "run-1")
+    engine = start_simulated(spec)
+    out = BatchExtractor(engine, spec, 4096)(pq.read_table(docs))
+    for example, raw in zip(examples, out.column("_raw_output").to_pylist(), strict=True):
+        assert json.loads(raw) == example["output"]
