@@ -52,11 +52,7 @@ def write_config(folder: Path, simulated: dict | bool = False, **overrides) -> P
         else:
             node[leaf] = value
     if simulated is not False:
-        model = config.setdefault("model", {})
-        for key in ("engine_kwargs", "constrained", "sampling", "chat_template"):  # vLLM's, not the simulation's
-            model.pop(key, None)
-        model["path"] = "simulated"
-        model["simulated"] = {"allow": True, **(simulated if isinstance(simulated, dict) else {})}
+        on_simulated_engine(config, simulated if isinstance(simulated, dict) else {})
     else:
         # A small fixed KV cache, never a share of the machine: engines start the same way on any machine and
         # several fit side by side.
@@ -68,6 +64,17 @@ def write_config(folder: Path, simulated: dict | bool = False, **overrides) -> P
 
 
 DELETE = object()
+
+
+def on_simulated_engine(config: dict, settings: dict) -> dict:
+    """A job's config (a dict, changed in place) on the simulated engine with `settings` (`model.simulated`): the
+    keys of vLLM's that the simulation refuses dropped."""
+    model = config.setdefault("model", {})
+    for key in ("engine_kwargs", "constrained", "sampling", "chat_template"):  # vLLM's, not the simulation's
+        model.pop(key, None)
+    model["path"] = "simulated"
+    model["simulated"] = {"allow": True, **settings}
+    return config
 
 
 def gold_answers(path: Path, doc_ids) -> Path:
