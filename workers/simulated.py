@@ -11,20 +11,21 @@ without a GPU: no torch, no vLLM, a few MB per actor.
   a GPU), and up to `max_seqs` requests decode at once (default `workers.batch_size × batches_in_flight`, the
   sequences an actor keeps in flight), so requests of batches in flight overlap as under continuous batching;
   the rest wait for a slot. `tokens_per_s: 0` (the default) answers at once: the pipeline's own ceiling.
-- **Outputs.** A schema-valid record per document: from a gold JSONL file (`outputs: FILE`, lines of
-  `{"document": TEXT, "output": {...}}`, the few-shot examples' format, matched by the document text the prompt
-  holds), else generated from the JSON Schema, the same for the same document on every rerun. A configurable
-  share (`mix`) is instead `truncated` (finish_reason "length"), `invalid` (half not JSON, half JSON that breaks
-  the schema) or `refused` (the engine refuses the request), chosen per document from its text's digest, so
-  every path of classify runs and a rerun sees the same outcomes.
+- **Outputs.** A record per document, by `answers` (below), the same for the same document on every rerun. A
+  gold JSONL file (`outputs: FILE`) holds lines of `{"document": TEXT, "output": {...}}`, the few-shot examples'
+  format, matched by the document text the prompt holds. A configurable share (`mix`) is instead `truncated`
+  (finish_reason "length"), `invalid` (half not JSON, half JSON that breaks the schema) or `refused` (the engine
+  refuses the request), chosen per document from its text's digest, so every path of classify runs and a rerun
+  sees the same outcomes.
 - **Answers** (`answers`). `mix` (the default, as before): the gold record where `outputs: FILE` has the
   document, else a record generated from the JSON Schema (which a job's validators that check values against the
   document refuse: `semantic_invalid`). `valid` (the default of `extract bench --simulate`): the gold record, else
-  the job's few-shot example for that document, else a record made from the document (the schema grounded on it,
-  `schemas.grounding`) that the job's schema and validators accept, tried with a few draws; only when none passes,
-  the schema-made record. `gold`: the gold file's record, matched by document text (the engine sees no document
-  id); a document it lacks is refused (`engine_error`, "not in the gold file"). The `mix` shares apply in every
-  mode.
+  the job's few-shot example for that document, else a record made from the document (its strings and numbers
+  drawn from the document's words, lines and numbers) that the job's schema and validators accept, a refused value
+  set to null (`REPAIRS` rounds), then the all-null record; only when that is refused too, the schema-made record.
+  A job without validators gets the schema-made record, as under `mix`. `gold`: the gold file's record, matched
+  by document text (the engine sees no document id); a document it lacks is refused (`engine_error`, "not in the
+  gold file"). The `mix` shares apply in every mode.
 - **Log-probabilities.** When the run asks for them (`logprobs` in its sampling: `output.confidence`), each output
   comes as tokens of 4 characters with a log-probability each, drawn from the document's digest and `seed`, so
   `_confidence`, `output.min_confidence` and calibration run on the simulated engine, the same on every rerun.
