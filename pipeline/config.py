@@ -120,6 +120,10 @@ class SimulatedConfig(_Strict):
     output_tokens: int | None = Field(default=None, gt=0)  # per output; unset: its characters / 4
     init_s: float = Field(default=0.0, ge=0)  # the engine's start-up (a model load), slept once per actor
     outputs: str = "schema"  # "schema": records generated from the JSON Schema; else a gold JSONL file
+    # mix: gold where `outputs` has the document, else schema-made records (which the sample's validators refuse);
+    # valid: records that pass the schema and the job's validators where one can be made; gold: `outputs` only
+    answers: Literal["mix", "valid", "gold"] = "mix"
+    seed: int = 0  # the draws of records and log-probabilities (the same per document and seed)
     mix: SimulatedMix = Field(default_factory=SimulatedMix)
 
 
@@ -590,6 +594,9 @@ def _with_simulated_engine(config: ExtractConfig, base: Path) -> ExtractConfig:
     simulated = config.model.simulated
     assert simulated is not None
     settings = simulated.model_dump(exclude={"allow"})
+    if settings["answers"] == "gold" and settings["outputs"] == "schema":
+        raise ConfigError("model.simulated.answers: gold needs model.simulated.outputs, a gold JSONL file "
+                          "({\"document\": ..., \"output\": ...} lines)")
     if settings["outputs"] != "schema":
         gold = Path(_resolve_local(settings["outputs"], base))
         if not gold.is_file():

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -49,11 +52,7 @@ def write_config(folder: Path, simulated: dict | bool = False, **overrides) -> P
         else:
             node[leaf] = value
     if simulated is not False:
-        model = config.setdefault("model", {})
-        for key in ("engine_kwargs", "constrained", "sampling", "chat_template"):  # vLLM's, not the simulation's
-            model.pop(key, None)
-        model["path"] = "simulated"
-        model["simulated"] = {"allow": True, **(simulated if isinstance(simulated, dict) else {})}
+        on_simulated_engine(config, simulated if isinstance(simulated, dict) else {})
     else:
         # A small fixed KV cache, never a share of the machine: engines start the same way on any machine and
         # several fit side by side.
@@ -65,6 +64,29 @@ def write_config(folder: Path, simulated: dict | bool = False, **overrides) -> P
 
 
 DELETE = object()
+
+
+def on_simulated_engine(config: dict, settings: dict) -> dict:
+    """A job's config (a dict, changed in place) on the simulated engine with `settings` (`model.simulated`): the
+    keys of vLLM's that the simulation refuses dropped."""
+    model = config.setdefault("model", {})
+    for key in ("engine_kwargs", "constrained", "sampling", "chat_template"):  # vLLM's, not the simulation's
+        model.pop(key, None)
+    model["path"] = "simulated"
+    model["simulated"] = {"allow": True, **settings}
+    return config
+
+
+def gold_answers(path: Path, doc_ids) -> Path:
+    """The sample's gold records of `doc_ids` (jobs/sample/invoices_gold.jsonl), as lines of {"document", "output"}:
+    the format `model.simulated.outputs` reads, so the simulated engine answers those documents with their gold."""
+    gold = {}
+    for line in (ROOT / "jobs" / "sample" / "invoices_gold.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        gold[record.pop("doc_id")] = record
+    texts = dict(zip(*pq.read_table(SAMPLE, columns=["doc_id", "text"]).to_pydict().values(), strict=True))
+    path.write_text("".join(json.dumps({"document": texts[i], "output": gold[i]}) + "\n" for i in doc_ids))
+    return path
 
 
 def write_docs(path: Path, ids: list, texts: list) -> Path:
@@ -101,6 +123,69 @@ def run_cli(args: list[str], env: dict[str, str], cwd: Path | None = None, timeo
 
     return subprocess.run([sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, env=env,
                           cwd=cwd or ROOT, timeout=timeout)
+
+
+@dataclass
+class Ran:
+    """What `run_main` saw: the same fields as a finished `subprocess.run`."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_main(args: list[str], cwd: Path | None = None, env: dict[str, str | None] | None = None) -> Ran:
+    """`extract ARGS` in this process (`pipeline.cli.main.main`), for tests whose subject is a command's exit code and
+    its lines, not the process: a child's interpreter start and imports (about 2 CPU s each) saved. stdout and stderr
+    are captured, the working folder is `cwd`, `env` updates the environment (None removes a key); all three, the
+    warning filters and the log setup are put back after. The driver's stderr gate (`logs.quiet_driver`, a pipe on
+    file descriptor 2 for the process's life) is left out: it belongs to a CLI process, and Ray must not start here
+    (a command that would start it is refused)."""
+    import contextlib
+    import io
+    import warnings
+
+    import structlog
+
+    from pipeline.cli import main as cli_main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd, saved_logs = dict(os.environ), Path.cwd(), structlog.get_config()
+    ray = sys.modules.get("ray")
+    was_connected = bool(ray is not None and ray.is_initialized())
+    try:
+        os.environ.update({k: v for k, v in (env or {}).items() if v is not None})
+        for key in [k for k, v in (env or {}).items() if v is None]:
+            os.environ.pop(key, None)
+        os.chdir(cwd or ROOT)
+        with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                _without(cli_main.logs, "quiet_driver"), _without(cli_main, "settle_workers"):
+            try:
+                code = cli_main.main([str(a) for a in args])
+            except SystemExit as exc:  # argparse's own exit (2), or a command's sys.exit
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        structlog.configure(**saved_logs)
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized() and not was_connected:
+        ray.shutdown()
+        raise AssertionError(f"extract {' '.join(map(str, args))} started Ray in the test process")
+    return Ran([str(a) for a in args], int(code), out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _without(owner, name: str):
+    """`owner.name` replaced by a no-op for the block."""
+    kept = getattr(owner, name)
+    setattr(owner, name, lambda *a, **k: None)
+    try:
+        yield
+    finally:
+        setattr(owner, name, kept)
 
 
 # The session's head requires its token of drivers (Ray 2.60), this process's too (`ray_cluster`); Ray reads the

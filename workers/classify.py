@@ -140,7 +140,7 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
     text = generation.text if constrained else json_candidate(generation.text)
     try:
         outcome.record = _check(contract, text, context, repeated_items)
-        if constrained:
+        if constrained or generation.whole_json:
             outcome.confidence = row_confidence(text, generation.token_pieces, generation.token_logprobs,
                                                 outcome.record)
         outcome.spans = record_spans(outcome.record, context.get("document"))

@@ -11,12 +11,24 @@ without a GPU: no torch, no vLLM, a few MB per actor.
   a GPU), and up to `max_seqs` requests decode at once (default `workers.batch_size × batches_in_flight`, the
   sequences an actor keeps in flight), so requests of batches in flight overlap as under continuous batching;
   the rest wait for a slot. `tokens_per_s: 0` (the default) answers at once: the pipeline's own ceiling.
-- **Outputs.** A schema-valid record per document: from a gold JSONL file (`outputs: FILE`, lines of
-  `{"document": TEXT, "output": {...}}`, the few-shot examples' format, matched by the document text the prompt
-  holds), else generated from the JSON Schema, the same for the same document on every rerun. A configurable
-  share (`mix`) is instead `truncated` (finish_reason "length"), `invalid` (half not JSON, half JSON that breaks
-  the schema) or `refused` (the engine refuses the request), chosen per document from its text's digest, so
-  every path of classify runs and a rerun sees the same outcomes.
+- **Outputs.** A record per document, by `answers` (below), the same for the same document on every rerun. A
+  gold JSONL file (`outputs: FILE`) holds lines of `{"document": TEXT, "output": {...}}`, the few-shot examples'
+  format, matched by the document text the prompt holds. A configurable share (`mix`) is instead `truncated`
+  (finish_reason "length"), `invalid` (half not JSON, half JSON that breaks the schema) or `refused` (the engine
+  refuses the request), chosen per document from its text's digest, so every path of classify runs and a rerun
+  sees the same outcomes.
+- **Answers** (`answers`). `mix` (the default, as before): the gold record where `outputs: FILE` has the
+  document, else a record generated from the JSON Schema (which a job's validators that check values against the
+  document refuse: `semantic_invalid`). `valid` (the default of `extract bench --simulate`): the gold record, else
+  the job's few-shot example for that document, else a record made from the document (its strings and numbers
+  drawn from the document's words, lines and numbers) that the job's schema and validators accept, a refused value
+  set to null (`REPAIRS` rounds), then the all-null record; only when that is refused too, the schema-made record.
+  A job without validators gets the schema-made record, as under `mix`. `gold`: the gold file's record, matched
+  by document text (the engine sees no document id); a document it lacks is refused (`engine_error`, "not in the
+  gold file"). The `mix` shares apply in every mode.
+- **Log-probabilities.** When the run asks for them (`logprobs` in its sampling: `output.confidence`), each output
+  comes as tokens of 4 characters with a log-probability each, drawn from the document's digest and `seed`, so
+  `_confidence`, `output.min_confidence` and calibration run on the simulated engine, the same on every rerun.
 - **Budget.** An output longer than the request's `max_tokens` (its `output_tokens`, else its characters / 4)
   stops there, cut off, with finish_reason "length", as a real engine's does: a small budget truncates.
 """
@@ -29,24 +41,29 @@ import itertools
 import json
 import math
 import random
+import re
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from schemas.contract import RecordRejected
 from schemas.examples import load_examples_file
 from schemas.refs import resolve_ref
 from workers.engine import REFUSED, Generation
 from workers.engine.outputs import tell_hooks
 
 CHARS_PER_TOKEN = 4
+ANSWERS = ("mix", "valid", "gold")
+REPAIRS = 3  # answers: valid: rounds of nulling the values a contract refused, before the all-null record
 SENTINEL = "\x00simulated-document\x00"
 HANDLES_KEPT = 1 << 16  # prompts tokenized and not yet generated (an input_too_long one never is): a bounded map
 
 DEFAULTS: dict[str, Any] = {"tokens_per_s": 0.0, "ttft_s": 0.0, "max_seqs": None, "output_tokens": None,
-                            "init_s": 0.0, "outputs": "schema", "seed": 0,
+                            "init_s": 0.0, "outputs": "schema", "seed": 0, "answers": "mix",
                             "mix": {"truncated": 0.0, "invalid": 0.0, "refused": 0.0}}
 
 
@@ -83,7 +100,15 @@ class SimulatedEngine:
         self.on_request_done: Callable[[Any], None] | None = None
         self.on_tokens: Callable[[int], None] | None = None
         self.mix = _thresholds(settings["mix"])
+        self.answers = str(settings["answers"] or "mix")
+        if self.answers not in ANSWERS:
+            raise ValueError(f"model.simulated.answers: one of {', '.join(ANSWERS)} (got {self.answers!r})")
         self.gold = _load_gold(settings["outputs"]) if settings["outputs"] not in (None, "schema") else {}
+        if self.answers == "gold" and not self.gold:
+            raise ValueError("model.simulated.answers: gold needs model.simulated.outputs, a gold JSONL file")
+        self.seed = int(settings["seed"] or 0)
+        self.examples = _examples(spec) if self.answers == "valid" else {}
+        self.sampling_options: dict[str, Any] = {}
         self._records: dict[str, str] = {}  # schema text → a record generated from it (varied per document below)
         self._prompts: OrderedDict[int, str] = OrderedDict()
         self._handles = itertools.count(1)
@@ -107,6 +132,7 @@ class SimulatedEngine:
         return [handle] + [0] * (count_tokens(whole) - 1)
 
     def use_sampling(self, options: dict[str, Any], grammar_bounds: Any = (None, None)) -> None:
+        """The run's sampling: with `logprobs` in it (output.confidence), outputs carry their tokens' log-probs."""
         self.sampling_options = dict(options)
 
     def warm(self, json_schema: dict[str, Any]) -> float:
@@ -145,27 +171,82 @@ class SimulatedEngine:
 
     def answer(self, ids: list[int], json_schema: dict[str, Any] | None, max_tokens: int) -> Generation:
         document = self.document(ids)
-        digest = hashlib.blake2b(document.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        digest = _digest(document)
         draw = int.from_bytes(digest[:8], "big") / 2.0 ** 64
-        text = self.gold.get(digest) or self._generated(json_schema, digest)
-        tokens = int(self.output_tokens or count_tokens(text))
         kind = next((name for name, upto in self.mix if draw < upto), "row")
         if kind == "refused":
             return Generation("", REFUSED, len(ids), 0, "the simulated engine refused it (model.simulated.mix)")
+        text = self._text(document, digest, json_schema)
+        if text is None:
+            return Generation("", REFUSED, len(ids), 0, "the simulated engine's document is not in the gold file "
+                              "(model.simulated.answers: gold)")
+        tokens = int(self.output_tokens or count_tokens(text))
         if kind == "truncated":
-            return Generation(text[:max(1, len(text) // 2)], "length", len(ids), max_tokens)
+            return self._scored(text[:max(1, len(text) // 2)], "length", len(ids), max_tokens, digest)
         if tokens > max_tokens:  # as a real engine: an output longer than the budget stops at it, cut off
-            return Generation(text[:max_tokens * CHARS_PER_TOKEN], "length", len(ids), max_tokens)
+            return self._scored(text[:max_tokens * CHARS_PER_TOKEN], "length", len(ids), max_tokens, digest)
         if kind == "invalid":
             broken = text[:-1] if digest[8] % 2 else "[]"  # not JSON; or JSON that is not the schema's object
-            return Generation(broken, "stop", len(ids), tokens)
-        return Generation(text, "stop", len(ids), tokens)
+            return self._scored(broken, "stop", len(ids), tokens, digest)
+        return self._scored(text, "stop", len(ids), tokens, digest)
+
+    def _text(self, document: str, digest: bytes, json_schema: dict[str, Any] | None) -> str | None:
+        """The output's JSON text under `answers` (module docstring); None: a gold run's document without gold."""
+        if digest in self.gold:
+            return self.gold[digest]
+        if self.answers == "gold":
+            return None
+        if self.answers == "valid":
+            return self.examples.get(digest) or self._valid(document, digest, json_schema)
+        return self._generated(json_schema, digest)
+
+    def _rng(self, digest: bytes, salt: bytes = b"") -> random.Random:
+        """The document's draws: today's records for seed 0 and no salt, others for another seed."""
+        if not self.seed and not salt:
+            return random.Random(digest)
+        return random.Random(digest + self.seed.to_bytes(8, "big", signed=True) + salt)
 
     def _generated(self, json_schema: dict[str, Any] | None, digest: bytes) -> str:
         schema = json_schema if json_schema is not None else self.spec.contract.json_schema
         if schema is None:
             return "{}"
-        return json.dumps(record_for(schema, random.Random(digest)), ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(record_for(schema, self._rng(digest)), ensure_ascii=False, separators=(",", ":"))
+
+    def _valid(self, document: str, digest: bytes, json_schema: dict[str, Any] | None) -> str:
+        """A record made from the document that the job's schema and validators accept: its strings and numbers
+        drawn from the document's own words, lines and numbers; a value the contract refuses is left null (or an
+        item dropped), up to `REPAIRS` times; then every nullable field null; last, the schema-made record.
+        A job without validators gets the schema-made record, as under `mix` (it passes the schema)."""
+        contract = self.spec.contract
+        schema = json_schema if json_schema is not None else contract.json_schema
+        if schema is None or contract.model is None:
+            return self._generated(json_schema, digest)
+        record = record_for(schema, self._rng(digest, b"valid"), pools=Pools.of(document))
+        for _ in range(REPAIRS):
+            text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+            try:
+                contract.check(text, {"document": document})
+                return text
+            except RecordRejected as rejected:
+                if not _drop(record, [e.get("loc") or [] for e in rejected.errors]):
+                    break
+            except Exception:  # noqa: BLE001 - a validator's own error: the all-null record below
+                break
+        nulls = json.dumps(record_for(schema, self._rng(digest), nulls=True), ensure_ascii=False,
+                           separators=(",", ":"))
+        try:
+            contract.check(nulls, {"document": document})
+            return nulls
+        except Exception:  # noqa: BLE001 - refused too: the schema's record (a dead letter, as under mix)
+            return self._generated(json_schema, digest)
+
+    def _scored(self, text: str, finish: str, prompt_tokens: int, output_tokens: int, digest: bytes) -> Generation:
+        """A generation, with its tokens and their log-probabilities when the run asks for them."""
+        if "logprobs" not in self.sampling_options:
+            return Generation(text, finish, prompt_tokens, output_tokens, whole_json=True)
+        pieces, logprobs = token_logprobs(text, self._rng(digest, b"logprobs"))
+        return Generation(text, finish, prompt_tokens, output_tokens, token_pieces=pieces, token_logprobs=logprobs,
+                          whole_json=True)
 
     def _done(self, generation: Generation) -> None:
         tell_hooks(self, generation)
@@ -235,11 +316,36 @@ def _thresholds(mix: dict[str, Any]) -> list[tuple[str, float]]:
     return out
 
 
+def _digest(document: str) -> bytes:
+    return hashlib.blake2b(document.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def _load_gold(path: str) -> dict[bytes, str]:
     """A gold JSONL file in the few-shot examples' format (read by `schemas.examples`), keyed by the document's
     digest."""
-    return {hashlib.blake2b(e.document.encode("utf-8", "surrogatepass"), digest_size=16).digest():
-            json.dumps(e.output, ensure_ascii=False, separators=(",", ":")) for e in load_examples_file(Path(path))}
+    return {_digest(e.document): json.dumps(e.output, ensure_ascii=False, separators=(",", ":"))
+            for e in load_examples_file(Path(path))}
+
+
+def _examples(spec: Any) -> dict[bytes, str]:
+    """The job's few-shot examples (document, compact output), keyed by the document's digest."""
+    return {_digest(document): output for document, output in (spec.examples or ())}
+
+
+def token_logprobs(text: str, rng: random.Random) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """`text` as tokens of `CHARS_PER_TOKEN` characters, each with a log-probability drawn from `rng`: most tokens
+    near certain (as a model's are on text it copies), some unsure, a few guessed."""
+    pieces = tuple(text[i:i + CHARS_PER_TOKEN] for i in range(0, len(text), CHARS_PER_TOKEN))
+    logprobs = []
+    for _ in pieces:
+        u = rng.random()
+        if u < 0.9:
+            logprobs.append(-rng.uniform(0.0, 0.002))
+        elif u < 0.98:
+            logprobs.append(-rng.uniform(0.005, 0.1))
+        else:
+            logprobs.append(-rng.uniform(0.3, 2.0))
+    return pieces, tuple(round(v, 6) for v in logprobs)
 
 
 def _document_frame(spec: Any) -> tuple[str | None, str]:
@@ -264,35 +370,100 @@ def _document_frame(spec: Any) -> tuple[str | None, str]:
 
 # -- records from a JSON Schema ----------------------------------------------------------------------
 
+NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w.])")
+WORD = re.compile(r"[^\s|:;,()]+(?: [^\s|:;,()]+)?")
+
+
+@dataclass(frozen=True)
+class Pools:
+    """A document's values for `answers: valid`: its lines, its words (and pairs of words), its numbers."""
+
+    lines: tuple[str, ...]
+    words: tuple[str, ...]
+    numbers: tuple[float, ...]
+
+    @classmethod
+    def of(cls, document: str) -> Pools:
+        lines = tuple(line.strip() for line in document.splitlines() if line.strip())
+        numbers = tuple(float(n.replace(",", "")) for n in NUMBER.findall(document))
+        return cls(lines, tuple(WORD.findall(document)), numbers)
+
+    def text(self, rng: random.Random, high: int | None) -> str | None:
+        fits = [t for t in (self.words if rng.random() < 0.5 else self.lines) if high is None or len(t) <= high]
+        return rng.choice(fits) if fits else None
+
+    def number(self, rng: random.Random, low: float, high: float | None) -> float | None:
+        fits = [n for n in self.numbers if n >= low and (high is None or n <= high)]
+        return rng.choice(fits) if fits else None
+
+
+def _drop(record: Any, locations: list[list[str]]) -> bool:
+    """Null each refused value (or drop a refused list item); False where an error names no value."""
+    if not locations or any(not loc for loc in locations):
+        return False
+    for loc in sorted(locations, key=lambda path: [int(p) if p.isdigit() else -1 for p in path], reverse=True):
+        node = record
+        for part in loc[:-1]:
+            node = node[int(part)] if isinstance(node, list) else node.get(part) if isinstance(node, dict) else None
+        last = loc[-1]
+        if isinstance(node, list) and last.isdigit() and int(last) < len(node):
+            node.pop(int(last))
+        elif isinstance(node, dict) and node.get(last) is not None:
+            node[last] = None
+        else:
+            return False
+    return True
+
+
 WORDS = ("alpha", "bravo", "cedar", "delta", "ember", "fjord", "grove", "harbor", "iris", "juniper")
 
 
-def record_for(schema: dict[str, Any], rng: random.Random, root: dict[str, Any] | None = None, depth: int = 0) -> Any:
+def record_for(schema: dict[str, Any], rng: random.Random, root: dict[str, Any] | None = None, depth: int = 0,
+               nulls: bool = False, pools: Pools | None = None) -> Any:
     """A value valid under `schema` for the keywords an extraction schema uses (types, required properties, enum,
     const, numeric and length bounds, formats date/date-time, $ref to $defs, anyOf/oneOf, arrays); deterministic
-    for `rng`."""
+    for `rng`. `nulls`: null wherever the schema allows it (and the fewest items a list may have). `pools`: plain
+    strings and numbers drawn from a document's values where one fits."""
     root = root if root is not None else schema
     if not isinstance(schema, dict) or depth > 12:
         return None
     if "$ref" in schema:
-        return record_for(resolve_ref(root, str(schema["$ref"])) or {}, rng, root, depth + 1)
+        return record_for(resolve_ref(root, str(schema["$ref"])) or {}, rng, root, depth + 1, nulls, pools)
     if "const" in schema:
         return schema["const"]
     if schema.get("enum"):
-        return rng.choice(schema["enum"])
+        return None if nulls and None in schema["enum"] else rng.choice(schema["enum"])
     for key in ("anyOf", "oneOf", "allOf"):
-        options = [o for o in schema.get(key) or [] if not (isinstance(o, dict) and o.get("type") == "null")]
+        alternatives = schema.get(key) or []
+        if nulls and key != "allOf" and any(isinstance(o, dict) and o.get("type") == "null" for o in alternatives):
+            return None
+        options = [o for o in alternatives if not (isinstance(o, dict) and o.get("type") == "null")]
+        if pools is not None and len(options) < len(alternatives) and options and options[0].get("format"):
+            return None  # a formatted value (a date) the document may write otherwise: null, where allowed
         if options:
-            return record_for(options[0], rng, root, depth + 1)
+            return record_for(options[0], rng, root, depth + 1, nulls, pools)
     kind = schema.get("type", "object" if "properties" in schema else "string")
     if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
+        kind = "null" if nulls and "null" in kind else next((k for k in kind if k != "null"), "null")
     if kind == "object":
-        return {name: record_for(sub, rng, root, depth + 1) for name, sub in (schema.get("properties") or {}).items()}
+        return {name: record_for(sub, rng, root, depth + 1, nulls, pools)
+                for name, sub in (schema.get("properties") or {}).items()}
     if kind == "array":
-        n = max(int(schema.get("minItems", 1)), min(2, int(schema.get("maxItems", 2))))
-        return [record_for(schema.get("items") or {}, rng, root, depth + 1) for _ in range(n)]
-    return _scalar(kind, schema, rng)
+        n = int(schema.get("minItems", 0)) if nulls else max(int(schema.get("minItems", 1)),
+                                                              min(2, int(schema.get("maxItems", 2))))
+        return [record_for(schema.get("items") or {}, rng, root, depth + 1, nulls, pools) for _ in range(n)]
+    drawn = _from_pools(kind, schema, rng, pools) if pools is not None else None
+    return drawn if drawn is not None else _scalar(kind, schema, rng)
+
+
+def _from_pools(kind: str, schema: dict[str, Any], rng: random.Random, pools: Pools) -> Any:
+    """A plain string or number the document writes, within the schema's bounds; None where none fits."""
+    if kind == "string" and not schema.get("format") and not schema.get("pattern"):
+        text = pools.text(rng, schema.get("maxLength"))
+        return text if text is not None and len(text) >= int(schema.get("minLength", 0)) else None
+    if kind == "number":
+        return pools.number(rng, float(schema.get("minimum", float("-inf"))), schema.get("maximum"))
+    return None
 
 
 def _scalar(kind: str, schema: dict[str, Any], rng: random.Random) -> Any:

@@ -104,7 +104,7 @@ def write_config(path: Path, corpus: Path, info: dict[str, Any], output: Path, a
         "schema_file": str(corpus / "schema.json"),
         "prompt": "Extract the invoice from this document.\n{document}",
         "model": {"path": "simulated", "max_tokens": 256, "max_model_len": 4096,
-                  "simulated": {"allow": True, **simulated}},
+                  "simulated": {"allow": True, "answers": "valid", **simulated}},  # rows, not dead letters
         "workers": {"actors": actors, "cpus_per_actor": cpus_per_actor, "batch_size": batch_size,
                     "batches_in_flight": batches_in_flight},
         "output": {"uri": str(output), "checkpoint_rows": checkpoint_rows, "confidence": False},

@@ -1,9 +1,11 @@
 """Every subcommand of `extract` through its main error cases, as a user meets them: the exit code is the one the
 table gives (`pipeline.exit_codes`, the README's "Exit codes"), and stderr is one line.
 
-Each case fails before Ray or an engine starts, so the walk is cheap: the commands run as child processes, a few
-at a time. `test_every_subcommand_has_a_case` reads the subcommands from `extract`'s own parser, so a new command
-without a case here fails the suite."""
+Each case fails before Ray or an engine starts, so the walk is cheap: the commands run in this process
+(`tests.conftest.run_main`: `extract`'s main with the case's arguments, its output captured), one after the other;
+`test_the_entry_point_exits_with_the_code_in_a_child_process` runs two of them as `python -m pipeline` child
+processes, the entry point a user meets. `test_every_subcommand_has_a_case` reads the subcommands from `extract`'s
+own parser, so a new command without a case here fails the suite."""
 
 from __future__ import annotations
 
@@ -11,17 +13,16 @@ import argparse
 import json
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from pipeline import exit_codes
 from pipeline.cli.main import parser
-from tests.conftest import ROOT, run_cli, write_config
+from tests.conftest import ROOT, run_cli, run_main, write_config
 from tests.unit.test_report import write_output
 
-pytestmark = pytest.mark.slow  # child processes
+pytestmark = pytest.mark.slow  # a few seconds, and two child processes
 
 USAGE, CORRUPT = exit_codes.USAGE, exit_codes.OUTPUT_CORRUPT
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z \[(debug|info|warning) *\] ")
@@ -108,21 +109,33 @@ def _world(root: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """Every case, run as `extract ...` in a child process from the world's folder, four at a time."""
+def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli-exit-codes")
     _world(root)
+    return root
+
+
+def _args(case, root: Path) -> list[str]:
+    return [a.replace("{dir}", str(root)) for a in case[1]]
+
+
+@pytest.fixture(scope="module")
+def results(world):
+    """Every case, run as `extract ...` in this process from the world's folder, outside any Ray cluster."""
+    done = [run_main(_args(case, world), cwd=world, env={"RAY_ADDRESS": None}) for case in CASES]
+    assert not (world / "escaped").exists() and not (world.parent / "escaped").exists()
+    return dict(enumerate(done))
+
+
+@pytest.mark.parametrize("index", [0, next(i for i, c in enumerate(CASES) if c[2] == CORRUPT)])
+def test_the_entry_point_exits_with_the_code_in_a_child_process(world, index):
+    """`python -m pipeline` (what `extract` runs): the exit code and the one line the in-process cases check."""
     env = dict(os.environ)
     env.pop("RAY_ADDRESS", None)
-
-    def run(case):
-        args = [a.replace("{dir}", str(root)) for a in case[1]]
-        return run_cli(args, env, cwd=root, timeout=120)
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        done = list(pool.map(run, CASES))
-    assert not (root / "escaped").exists() and not (root.parent / "escaped").exists()
-    return {i: r for i, r in enumerate(done)}
+    done = run_cli(_args(CASES[index], world), env, cwd=world, timeout=120)
+    lines = [line for line in done.stderr.strip().splitlines() if not LOG_LINE.match(line)]
+    assert done.returncode == CASES[index][2], done.stderr[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr[-3000:]
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=[f"{c[0]}: {c[3]}" for c in CASES])

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from pipeline import exit_codes
-from tests.conftest import DELETE, ROOT, run_cli, write_config, write_docs
+from tests.conftest import DELETE, ROOT, run_cli, run_main, write_config, write_docs
 from tests.fixtures.commits import DOCS, commit_outcome, committer_for, invoice, outcomes
 
 ROOT_USER = os.geteuid() == 0
@@ -312,6 +312,16 @@ CASES: dict[str, Case] = {
 }
 
 
+# Run in this process (`tests.conftest.run_main`): commands that fail reading their config, schema or output, before
+# any lease, Ray or engine. The others run as `extract` child processes, as a user meets them.
+IN_PROCESS = frozenset(CASES[name] for name in (
+    "yaml nested 20,000 deep", "a 1 KB yaml bomb", "a config over 1 MiB", "a config that is not utf-8",
+    "a schema file nested 20,000 deep", "a schema table nested 20,000 deep", "query: a corrupt manifest",
+    "query: a missing data file", "a --set value nested 5,000 deep",
+    "query: a manifest naming a file outside its partition", "query: a data file swapped for another",
+    "query --verify: a data file changed at its size", "validate: a field named like an output column"))
+
+
 @pytest.fixture
 def quiet_env(cli_env):
     """Only errors on stderr: each case must print exactly its one line."""
@@ -322,7 +332,8 @@ def quiet_env(cli_env):
 def test_each_failure_is_one_line_and_its_exit_code(case, tmp_path, quiet_env):
     with ExitStack() as stack:
         argv = case.build(tmp_path, stack)
-        result = run_cli(argv, quiet_env, cwd=tmp_path)
+        result = run_main(argv, tmp_path, {"EXTRACT_LOG_LEVEL": "error", "RAY_ADDRESS": None}) if case in IN_PROCESS \
+            else run_cli(argv, quiet_env, cwd=tmp_path)
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-3000:]
         assert case.says in lines[0]

@@ -3,12 +3,12 @@
 
 import pytest
 
-from tests.conftest import run_cli, write_config
+from tests.conftest import run_cli, run_main, write_config
 
 
-def test_cli_reports_config_error_in_one_line_without_starting_ray(tmp_path, cli_env):
+def test_cli_reports_config_error_in_one_line_without_starting_ray(tmp_path):
     config = write_config(tmp_path, **{"model.max_tokenz": 5})
-    result = run_cli(["run", str(config)], cli_env, timeout=120)
+    result = run_main(["run", str(config)])  # in this process: it must not start Ray here either
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert lines == [f"error: {config}: model.max_tokenz: unknown key"]

@@ -1,5 +1,9 @@
 """`extract eval`: the scorer's rules on hand-computed cases, output reading on hand-made committed
-partitions, and one real run of the sample job scored against the sample gold."""
+partitions, and one run of the sample job scored against the sample gold. The run is on the simulated engine
+(`model.simulated.outputs`): the subject is the scorer on a committed run (rows, dead letters, the reports), not
+the model; it answers four of the six documents with their gold records (exact rows) and the other two with
+schema-made records, which the sample's validators refuse (dead letters). A real model's F1 is the bench's
+(`extract bench`, test_bench.py) and the first-job page's (test_first_job.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +12,10 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import ROOT, joining, run_cli, write_config
+from tests.conftest import ROOT, SAMPLE, gold_answers, joining, run_cli, write_config
 
 SAMPLE_GOLD = ROOT / "jobs" / "sample" / "invoices_gold.jsonl"
+ANSWERED = 4  # of the six documents scored, those the simulated engine answers with their gold record
 
 
 # -- leaves --------------------------------------------------------------------------------------
@@ -25,14 +30,15 @@ SAMPLE_GOLD = ROOT / "jobs" / "sample" / "invoices_gold.jsonl"
 # -- reading committed output (real Parquet, hand-made partitions) ---------------------------------
 
 
-# -- one real run: the sample job on six documents, scored against the sample gold -----------------
+# -- one run: the sample job on six documents, scored against the sample gold -----------------------
 
 
 @pytest.fixture(scope="module")
 def sample_eval(tmp_path_factory, cli_env_module):
     folder = tmp_path_factory.mktemp("eval")
-    cfg = write_config(folder, **{"model.engine_kwargs": {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20},
-                                  "workers.batch_size": 6})
+    first = pq.read_table(SAMPLE, columns=["doc_id"]).column("doc_id").to_pylist()[:ANSWERED]
+    answers = gold_answers(folder / "answers.jsonl", first)
+    cfg = write_config(folder, {"outputs": str(answers)}, **{"workers.batch_size": 6})
     gold = SAMPLE_GOLD  # jobs/sample/make_invoices.py writes it in the Invoice contract's shape
     result = run_cli(["eval", str(cfg), "--gold", str(gold), "--limit", "6", "--unordered", "items"], cli_env_module)
     return folder, cfg, gold, result
@@ -60,6 +66,7 @@ def test_sample_eval_writes_consistent_reports(sample_eval):
     docs, o = report["documents"], report["overall"]
     assert report["run_ids"] == [run_id]
     assert docs["gold"] == 50 and docs["scored"] == 6 and docs["gold_not_in_run"] == 44
+    assert rows.num_rows == ANSWERED and dead.num_rows == 6 - ANSWERED  # the gold answers rows; the rest refused
     assert docs["with_row"] == rows.num_rows and docs["dead_letters"] == dead.num_rows
     assert o["coverage"] == round(rows.num_rows / 6, 4)
     assert sum(v["count"] for v in report["dead_letters_by_reason"].values()) == dead.num_rows
@@ -76,6 +83,8 @@ def test_sample_eval_writes_consistent_reports(sample_eval):
     assert sum(d["correct"] for d in per_doc) == leaves["correct"]
     assert o["exact_match_rate"] == round(sum(d["exact"] for d in per_doc) / 6, 4)
     assert {d["doc_id"] for d in per_doc if d["status"] == "row"} == set(rows.column("doc_id").to_pylist())
+    assert all(d["exact"] for d in per_doc if d["status"] == "row")  # a gold answer scores exact
+    assert o["exact_match_rate"] == round(ANSWERED / 6, 4) and o["precision"] == 1.0
     # every Invoice field path is reported, and nothing outside the contract was asked for
     assert set(report["fields"]) == {"invoice_number", "vendor.name", "vendor.address", "customer", "issue_date",
                                      "due_date", "currency", "items[]", "total"}

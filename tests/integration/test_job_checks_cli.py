@@ -1,5 +1,6 @@
-"""Through the real command, before Ray or an engine starts: a schema field named as a reserved column, and a
-`max_tokens` at or above `max_model_len`, are one line on stderr and exit 2 (`extract validate` and `extract run`)."""
+"""Through the command's main, in this process (`tests.conftest.run_main`), before Ray or an engine starts: a
+schema field named as a reserved column, and a `max_tokens` at or above `max_model_len`, are one line on stderr and
+exit 2 (`extract validate` and `extract run`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 
 import pytest
 
-from tests.conftest import DELETE, run_cli, write_config
+from tests.conftest import DELETE, run_main, write_config
 
 
 def _schema(tmp_path, field: str):
@@ -28,12 +29,12 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_refused_in_one_line_with_exit_2(tmp_path, cli_env, case):
+def test_refused_in_one_line_with_exit_2(tmp_path, case):
     command, overrides, expected = CASES[case]
     if "schema_file" in overrides:
         overrides = dict(overrides, schema_file=_schema(tmp_path, overrides["schema_file"]))
     config = write_config(tmp_path, **overrides)
-    result = run_cli([command, str(config)], cli_env)
+    result = run_main([command, str(config)])
     assert result.returncode == 2, result.stderr[-3000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], result.stderr[-3000:]

@@ -1,6 +1,7 @@
 """`extract report`: pure logic (error grouping, time binning, token budget, run choice), reading a
-hand-written output (old-format rows, a rewritten partition), and the whole path on a real run of the
-sample job, with the HTML rendered by headless Chromium and the screenshot checked for charts."""
+hand-written output (old-format rows, a rewritten partition), and the whole path on a run of the sample job, with
+the HTML rendered by headless Chromium and the screenshot checked for charts. The run is on the simulated engine,
+set to give the outcomes the bundled model gave these documents (the report, not the model, is the subject)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pipeline.tools.report import (
     load_run,
     write_index,
 )
-from tests.conftest import SAMPLE, joining, run_cli, write_config, write_docs
+from tests.conftest import SAMPLE, gold_answers, joining, run_cli, write_config, write_docs
 from tests.unit.test_report import check_r1, chromium, write_output
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -74,12 +75,15 @@ def test_load_run_reads_an_s3_output(tmp_path, s3_endpoint):
     check_r1(load_run("s3://nightly/jobs/out/", "r1", S3Settings(endpoint_url=s3_endpoint, region="us-east-1")))
 
 
-# ---------------------------------------------------------------- the whole path, real engine and browser
+# ---------------------------------------------------------------- the whole path, simulated engine and browser
 
-# Sample invoices that give, with the bundled model, validator refusals (0000-0002), rows (0006, 0007) and
-# a run-away output (0031, cut off at any budget); plus the empty scan and the too-long contract.
+# Sample invoices that give, as the bundled model did: validator refusals (0000-0002: the simulated engine's
+# schema-made records, which the sample's validators refuse), rows (0006, 0007: their gold records), and a run-away
+# output (0031: the simulated `mix` share of truncated outputs takes the documents whose digest draws under 0.05,
+# of these only 0031); plus the empty scan and the too-long contract, which the pipeline refuses before any engine.
 DOCS = ["inv-0000", "inv-0001", "inv-0002", "inv-0006", "inv-0007", "inv-0031", "inv-empty-scan",
         "inv-master-agreement"]
+ANSWERED = ("inv-0006", "inv-0007")
 MAX_TOKENS = 192  # near the sample's output lengths, so the max_tokens line has work to do
 
 
@@ -89,16 +93,19 @@ def sample_run(tmp_path_factory, cli_env_module):
     table = pq.read_table(SAMPLE)
     picked = [r for r in table.to_pylist() if r["doc_id"] in DOCS]
     write_docs(folder / "docs.parquet", [r["doc_id"] for r in picked], [r["text"] for r in picked])
-    config = write_config(folder, **{
+    simulated = {"outputs": str(gold_answers(folder / "answers.jsonl", ANSWERED)), "mix": {"truncated": 0.05}}
+    config = write_config(folder, simulated, **{
         "input.uri": str(folder / "docs.parquet"), "model.max_tokens": MAX_TOKENS, "workers.batch_size": 2,
-        "examples": False,  # the few-shot check's grammar probe is not this test's subject (it times out under load)
-        "model.engine_kwargs": {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20},
+        "examples": False,
     })
     done = run_cli(["run", str(config)], cli_env_module)
     assert done.returncode == 0, done.stderr[-3000:]
     output = folder / "out"
     (record_path,) = (output / "_runs").glob("*.json")
     record = json.loads(record_path.read_text())
+    assert record["rows"] == len(ANSWERED), record  # the outcomes the documents were picked for
+    assert record["dead_letters_by_reason"] == {"semantic_invalid": 3, "truncated": 1, "empty_input": 1,
+                                                "input_too_long": 1}, record
     # A nightly rerun of the committed partition: a no-op whose run record the report must not pick.
     again = run_cli(["run", str(config)], cli_env_module)
     assert again.returncode == 0, again.stderr[-3000:]

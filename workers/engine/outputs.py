@@ -22,6 +22,9 @@ class Generation:
     # With SamplingParams.logprobs (output.confidence): each sampled token's text and log-probability.
     token_pieces: tuple[str, ...] = ()
     token_logprobs: tuple[float, ...] = ()
+    # The text is the output's JSON and nothing around it, as under a grammar, though the run is unconstrained (the
+    # simulated engine's records): its tokens score its leaves as a constrained output's do (workers.classify).
+    whole_json: bool = False
 
 
 REFUSED = "refused"
