@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import yaml
 
 from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.tools.evaluate import EvalOptions, score
+from pipeline.tools.evaluate.inputs import read_documents
 
 # The levers, in the order they are searched, and the values tried (the job's own value is always tried).
 LEVERS: dict[str, tuple[Any, ...]] = {
@@ -77,26 +77,6 @@ def job_value(loaded: LoadedConfig, lever: str) -> Any:
 def overrides_for(setting: dict[str, Any]) -> dict[str, Any]:
     """Config overrides (`--set` keys) for a setting; `examples: job` keeps the job's examples."""
     return {k: v for k, v in setting.items() if not (k == "examples" and v == "job")}
-
-
-def read_documents(loaded: LoadedConfig, ids: set[str], limit: int | None) -> tuple[list[str], list[str | None],
-                                                                                    list[Any] | None]:
-    """The job's documents whose ids have gold (at most `limit`, in input order): ids, texts, schema values."""
-    from pipeline.reader import read_tasks, read_units
-    from pipeline.run import preflight
-    from pipeline.storage import storage_for
-
-    plan = preflight(loaded)
-    source = loaded.config.input
-    storage = storage_for(plan.partition.input_uri, loaded.s3_settings)
-    tasks = pa.Table.from_pylist(read_tasks(plan.units))
-    table = read_units(tasks, storage, plan.schema.field(source.id_column), source.text_column,
-                       source.schema_column)
-    rows = [r for r in table.to_pylist() if str(r[source.id_column]) in ids][:limit]
-    if not rows:
-        raise ConfigError(f"{loaded.path}: no document of the input has an id in the gold file")
-    schemas = [r[source.schema_column] for r in rows] if source.schema_column else None
-    return [str(r[source.id_column]) for r in rows], [r[source.text_column] for r in rows], schemas
 
 
 class Tuner:
