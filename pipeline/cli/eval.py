@@ -39,6 +39,7 @@ from pipeline.tools.evaluate import (
     render_markdown,
     write_report,
 )
+from pipeline.tools.evaluate.reach import Reach, job_reach
 
 PLAIN_RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")  # as pipeline.tools.report checks a run record's
 
@@ -120,6 +121,16 @@ def _context(loaded: LoadedConfig, args: argparse.Namespace, output: RunOutput) 
     }
 
 
+def _reach(loaded: LoadedConfig, golds: dict[str, Any], output: RunOutput, options: EvalOptions) -> Reach | None:
+    """How many gold values the run's grammars allowed, for the scored documents (their texts read from the
+    partitions' inputs); None where no text could be read."""
+    scored = (set(output.rows) | set(output.dead_letters)) & set(golds)
+    texts = committed_documents(loaded, output.partitions, scored)
+    if not texts:
+        return None
+    return job_reach(loaded, {i: golds[i] for i in golds if i in texts}, texts, output.schemas, options.tolerance)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.run and (args.force or args.limit is not None or args.date):
         raise ConfigError("--force, --limit and --date apply to a fresh run, not to --run")
@@ -142,7 +153,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     documents = committed_documents(loaded, output.partitions, set(output.rows) & set(golds)) \
         if output.confidence is not None else None
     scores = evaluate(loaded, golds, output, options, spans, documents)
-    report = build_report(scores, _context(loaded, args, output), options)
+    report = build_report(scores, _context(loaded, args, output), options, _reach(loaded, golds, output, options))
     if args.fit_calibration:
         if not scores.confidence_points:
             raise ConfigError("--fit-calibration: no scored row of this run carries a _confidence "
