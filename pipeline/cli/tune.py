@@ -49,7 +49,18 @@ def parse_levers(items: list[str]) -> dict[str, tuple]:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from pipeline.tools.evaluate import EvalError, EvalOptions, load_gold
-    from pipeline.tools.tune import LEVERS, TABLE_HEAD, Tuner, snippet, table_line, write_results
+    from pipeline.tools.tune import (
+        FREE_BELOW,
+        LEVERS,
+        TABLE_HEAD,
+        Tuner,
+        best_against_job,
+        field_lines,
+        reach_lines,
+        snippet,
+        table_line,
+        write_results,
+    )
 
     if args.limit is not None and args.limit <= 0:
         raise ConfigError("--limit must be a positive number of documents")
@@ -62,11 +73,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise ConfigError(str(exc)) from None
     tuner = Tuner(loaded, base, golds, args.limit, EvalOptions())
     out = _out_dir(args, loaded.output_uri)
+    print(f"tune: reach of the job's grammar on the gold (fields under {FREE_BELOW} are tried as x-grounded: false):")
+    print("\n".join(reach_lines(tuner.reach)))
     print(f"tune: {len(tuner.ids)} documents with gold; starting one engine")
     tuner.start_engine()
     print(TABLE_HEAD, flush=True)
     best = tuner.search(levers, report=lambda trial, note="": print(table_line(trial, note), flush=True))
-    path = write_results(out, loaded, list(tuner.trials.values()), best, tuner.engine_starts)
+    trials = list(tuner.trials.values())
+    path = write_results(out, loaded, trials, best, tuner.engine_starts, tuner.reach)
+    print("\nPer-field F1, by setting (#1 is the first row):")
+    print("\n".join(field_lines(trials)))
+    print(best_against_job(trials, best))
     print()
     print(snippet(loaded, best), end="")
     print(f"wrote {path} (and tune.md, tune.json beside it)")

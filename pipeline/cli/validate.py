@@ -55,9 +55,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             keywords = ", ".join(sorted({k for k, _ in verdict.unenforced}))
             print(f"      not enforced by the engine: {keywords} → enforced by the post-check "
                   "(JSON Schema Draft 2020-12 validator, every output)")
-    if args.gold:
-        for line in gold_lines(loaded, args.gold):
-            print(line)
+    for line in gold_lines(loaded, args.gold) if args.gold else []:
+        print(line)
     return 0
 
 
