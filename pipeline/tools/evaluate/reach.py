@@ -29,6 +29,13 @@ from schemas.grounding import ground
 NEAREST = 3  # candidates a refusal names
 
 
+SHOWN = 80  # characters of a candidate a refusal's line shows
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
+
+
 @dataclass(frozen=True)
 class Refusal:
     """A gold value the grammar refuses: where, and what the document's finder offered instead."""
@@ -42,7 +49,7 @@ class Refusal:
 
     def line(self) -> str:
         if self.nearest:
-            read = ", ".join(json.dumps(c, ensure_ascii=False) for c in self.nearest)
+            read = ", ".join(_short(json.dumps(c, ensure_ascii=False)) for c in self.nearest)
             more = f" (of {self.candidates} candidates)" if self.candidates > len(self.nearest) else ""
             instead = f"the finder reads {read}{more}"
         else:
