@@ -48,13 +48,17 @@ FIELD_COLUMNS = ("gold", "predicted", "correct", "wrong", "missed", "spurious", 
 
 
 def write_field_csv(report: dict[str, Any], out: TextIO) -> None:
-    """The per-field scores (eval.md's field table) as CSV, a row per field and one for all leaves (`*`)."""
+    """The per-field scores (eval.md's field table) as CSV, a row per field and one for all leaves (`*`); the last
+    column is the field's reach (empty where the report has none)."""
     import csv
 
+    reach = report.get("reach") or {"fields": {}, "overall": {}}
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(("field", *FIELD_COLUMNS))
+    writer.writerow(("field", *FIELD_COLUMNS, "reach"))
     for path, s in [*report["fields"].items(), ("*", report["overall"]["leaves"])]:
-        writer.writerow((path, *("" if s.get(c) is None else s.get(c) for c in FIELD_COLUMNS)))
+        share = (reach["overall"] if path == "*" else reach["fields"].get(path) or {}).get("reach")
+        writer.writerow((path, *("" if s.get(c) is None else s.get(c) for c in FIELD_COLUMNS),
+                         "" if share is None else share))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
