@@ -225,3 +225,21 @@ def test_reach_objects_round_trip_to_json():
     found = Reach({"f": 2}, [Refusal("d", "f", "f", 1.5, (1, 5), 2)], 1)
     assert json.loads(json.dumps(found.summary()))["refused"] == [
         {"doc_id": "d", "field": "f", "at": "f", "gold": 1.5, "finder_reads": [1, 5], "candidates": 2}]
+
+
+def test_a_long_documents_text_field_is_checked_as_the_grammar_checks_a_run_of_its_words():
+    import random
+
+    rng = random.Random(7)
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    lines = [" ".join(f"{rng.choice(words)}{rng.randrange(1000)}" for _ in range(12)) + "." for _ in range(150)]
+    document = "\n".join(["Holder: Maria Jones of Lisbon", *lines])
+    schema = {"type": "object", "properties": {"holder": {"type": "string"}}}
+    from schemas.grounding import ground
+
+    assert "x-substring" in json.dumps(ground(schema, document, mode="auto"))  # too many spans for an enum
+    assert document_refusals("d", {"holder": "Maria Jones"}, document, schema, "auto")[1] == []
+    assert document_refusals("d", {"holder": "maria  JONES"}, document, schema, "auto")[1] == []  # as eval compares
+    _, refused = document_refusals("d", {"holder": "Mary Jones"}, document, schema, "auto")
+    assert [(r.field, r.gold) for r in refused] == [("holder", "Mary Jones")]
+    assert refused[0].nearest[0] == "Maria Jones of Lisbon"  # the cell after its label

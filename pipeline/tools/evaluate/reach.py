@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ import jsonschema
 from pipeline.tools.evaluate.leaves import leaf_equal
 from pipeline.tools.evaluate.options import DEFAULT_TOLERANCE, Tolerance
 from schemas.grounding import ground
+from schemas.substring import ROOT, SUBSTRING_KEY, Automaton, automaton
 
 NEAREST = 3  # candidates a refusal names
 
@@ -111,10 +113,47 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def _accepts(auto: Automaton, value: str) -> bool:
+    """Whether the automaton of a substring node (schemas.substring) accepts `value`: a run of the document's words."""
+    stack = [(ROOT, 0)]
+    while stack:
+        state, at = stack.pop()
+        if at == len(value) and state != ROOT:
+            return True
+        stack.extend((target, at + len(label)) for label, target in auto.edges[state] if value.startswith(label, at))
+    return False
+
+
+def _folded(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _substring_check(validator: Any, payload: Any, instance: Any, schema: dict[str, Any]) -> Iterable[Any]:
+    """The `x-substring` keyword as the grammar applies it: a string that is a run of the document's words (read
+    as eval compares strings: NFKC, casefold, whitespace collapsed, so `Solve all` is within reach of a document
+    writing `solve all`)."""
+    if not isinstance(instance, str) or not isinstance(payload, dict):
+        return
+    key = payload.get("id")
+    auto = _AUTOMATA.get(key)
+    if auto is None:
+        auto = _AUTOMATA[key] = automaton([_folded(c) for c in payload["cells"]], payload["max_words"],
+                                          payload.get("max_length"))
+    if not _accepts(auto, _folded(instance)):
+        yield jsonschema.ValidationError(f"{instance!r} is not a run of the document's words")
+
+
+_AUTOMATA: dict[Any, Automaton] = {}  # per document (a payload's id), while one document is checked
+GrammarValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {SUBSTRING_KEY: _substring_check})
+
+
 def _candidates(schema: Any) -> list[Any] | None:
-    """The values a grounded node offers (its enum, maybe beside null), or None for a node of another shape."""
+    """The values a grounded node offers (its enum, maybe beside null; a substring node's cells), or None for a
+    node of another shape."""
     if not isinstance(schema, dict):
         return None
+    if isinstance(schema.get(SUBSTRING_KEY), dict):
+        return list(schema[SUBSTRING_KEY].get("cells") or [])
     if isinstance(schema.get("enum"), list):
         return [c for c in schema["enum"] if c is not None]
     for branch in schema.get("anyOf") or schema.get("oneOf") or []:
@@ -157,7 +196,9 @@ def document_refusals(doc_id: str, gold: dict[str, Any], document: str, json_sch
         return leaves, []
     paths = {where for _, _, where, _ in leaves}
     plain = _errors_at(jsonschema.Draft202012Validator(json_schema).iter_errors(record), paths)
-    narrowed = _errors_at(jsonschema.Draft202012Validator(grounded).iter_errors(record), paths)
+    _AUTOMATA.clear()
+    narrowed = _errors_at(GrammarValidator(grounded).iter_errors(record), paths)
+    _AUTOMATA.clear()
     refusals = []
     for field_path, at, where, value in leaves:
         if where not in narrowed or where in plain:
