@@ -1,8 +1,9 @@
 """`extract tune CONFIG --gold GOLD [--limit N] [--out DIR]`: which lever settings score best on your gold?
 
 Runs the job's documents that have gold (at most N) under a small grid of lever settings, searched one lever
-at a time from the job as written (pipeline.tools.tune: grounding mode, prompt schema mode, examples on or off,
-presence_penalty, the grammar-only string bound), on one engine started once. Prints a row per setting (F1,
+at a time from the job as written (pipeline.tools.tune: fields whose reach on the gold is under 0.9 marked
+x-grounded: false, grounding mode, prompt schema mode, examples on or off, presence_penalty, the grammar-only
+string bound), on one engine started once. Prints a row per setting (F1,
 precision, recall, dead letters, docs/s) as it goes, then the best settings as YAML to paste into the job.
 Writes DIR/tune.md, DIR/tune.json and DIR/tune.yaml (DIR defaults to OUTPUT/_tune/TIMESTAMP; a local path is
 relative to the working directory). Nothing is written to the job's output data."""

@@ -6,6 +6,12 @@ bound. The search is one lever at a time: starting from the job as written, each
 with the others at the best found so far, and the best (F1, then docs/s) is kept. Settings that give the job
 the same output hash decode the same requests, so each is run once.
 
+Before them comes reach (pipeline.tools.evaluate.reach): the fields whose gold values the job's grammar allows
+less than FREE_BELOW of the time are tried marked `x-grounded: false`, as the first lever. Each setting is
+compared with the best before it by a paired bootstrap over the documents (pipeline.tools.tune_stats), so the
+table says when a difference is within what the gold set's size can tell apart; tune.md also gives each
+setting's per-field F1.
+
 Every setting runs in this process on ONE engine, started once: every lever is a per-request setting (a
 prompt, a grammar, sampling parameters), so nothing needs a new engine. No output is written to the job's
 output; the result is a table (tune.md, tune.json) and the best settings as a YAML snippet (tune.yaml) to
