@@ -7,7 +7,7 @@ F1, and whether two settings differ by more than the gold set's size can tell ap
 - Two settings are compared on the same documents by a paired bootstrap (`bootstrap_f1_diff`): the documents are
   resampled with replacement (seeded), and F1 (2·correct / (predicted + gold), summed over the resampled
   documents) is recomputed for both. Where the 95% interval of the difference holds 0, the gold set is too small
-  to tell the two apart.
+  to tell the two apart; below MIN_DOCUMENTS documents nothing is told apart.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 FREE_BELOW = 0.9  # a field whose reach is under this is tried as x-grounded: false
 RESAMPLES = 1000
 SEED = 0
+MIN_DOCUMENTS = 5  # below this a bootstrap has next to nothing to resample: no difference is told apart
 
 Counts = tuple[int, int, int]  # a document's (gold, predicted, correct) non-null leaves
 
@@ -95,10 +96,11 @@ class Difference:
 
     @property
     def within_noise(self) -> bool:
-        return self.low <= 0.0 <= self.high
+        return self.documents < MIN_DOCUMENTS or self.low <= 0.0 <= self.high
 
     def line(self) -> str:
-        verdict = (f"within what {self.documents} documents can tell apart" if self.within_noise
+        verdict = (f"too few documents ({self.documents}) to tell settings apart" if self.documents < MIN_DOCUMENTS
+                   else f"within what {self.documents} documents can tell apart" if self.within_noise
                    else f"beyond what {self.documents} documents leave to chance")
         return f"ΔF1 {self.diff:+.3f} (95% bootstrap interval {self.low:+.3f} to {self.high:+.3f}): {verdict}"
 

@@ -160,6 +160,8 @@ def test_bootstrap_tells_noise_from_a_difference_and_is_seeded():
     assert not far.within_noise and far.low > 0.5 and "beyond" in far.line()
     assert bootstrap_f1_diff(a, b, seed=3) == bootstrap_f1_diff(a, b, seed=3)
     assert bootstrap_f1_diff(a, {}) is None
+    few = bootstrap_f1_diff({"d": (5, 5, 5)}, {"d": (5, 5, 1)})  # one document: no spread to resample
+    assert few.low == few.high == few.diff > 0 and few.within_noise and "too few documents (1)" in few.line()
     assert f1_of(10, 10, 5) == 0.5 and f1_of(0, 0, 0) is None
 
 
@@ -189,6 +191,18 @@ def test_tune_tries_low_reach_fields_free_and_the_setting_decodes_another_schema
     assert "# mark monthly_rent x-grounded: false" in snippet(loaded, best)
     assert field_lines([best, Trial({}, "g", fields={"landlord": 0.5})])[2:] == [
         "| landlord | - | 0.500 |", "| monthly_rent | 1.000 | - |"]
+
+    from pipeline.tools.tune import write_results
+
+    own = Trial({FREE: ()}, "g", 0.4, fields={"monthly_rent": 0.0}, documents=1, counts={"apt-09": (2, 2, 1)})
+    best.counts = {"apt-09": (2, 2, 2)}
+    best.versus = bootstrap_f1_diff(best.counts, own.counts)
+    write_results(tmp_path / "tune", loaded, [own, best], best, 1, tuner.reach)
+    md = (tmp_path / "tune" / "tune.md").read_text()
+    assert "| monthly_rent | 1 | 0 | 0.000 | tried as x-grounded: false (reach under 0.9) |" in md
+    assert "| monthly_rent | 0.000 | 1.000 |" in md and "too few documents (1) to tell settings apart" in md
+    report = json.loads((tmp_path / "tune" / "tune.json").read_text())
+    assert report["reach"]["overall"]["reach"] == 0.5 and report["trials"][1]["versus_best_before"]["diff"] == 0.5
 
 
 # -- validate's warning of a normalised form asked of a text-grounded field -----------------------------
