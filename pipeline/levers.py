@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.config import LoadedConfig
+from schemas.asked_form import asked_form_warnings
 from schemas.bounds import budget_bounds
 from schemas.levers import FieldDecoding, field_decodings, summary, warnings
 from schemas.repeats import has_lists
@@ -43,5 +44,7 @@ def job_levers(loaded: LoadedConfig) -> JobLevers:
         "the schema's own (json_schema_extra examples)" if count else "none given"
     lists = "" if not per_row and not has_lists(loaded.contract.json_schema) else \
         "cut before their first repeated item" if policy.repeated_items == "cut" else "kept as decoded"
+    asked = [] if per_row or not cfg.model.constrained else asked_form_warnings(
+        loaded.contract.json_schema, policy.grounding, policy.ground_numbers)
     return JobLevers(policy.grounding, decodings, fields, count, source, resolve_mode(cfg.prompt_schema, bool(count)),
-                     warnings(decodings, count if not per_row else -1, cfg.model.constrained) + problems, lists)
+                     warnings(decodings, count if not per_row else -1, cfg.model.constrained) + problems + asked, lists)

@@ -41,6 +41,7 @@ from pipeline.tools.evaluate import (
     write_report,
 )
 from pipeline.tools.evaluate.mistakes import CSV_COLUMNS, by_field, csv_rows, output_mistakes
+from pipeline.tools.evaluate.reach import Reach, job_reach
 from pipeline.tools.evaluate.which_run import already_committed, eval_run_id
 
 PLAIN_RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")  # as pipeline.tools.report checks a run record's
@@ -50,13 +51,17 @@ FIELD_COLUMNS = ("gold", "predicted", "correct", "wrong", "missed", "spurious", 
 
 
 def write_field_csv(report: dict[str, Any], out: TextIO) -> None:
-    """The per-field scores (eval.md's field table) as CSV, a row per field and one for all leaves (`*`)."""
+    """The per-field scores (eval.md's field table) as CSV, a row per field and one for all leaves (`*`); the last
+    column is the field's reach (empty where the report has none)."""
     import csv
 
+    reach = report.get("reach") or {"fields": {}, "overall": {}}
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(("field", *FIELD_COLUMNS))
+    writer.writerow(("field", *FIELD_COLUMNS, "reach"))
     for path, s in [*report["fields"].items(), ("*", report["overall"]["leaves"])]:
-        writer.writerow((path, *("" if s.get(c) is None else s.get(c) for c in FIELD_COLUMNS)))
+        share = (reach["overall"] if path == "*" else reach["fields"].get(path) or {}).get("reach")
+        writer.writerow((path, *("" if s.get(c) is None else s.get(c) for c in FIELD_COLUMNS),
+                         "" if share is None else share))
 
 
 def write_mistakes_csv(report: dict[str, Any], out: TextIO) -> None:
@@ -146,6 +151,16 @@ def _context(loaded: LoadedConfig, args: argparse.Namespace, output: RunOutput) 
     }
 
 
+def _reach(loaded: LoadedConfig, golds: dict[str, Any], output: RunOutput, options: EvalOptions) -> Reach | None:
+    """How many gold values the run's grammars allowed, for the scored documents (their texts read from the
+    partitions' inputs); None where no text could be read."""
+    scored = (set(output.rows) | set(output.dead_letters)) & set(golds)
+    texts = committed_documents(loaded, output.partitions, scored)
+    if not texts:
+        return None
+    return job_reach(loaded, {i: golds[i] for i in golds if i in texts}, texts, output.schemas, options.tolerance)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.run and (args.force or args.limit is not None or args.date):
         raise ConfigError("--force, --limit and --date apply to a fresh run, not to --run")
@@ -169,7 +184,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     documents = committed_documents(loaded, output.partitions, set(output.rows) & set(golds))
     confident = output.confidence is not None
     scores = evaluate(loaded, golds, output, options, spans if confident else None, documents if confident else None)
-    report = build_report(scores, _context(loaded, args, output), options)
+    report = build_report(scores, _context(loaded, args, output), options, _reach(loaded, golds, output, options))
     report["mistakes"] = by_field(output_mistakes(loaded, golds, output, options, spans, documents))
     if args.fit_calibration:
         if not scores.confidence_points:

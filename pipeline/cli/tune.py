@@ -1,8 +1,9 @@
 """`extract tune CONFIG --gold GOLD [--limit N] [--out DIR]`: which lever settings score best on your gold?
 
 Runs the job's documents that have gold (at most N) under a small grid of lever settings, searched one lever
-at a time from the job as written (pipeline.tools.tune: grounding mode, prompt schema mode, examples on or off,
-presence_penalty, the grammar-only string bound), on one engine started once. Prints a row per setting (F1,
+at a time from the job as written (pipeline.tools.tune: fields whose reach on the gold is under 0.9 marked
+x-grounded: false, grounding mode, prompt schema mode, examples on or off, presence_penalty, the grammar-only
+string bound), on one engine started once. Prints a row per setting (F1,
 precision, recall, dead letters, docs/s) as it goes, then the best settings as YAML to paste into the job.
 Writes DIR/tune.md, DIR/tune.json and DIR/tune.yaml (DIR defaults to OUTPUT/_tune/TIMESTAMP; a local path is
 relative to the working directory). Nothing is written to the job's output data."""
@@ -49,7 +50,18 @@ def parse_levers(items: list[str]) -> dict[str, tuple]:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from pipeline.tools.evaluate import EvalError, EvalOptions, load_gold
-    from pipeline.tools.tune import LEVERS, TABLE_HEAD, Tuner, snippet, table_line, write_results
+    from pipeline.tools.tune import (
+        FREE_BELOW,
+        LEVERS,
+        TABLE_HEAD,
+        Tuner,
+        best_against_job,
+        field_lines,
+        reach_lines,
+        snippet,
+        table_line,
+        write_results,
+    )
 
     if args.limit is not None and args.limit <= 0:
         raise ConfigError("--limit must be a positive number of documents")
@@ -62,11 +74,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise ConfigError(str(exc)) from None
     tuner = Tuner(loaded, base, golds, args.limit, EvalOptions())
     out = _out_dir(args, loaded.output_uri)
+    print(f"tune: reach of the job's grammar on the gold (fields under {FREE_BELOW} are tried as x-grounded: false):")
+    print("\n".join(reach_lines(tuner.reach)))
     print(f"tune: {len(tuner.ids)} documents with gold; starting one engine")
     tuner.start_engine()
     print(TABLE_HEAD, flush=True)
     best = tuner.search(levers, report=lambda trial, note="": print(table_line(trial, note), flush=True))
-    path = write_results(out, loaded, list(tuner.trials.values()), best, tuner.engine_starts)
+    trials = list(tuner.trials.values())
+    path = write_results(out, loaded, trials, best, tuner.engine_starts, tuner.reach)
+    print("\nPer-field F1, by setting (#1 is the first row):")
+    print("\n".join(field_lines(trials)))
+    print(best_against_job(trials, best))
     print()
     print(snippet(loaded, best), end="")
     print(f"wrote {path} (and tune.md, tune.json beside it)")

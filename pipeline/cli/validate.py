@@ -55,7 +55,36 @@ def cmd_validate(args: argparse.Namespace) -> int:
             keywords = ", ".join(sorted({k for k, _ in verdict.unenforced}))
             print(f"      not enforced by the engine: {keywords} → enforced by the post-check "
                   "(JSON Schema Draft 2020-12 validator, every output)")
+    for line in gold_lines(loaded, args.gold) if args.gold else []:
+        print(line)
     return 0
+
+
+def gold_lines(loaded: LoadedConfig, gold: str) -> list[str]:
+    """Reach on the gold (the share of its values each document's grammar allows, overall and per field), then
+    every gold value the grammar refuses, with its document, its field and what the finder read instead."""
+    from pipeline.tools.evaluate import EvalError, load_gold
+    from pipeline.tools.evaluate.inputs import gold_documents
+    from pipeline.tools.evaluate.reach import grammar_mode, job_reach
+
+    try:
+        golds = load_gold(gold, loaded.config.input.id_column)
+    except EvalError as exc:
+        raise ConfigError(f"--gold: {exc}") from None
+    documents, schemas = gold_documents(loaded, set(golds))
+    found = job_reach(loaded, {i: golds[i] for i in documents}, documents, schemas)
+    o = found.summary()["overall"]
+    share = "-" if o["reach"] is None else f"{o['reach']:.3f}"
+    lines = [f"  reach   {share}: {o['reached']} of {o['gold']} gold values of {found.documents} document(s) are "
+             f"values the grammar allows (schema_policy.grounding: {grammar_mode(loaded)[0]})"]
+    lines += [f"    {path}: {s['reach']:.3f} ({s['reached']} of {s['gold']})" for path, s in found.fields().items()]
+    if len(golds) > found.documents:
+        lines.append(f"  warning {len(golds) - found.documents} gold document(s) are not in the input")
+    if found.refusals:
+        lines.append(f"  warning {len(found.refusals)} gold value(s) the grammar refuses (the model cannot write "
+                     "them; mark such a field x-grounded: false):")
+        lines += [f"    {refusal.line()}" for refusal in found.refusals]
+    return lines
 
 
 def lever_lines(loaded: LoadedConfig) -> list[str]:
@@ -82,4 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "that the value is one; `extract run` applies it")],
                               help="check a job's config, schema and input without running it")
     validate.add_argument("--date", help="the partition to check when input.uri has {date}")
+    validate.add_argument("--gold", metavar="GOLD", help="JSONL or Parquet gold records (as `extract eval` takes "
+                          "them): also report the share of their values the grammar allows, and list every one it "
+                          "refuses with what the document's finder read instead")
     validate.set_defaults(func=cmd_validate)

@@ -6,6 +6,12 @@ bound. The search is one lever at a time: starting from the job as written, each
 with the others at the best found so far, and the best (F1, then docs/s) is kept. Settings that give the job
 the same output hash decode the same requests, so each is run once.
 
+Before them comes reach (pipeline.tools.evaluate.reach): the fields whose gold values the job's grammar allows
+less than FREE_BELOW of the time are tried marked `x-grounded: false`, as the first lever. Each setting is
+compared with the best before it by a paired bootstrap over the documents (pipeline.tools.tune_stats), so the
+table says when a difference is within what the gold set's size can tell apart; tune.md also gives each
+setting's per-field F1.
+
 Every setting runs in this process on ONE engine, started once: every lever is a per-request setting (a
 prompt, a grammar, sampling parameters), so nothing needs a new engine. No output is written to the job's
 output; the result is a table (tune.md, tune.json) and the best settings as a YAML snippet (tune.yaml) to
@@ -14,6 +20,7 @@ paste into the job.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -22,11 +29,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import yaml
 
 from pipeline.config import ConfigError, LoadedConfig, load_config
 from pipeline.tools.evaluate import EvalOptions, score
+from pipeline.tools.evaluate.inputs import read_documents
+from pipeline.tools.evaluate.output import schema_value
+from pipeline.tools.evaluate.reach import Reach, job_reach
+from pipeline.tools.tune_stats import (
+    FREE_BELOW,
+    Counts,
+    Difference,
+    bootstrap_f1_diff,
+    f1_of,
+    low_reach_fields,
+    mark_free,
+)
 
 # The levers, in the order they are searched, and the values tried (the job's own value is always tried).
 LEVERS: dict[str, tuple[Any, ...]] = {
@@ -36,6 +54,9 @@ LEVERS: dict[str, tuple[Any, ...]] = {
     "model.sampling.presence_penalty": (0.0, 0.5, 1.0),
     "schema_policy.max_string_length": (None, "auto", 64),
 }
+# Not a config key: the fields marked `x-grounded: false` in the schema (tune_stats.mark_free), tried first where
+# the gold's reach of some field is under FREE_BELOW.
+FREE = "x-grounded: false"
 
 
 @dataclass
@@ -49,6 +70,9 @@ class Trial:
     dead_letters: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     documents: int = 0
+    fields: dict[str, float | None] = field(default_factory=dict)  # per-field F1
+    counts: dict[str, Counts] = field(default_factory=dict)  # per document: (gold, predicted, correct) leaves
+    versus: Difference | None = None  # against the best setting before it (a paired bootstrap)
 
     @property
     def docs_per_s(self) -> float | None:
@@ -61,11 +85,14 @@ class Trial:
         return {"setting": self.setting, "output_hash": self.output_hash, "f1": self.f1,
                 "precision": self.precision, "recall": self.recall, "rows": self.rows,
                 "dead_letters": self.dead_letters, "seconds": round(self.seconds, 2),
-                "docs_per_s": round(self.docs_per_s, 3) if self.docs_per_s else None}
+                "docs_per_s": round(self.docs_per_s, 3) if self.docs_per_s else None, "fields": self.fields,
+                "versus_best_before": None if self.versus is None else self.versus.__dict__}
 
 
 def job_value(loaded: LoadedConfig, lever: str) -> Any:
     """The job's own value of `lever`, as the grid writes it."""
+    if lever == FREE:
+        return ()
     if lever == "examples":
         return "job" if loaded.config.examples is not False else False
     node: Any = loaded.config
@@ -76,27 +103,7 @@ def job_value(loaded: LoadedConfig, lever: str) -> Any:
 
 def overrides_for(setting: dict[str, Any]) -> dict[str, Any]:
     """Config overrides (`--set` keys) for a setting; `examples: job` keeps the job's examples."""
-    return {k: v for k, v in setting.items() if not (k == "examples" and v == "job")}
-
-
-def read_documents(loaded: LoadedConfig, ids: set[str], limit: int | None) -> tuple[list[str], list[str | None],
-                                                                                    list[Any] | None]:
-    """The job's documents whose ids have gold (at most `limit`, in input order): ids, texts, schema values."""
-    from pipeline.reader import read_tasks, read_units
-    from pipeline.run import preflight
-    from pipeline.storage import storage_for
-
-    plan = preflight(loaded)
-    source = loaded.config.input
-    storage = storage_for(plan.partition.input_uri, loaded.s3_settings)
-    tasks = pa.Table.from_pylist(read_tasks(plan.units))
-    table = read_units(tasks, storage, plan.schema.field(source.id_column), source.text_column,
-                       source.schema_column)
-    rows = [r for r in table.to_pylist() if str(r[source.id_column]) in ids][:limit]
-    if not rows:
-        raise ConfigError(f"{loaded.path}: no document of the input has an id in the gold file")
-    schemas = [r[source.schema_column] for r in rows] if source.schema_column else None
-    return [str(r[source.id_column]) for r in rows], [r[source.text_column] for r in rows], schemas
+    return {k: v for k, v in setting.items() if k != FREE and not (k == "examples" and v == "job")}
 
 
 class Tuner:
@@ -114,6 +121,31 @@ class Tuner:
         self.engine: Any = None
         self.engine_starts = 0
         self.trials: dict[str, Trial] = {}
+        self.reach = self._reach()
+
+    def _reach(self) -> Reach:
+        """The share of each field's gold values the job's grammar allows, on the documents tuned on."""
+        documents = {i: t for i, t in zip(self.ids, self.texts, strict=True) if isinstance(t, str)}
+        schemas = {} if self.schemas is None else {
+            i: s for i, v in zip(self.ids, self.schemas, strict=True) if (s := schema_value(self.loaded, v))}
+        return job_reach(self.loaded, {i: self.golds[i] for i in documents}, documents, schemas,
+                         self.options.tolerance)
+
+    def free_lever(self) -> dict[str, tuple[Any, ...]]:
+        """The fields to try as `x-grounded: false` (their reach under FREE_BELOW), as a lever; none for per-row
+        schemas (each row's own: nothing to mark)."""
+        low = low_reach_fields(self.reach.fields())
+        return {FREE: (tuple(low),)} if low and not self.loaded.contract.per_row else {}
+
+    def _loaded(self, setting: dict[str, Any]) -> LoadedConfig:
+        """The job under `setting`: its config overrides, and its fields marked x-grounded: false."""
+        loaded = load_config(self.config, {**self.base, **overrides_for(setting)})
+        if setting.get(FREE):
+            json_schema, missing = mark_free(loaded.contract.json_schema, list(setting[FREE]))
+            if missing:
+                raise ConfigError(f"{FREE}: no field {', '.join(missing)} in the schema")
+            loaded.contract = dataclasses.replace(loaded.contract, json_schema=json_schema)
+        return loaded
 
     def start_engine(self) -> None:
         from pipeline.plan import actor_env
@@ -131,7 +163,7 @@ class Tuner:
 
     def trial(self, setting: dict[str, Any]) -> Trial:
         """The setting's scores (run once per output hash)."""
-        loaded = load_config(self.config, {**self.base, **overrides_for(setting)})
+        loaded = self._loaded(setting)
         if not (loaded.config.model.engine_kwargs == self.loaded.config.model.engine_kwargs
                 and loaded.model_path == self.loaded.model_path
                 and loaded.config.model.max_model_len == self.loaded.config.model.max_model_len):
@@ -145,11 +177,13 @@ class Tuner:
         dead = {i: o.reason or "dead_letter" for i, o in zip(self.ids, outcomes, strict=True) if o.record is None}
         golds = {i: self.golds[i] for i in self.ids}
         default = loaded.contract.json_schema if not loaded.contract.per_row else None
-        overall = score(golds, rows, dead, lambda _: default, self.options).summary()["overall"]
+        scores = score(golds, rows, dead, lambda _: default, self.options)
+        overall = scores.summary()["overall"]
         f1 = overall["f1"] if overall["f1"] is not None or overall["recall"] is None else 0.0  # no rows: F1 0
         trial = Trial(dict(setting), loaded.output_hash, f1, overall["precision"], overall["recall"],
-                      len(rows),
-                      dict(Counter(dead.values())), seconds, len(self.ids))
+                      len(rows), dict(Counter(dead.values())), seconds, len(self.ids),
+                      {path: f1_of(s.gold, s.predicted, s.correct) for path, s in sorted(scores.fields.items())},
+                      {d.doc_id: (d.gold, d.predicted, d.correct) for d in scores.documents})
         self.trials[loaded.output_hash] = trial
         return trial
 
@@ -166,7 +200,9 @@ class Tuner:
         return outcomes, time.perf_counter() - started
 
     def search(self, levers: dict[str, tuple[Any, ...]] = LEVERS, report: Any = None) -> Trial:
-        """One lever at a time, from the job as written; returns the best trial."""
+        """One lever at a time, from the job as written (first the fields grounding forbids most of their gold,
+        as x-grounded: false); returns the best trial. Each trial is compared with the best before it."""
+        levers = {**self.free_lever(), **levers}
         best_setting = {lever: job_value(self.loaded, lever) for lever in levers}
         best = self.trial(best_setting)
         if report:
@@ -182,6 +218,8 @@ class Tuner:
                     if report:
                         report(Trial(candidate, "-", dead_letters={"config": 1}), str(exc))
                     continue
+                if trial is not best:
+                    trial.versus = bootstrap_f1_diff(trial.counts, best.counts)
                 if report:
                     report(trial)
                 if trial.key() > best.key():
@@ -191,7 +229,9 @@ class Tuner:
 
 def snippet(loaded: LoadedConfig, best: Trial) -> str:
     """The best settings as YAML to paste into the job (only the levers it changes)."""
-    changed = {k: v for k, v in best.setting.items() if v != job_value(loaded, k)}
+    changed = {k: v for k, v in best.setting.items() if v != job_value(loaded, k) and k != FREE}
+    free = "".join(f"# mark {name} x-grounded: false (in Pydantic: json_schema_extra={{'x-grounded': False}}): "
+                   f"grounding refused its gold values\n" for name in best.setting.get(FREE) or ())
     tree: dict[str, Any] = {}
     for dotted, value in changed.items():
         node = tree
@@ -199,39 +239,82 @@ def snippet(loaded: LoadedConfig, best: Trial) -> str:
         for part in parents:
             node = node.setdefault(part, {})
         node[leaf] = value
-    head = f"# extract tune: F1 {best.f1 if best.f1 is None else round(best.f1, 3)} on {best.documents} documents"
+    head = f"# extract tune: F1 {best.f1 if best.f1 is None else round(best.f1, 3)} on {best.documents} documents\n"
+    head += free
     if not tree:
-        return head + "\n# the job's own settings scored best: nothing to change\n"
-    return head + "\n" + yaml.safe_dump(tree, sort_keys=False, default_flow_style=False)
+        return head + ("" if free else "# the job's own settings scored best: nothing to change\n")
+    return head + yaml.safe_dump(tree, sort_keys=False, default_flow_style=False)
 
 
 def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _setting_text(setting: dict[str, Any]) -> str:
+    return ", ".join(f"{FREE} on {', '.join(v) or 'none'}" if k == FREE else f"{k.rsplit('.', 1)[-1]}={v}"
+                     for k, v in setting.items())
+
+
 def table_line(trial: Trial, note: str = "") -> str:
-    setting = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in trial.setting.items())
     dead = ", ".join(f"{r} {n}" for r, n in sorted(trial.dead_letters.items())) or "none"
-    return (f"| {setting} | {_f(trial.f1)} | {_f(trial.precision)} | {_f(trial.recall)} | {dead} | "
-            f"{_f(trial.docs_per_s)} |" + (f" {note}" if note else ""))
+    versus = "-" if trial.versus is None else trial.versus.line()
+    return (f"| {_setting_text(trial.setting)} | {_f(trial.f1)} | {_f(trial.precision)} | {_f(trial.recall)} | "
+            f"{dead} | {_f(trial.docs_per_s)} | {versus} |" + (f" {note}" if note else ""))
 
 
-TABLE_HEAD = "| setting | F1 | precision | recall | dead letters | docs/s |\n|---|---|---|---|---|---|"
+TABLE_HEAD = ("| setting | F1 | precision | recall | dead letters | docs/s | against the best before it |\n"
+              "|---|---|---|---|---|---|---|")
 
 
-def render(loaded: LoadedConfig, trials: list[Trial], best: Trial) -> str:
+def reach_lines(reach: Reach) -> list[str]:
+    """Each field's reach on the gold, and what tune does about it."""
+    lines = ["| field | gold values | allowed by the grammar | reach | tune |", "|---|---|---|---|---|"]
+    for path, s in reach.fields().items():
+        low = s["reach"] is not None and s["reach"] < FREE_BELOW
+        lines.append(f"| {path} | {s['gold']} | {s['reached']} | {_f(s['reach'])} | "
+                     f"{f'tried as {FREE} (reach under {FREE_BELOW})' if low else '-'} |")
+    return lines
+
+
+def field_lines(trials: list[Trial]) -> list[str]:
+    """Per-field F1, a column per setting (numbered as the settings table lists them)."""
+    paths = sorted({p for t in trials for p in t.fields})
+    lines = ["| field | " + " | ".join(f"#{i}" for i in range(1, len(trials) + 1)) + " |",
+             "|---|" + "---|" * len(trials)]
+    lines += [f"| {p} | " + " | ".join(_f(t.fields.get(p)) for t in trials) + " |" for p in paths]
+    return lines
+
+
+def best_against_job(trials: list[Trial], best: Trial) -> str:
+    """Whether the best setting's lead over the job's own is more than the gold set's size can tell apart."""
+    own = trials[0] if trials else best
+    if own is best:
+        return "The job's own settings scored best."
+    versus = bootstrap_f1_diff(best.counts, own.counts)
+    return "Best against the job's own settings: " + ("-" if versus is None else versus.line()) + (
+        "; the job's own settings are as good as far as this gold set can tell" if versus and versus.within_noise
+        else "")
+
+
+def render(loaded: LoadedConfig, trials: list[Trial], best: Trial, reach: Reach | None = None) -> str:
     lines = [f"# extract tune: {loaded.config.name}", "", f"{best.documents} documents with gold; one engine; "
-             "levers searched one at a time from the job's own settings.", "", TABLE_HEAD]
-    lines += [table_line(t) for t in trials]
+             "levers searched one at a time from the job's own settings.", ""]
+    if reach is not None:
+        lines += ["Reach: the share of each field's gold values the job's grammar allows (grounding).", "",
+                  *reach_lines(reach), ""]
+    lines += [TABLE_HEAD, *(table_line(t) for t in trials), "", "Per-field F1, by setting (#1 is the first row):",
+              "", *field_lines(trials), "", best_against_job(trials, best)]
     lines += ["", "Best:", "", "```yaml", snippet(loaded, best).rstrip(), "```", ""]
     return "\n".join(lines)
 
 
-def write_results(out: Path, loaded: LoadedConfig, trials: list[Trial], best: Trial, engine_starts: int = 1) -> Path:
+def write_results(out: Path, loaded: LoadedConfig, trials: list[Trial], best: Trial, engine_starts: int = 1,
+                  reach: Reach | None = None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / "tune.json").write_text(json.dumps({"job": str(loaded.path), "engine_starts": engine_starts,
-                                               "best": best.to_dict(),
+                                               "reach": reach.summary() if reach is not None else None,
+                                               "best": best.to_dict(), "against_job": best_against_job(trials, best),
                                                "trials": [t.to_dict() for t in trials]}, indent=2, default=str))
-    (out / "tune.md").write_text(render(loaded, trials, best))
+    (out / "tune.md").write_text(render(loaded, trials, best, reach))
     (out / "tune.yaml").write_text(snippet(loaded, best))
     return out / "tune.yaml"

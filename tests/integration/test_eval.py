@@ -93,6 +93,12 @@ def test_sample_eval_writes_consistent_reports(sample_eval):
     assert f"| coverage | {o['coverage']:.3f} |" in md
     assert "| items[] |" in md and "| vendor.name |" in md
     assert f"wrote {report_dir / 'eval.json'}" in result.stdout
+    # reach: every scored gold leaf is counted once, per field as eval names it, and shown in eval.md
+    reach = report["reach"]
+    assert reach["documents"] == 6 and reach["overall"]["gold"] == leaves["gold"]
+    assert reach["overall"]["gold"] == sum(f["gold"] for f in reach["fields"].values())
+    assert set(reach["fields"]) <= set(report["fields"]) and 0 <= reach["overall"]["reach"] <= 1
+    assert f"| reach (gold values the grammar allows) | {reach['overall']['reach']:.3f}" in md
 
 
 @pytest.mark.engine

@@ -31,4 +31,10 @@ def test_tune_scores_each_setting_once_on_one_engine_and_writes_the_best_as_yaml
                   "presence_penalty", 1.0)}
     assert chosen == best["setting"], (snippet, best)
     assert "| setting | F1 |" in result.stdout and (out / "tune.md").exists()
+    # reach per field before the engine starts, per-field F1 per setting, and each trial against the best before it
+    assert report["reach"]["overall"]["gold"] > 0
+    assert "| field | gold values | allowed by the grammar |" in result.stdout
+    assert all(t["fields"] and "total" in t["fields"] for t in trials), trials
+    assert all(t["versus_best_before"] is not None for t in trials[1:]), trials
+    assert "Per-field F1, by setting" in result.stdout and "95% bootstrap interval" in result.stdout
     assert not (tmp_path / "out").exists()  # nothing written to the job's output

@@ -20,6 +20,12 @@ def test_eval_csv_is_a_row_per_field_and_one_for_all_leaves():
     rows = list(csv.DictReader(io.StringIO(out.getvalue())))
     assert [r["field"] for r in rows] == ["total", "vendor.name", "*"]
     assert rows[0]["precision"] == "0.5" and rows[1]["precision"] == "" and rows[2]["gold"] == "4"
+    assert rows[0]["reach"] == ""  # no reach in the report
+    report["reach"] = {"fields": {"total": {"reach": 0.5}}, "overall": {"reach": 0.75}}
+    out = io.StringIO()
+    write_field_csv(report, out)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert [r["reach"] for r in rows] == ["0.5", "", "0.75"]
 
 
 def test_schemas_lint_csv_is_a_row_per_warning(tmp_path, capsys):

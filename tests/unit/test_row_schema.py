@@ -63,7 +63,7 @@ def test_routing_the_extractor_and_eval_agree_on_every_value(tmp_path):
 
     from pipeline.config import load_config
     from pipeline.routing import _row_contract
-    from pipeline.tools.evaluate.output import _schema_value
+    from pipeline.tools.evaluate.output import schema_value
     from tests.conftest import DELETE, write_config
     from tests.unit.test_extractor import ScriptedEngine, per_row_spec
     from workers.extractor import BatchExtractor
@@ -79,5 +79,5 @@ def test_routing_the_extractor_and_eval_agree_on_every_value(tmp_path):
     assert invalid == routed == [why is not None for why in VALUES.values()]
     # eval reads the schema a value names (unchecked: it compares fields under it), None where it names none
     unreadable = {"", "   ", "nope", "[1, 2]", "{not json"}
-    assert [_schema_value(loaded, v) is None for v in values] == [v in unreadable for v in values]
-    assert _schema_value(loaded, "city") == CITY and _schema_value(loaded, None) is None
+    assert [schema_value(loaded, v) is None for v in values] == [v in unreadable for v in values]
+    assert schema_value(loaded, "city") == CITY and schema_value(loaded, None) is None

@@ -51,7 +51,7 @@ def rows_to_records(loaded: LoadedConfig, table: pa.Table) -> dict[str, dict[str
     return records
 
 
-def _schema_value(loaded: LoadedConfig, value: Any) -> dict[str, Any] | None:
+def schema_value(loaded: LoadedConfig, value: Any) -> dict[str, Any] | None:
     """The schema a row's `input.schema_column` value names (`schemas.row_schema`, as the run resolved it), or
     None where it names none (the run dead-lettered that row)."""
     if not isinstance(value, str):
@@ -76,7 +76,7 @@ def per_row_schemas(loaded: LoadedConfig, partitions: list[PartitionManifest]) -
             table = read_columns(in_storage, uri, [id_column, column])
             for doc_id, value in zip(table.column(id_column).to_pylist(), table.column(column).to_pylist(),
                                      strict=True):
-                schema = _schema_value(loaded, value)
+                schema = schema_value(loaded, value)
                 if schema is not None:
                     schemas[str(doc_id)] = schema
     return schemas

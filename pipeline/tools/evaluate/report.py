@@ -10,6 +10,7 @@ from pipeline.tools.calibration import Calibration
 from pipeline.tools.calibration import markdown as calibration_markdown
 from pipeline.tools.evaluate.mistakes import markdown as mistakes_markdown
 from pipeline.tools.evaluate.options import EvalOptions
+from pipeline.tools.evaluate.reach import Reach
 from pipeline.tools.evaluate.scores import Scores
 
 RULES = (
@@ -23,7 +24,9 @@ RULES = (
 )
 
 
-def build_report(scores: Scores, context: dict[str, Any], options: EvalOptions) -> dict[str, Any]:
+def build_report(scores: Scores, context: dict[str, Any], options: EvalOptions,
+                 reach: Reach | None = None) -> dict[str, Any]:
+    """The report; with `reach`, the share of gold leaves the documents' grammars allow (per field and overall)."""
     unordered = "all lists" if options.all_lists_unordered else (", ".join(sorted(options.unordered)) or "none")
     return {
         **context,
@@ -31,6 +34,7 @@ def build_report(scores: Scores, context: dict[str, Any], options: EvalOptions) 
                     "unordered": sorted(options.unordered), "all_lists_unordered": options.all_lists_unordered},
         "rules": RULES.format(rel=options.tolerance.rel, abs=options.tolerance.abs, unordered=unordered),
         **scores.summary(),
+        "reach": reach.summary() if reach is not None else None,
     }
 
 
@@ -64,6 +68,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             ("precision", "precision"), ("recall", "recall"), ("F1", "f1"), ("exact match", "exact_match_rate"),
             ("exact match (rows only)", "exact_match_rate_on_rows"), ("coverage", "coverage"),
             ("dead-letter rate", "dead_letter_rate"))),
+        *_reach_metric(report),
         "",
         "| dead-letter reason | documents | rate |",
         "|---|---|---|",
@@ -82,20 +87,53 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _reach_metric(report: dict[str, Any]) -> list[str]:
+    reach = report.get("reach")
+    if not reach:
+        return []
+    o = reach["overall"]
+    return [f"| reach (gold values the grammar allows) | {_fmt(o['reach'])} ({o['reached']} of {o['gold']}) |"]
+
+
+def _reach_of(report: dict[str, Any], path: str | None) -> str:
+    reach = report.get("reach")
+    if not reach:
+        return ""
+    found = reach["overall"] if path is None else reach["fields"].get(path)
+    return f" {_fmt(found['reach']) if found else '–'} |"
+
+
+def _reach_lines(report: dict[str, Any]) -> list[str]:
+    """What the grammar refused, in a sentence, and the first refusals (all of them are in eval.json)."""
+    reach = report.get("reach")
+    if not reach or not reach["refused"]:
+        return []
+    refused = reach["overall"]["gold"] - reach["overall"]["reached"]
+    lines = ["", f"Reach: {refused} gold value(s) are not among the values grounding lets the model write for "
+             "their document (the row cannot be right there, whatever the model does): mark such a field "
+             "`x-grounded: false`, or see `extract validate --gold`. The first of them:"]
+    lines += [f"- {r['doc_id']} {r['at']} {r['gold']!r}: the finder reads "
+              f"{', '.join(map(repr, r['finder_reads'])) or 'nothing (only null)'}" for r in reach["refused"][:10]]
+    return lines
+
+
 def _field_lines(report: dict[str, Any]) -> list[str]:
     """The per-field table, the fields outside the schema, and the confidence's calibration."""
     o = report["overall"]
+    with_reach = bool(report.get("reach"))
     lines: list[str] = []
     lines += [
         "",
-        "| field | gold | predicted | correct | wrong | missed | spurious | null=null | precision | recall |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| field | gold | predicted | correct | wrong | missed | spurious | null=null | precision | recall |"
+        + (" reach |" if with_reach else ""),
+        "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if with_reach else ""),
     ]
     leaves = o["leaves"]
     for path, s in [*report["fields"].items(), ("**all leaves**", leaves)]:
         lines.append(f"| {path or '(record)'} | {s['gold']} | {s['predicted']} | {s['correct']} | {s['wrong']} | "
                      f"{s['missed']} | {s['spurious']} | {s['null_agree']} | {_fmt(s['precision'])} | "
-                     f"{_fmt(s['recall'])} |")
+                     f"{_fmt(s['recall'])} |" + _reach_of(report, None if s is leaves else path))
+    lines += _reach_lines(report)
     if report["not_in_schema"]:
         lines += ["", "Gold fields not in the schema (not scored): " + ", ".join(
             f"`{p}` ({n})" for p, n in report["not_in_schema"].items())]
