@@ -186,12 +186,14 @@ def nearest(gold: Any, candidates: list[Any], n: int = NEAREST) -> tuple[Any, ..
 
 def document_refusals(doc_id: str, gold: dict[str, Any], document: str, json_schema: dict[str, Any],
                       grounding: str, ground_numbers: bool = False,
-                      tolerance: Tolerance = DEFAULT_TOLERANCE) -> tuple[list[tuple[str, str, tuple, Any]],
-                                                                        list[Refusal]]:
-    """The document's non-null gold leaves, and those its grammar refuses where the schema as written does not."""
+                      tolerance: Tolerance = DEFAULT_TOLERANCE,
+                      ground_options: dict[str, Any] | None = None) -> tuple[list[tuple[str, str, tuple, Any]],
+                                                                             list[Refusal]]:
+    """The document's non-null gold leaves, and those its grammar refuses where the schema as written does not
+    (`ground_options`: the job's grounding locale and screens, as the extractor passes them)."""
     record = _plain(gold)
     leaves = list(gold_leaves(record))
-    grounded = ground(json_schema, document, ground_numbers, grounding)
+    grounded = ground(json_schema, document, ground_numbers, grounding, **(ground_options or {}))
     if grounded is json_schema or not leaves:
         return leaves, []
     paths = {where for _, _, where, _ in leaves}
@@ -211,7 +213,8 @@ def document_refusals(doc_id: str, gold: dict[str, Any], document: str, json_sch
 
 
 def reach(golds: dict[str, dict[str, Any]], documents: dict[str, str], schema_for: Callable[[str], Any],
-          grounding: str, ground_numbers: bool = False, tolerance: Tolerance = DEFAULT_TOLERANCE) -> Reach:
+          grounding: str, ground_numbers: bool = False, tolerance: Tolerance = DEFAULT_TOLERANCE,
+          ground_options: dict[str, Any] | None = None) -> Reach:
     """Reach over the gold documents (id → record) with a text in `documents` (id → text), each under its own
     schema (`schema_for(id)`, None: a document without a schema is left out)."""
     found = Reach()
@@ -220,7 +223,8 @@ def reach(golds: dict[str, dict[str, Any]], documents: dict[str, str], schema_fo
         if text is None or not isinstance(schema, dict):
             found.without_text.append(doc_id)
             continue
-        leaves, refusals = document_refusals(doc_id, gold, text, schema, grounding, ground_numbers, tolerance)
+        leaves, refusals = document_refusals(doc_id, gold, text, schema, grounding, ground_numbers, tolerance,
+                                             ground_options)
         found.documents += 1
         for field_path, *_ in leaves:
             found.gold[field_path] = found.gold.get(field_path, 0) + 1
@@ -245,5 +249,7 @@ def job_reach(loaded: Any, golds: dict[str, dict[str, Any]], documents: dict[str
     them; else the job's own schema)."""
     mode, ground_numbers = grammar_mode(loaded)
     default = loaded.contract.json_schema if not getattr(loaded.contract, "per_row", False) else None
+    policy = loaded.config.schema_policy
+    options = {"locale": loaded.config.grounding_locale, "screens": tuple(policy.grounding_screens)}
     return reach(golds, documents, lambda doc_id: (schemas or {}).get(doc_id, default), mode, ground_numbers,
-                 tolerance)
+                 tolerance, options)
