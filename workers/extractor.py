@@ -200,7 +200,7 @@ class BatchExtractor:
             started = time.time()
             settled = self._attempts(batch.ids, batch.texts, batch.chats, batch.prompts, batch.contracts)
             for i, outcome in batch.documents(settled, texts, ids, self.decode.min_confidence):
-                if outcome.is_row and not self.schemas.contract.per_row and outcome.extra.get("windows"):
+                if outcome.is_row and not self.schemas.contract.per_row and outcome.extra.get("windows", 1) > 1:
                     outcome = check_types(outcome, batch.contract_of(i))
                 results[i] = outcome
             self._local.generation = (started, time.time())

@@ -169,3 +169,52 @@ def test_a_document_past_max_windows_is_refused_before_tokenizing():
     huge = "word " * (64 * 120 * 20 // 5 + 10)  # past max_windows × max_model_len × the longest token
     out = BatchExtractor(engine, nda_spec(), 120)(table([huge]))
     assert out.column("_reason").to_pylist() == ["input_too_long"] and engine.texts == {}
+
+
+def test_a_merged_record_that_fails_the_schema_is_a_dead_letter_holding_every_windows_output():
+    schema = {"type": "object", "properties": {
+        "effective_date": {"type": ["string", "null"]}, "jurisdiction": {"type": ["string", "null"]},
+        "parties": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+        "term_years": {"type": ["integer", "null"]}}, "required": ["parties"]}
+    contract = SchemaContract.from_dict(schema, default_name="nda", source="test")
+    spec = nda_spec()
+    spec = ExtractionSpec(**{**spec.__dict__, "contract": contract})
+    out = BatchExtractor(WindowEngine(), spec, 120)(table([long_nda()])).to_pylist()[0]
+    assert (out["_kind"], out["_reason"]) == ("dead_letter", "schema_violation")  # three parties merged, two allowed
+    error, windows = json.loads(out["_error"]), json.loads(out["_raw_output"])
+    assert error["merged_record"]["parties"] == ["Acme Inc.", "Beta LLC", "Acme Inc."]
+    assert len(windows) == error["windows"] == out["_windows"] and all(w["reason"] is None for w in windows)
+    assert [json.loads(w["output"])["jurisdiction"] for w in windows][-1] == "Ohio"
+
+
+def test_the_model_limit_is_read_from_its_config(tmp_path):
+    from workers.model_limit import FALLBACK, limit_of, model_limit
+
+    (tmp_path / "config.json").write_text(json.dumps({"max_position_embeddings": 8192}))
+    assert model_limit(str(tmp_path)) == (8192, "the model's config")
+    assert limit_of({"text_config": {"max_position_embeddings": 32768}}) == 32768
+    assert limit_of({"vocab_size": 5}) is None
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "config.json").write_text("{}")
+    limit, source = model_limit(str(tmp_path / "empty"))
+    assert limit == FALLBACK and "states no context length" in source
+    assert model_limit("simulated")[0] == FALLBACK
+
+
+def test_max_model_len_auto_is_resolved_when_the_job_is_loaded(tmp_path):
+    import yaml
+
+    from pipeline.config import load_config
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"max_position_embeddings": 2048}))
+    (tmp_path / "extract.yaml").write_text(yaml.safe_dump({
+        "name": "j", "input": {"uri": "d.parquet"}, "schema": "jobs.contracts.nda:NDA", "prompt": "{document}",
+        "output": {"uri": "out"}, "model": {"path": str(model)}}))
+    loaded = load_config(tmp_path / "extract.yaml")
+    assert loaded.config.model.max_model_len == 2048 and loaded.max_model_len_source == "the model's config"
+    assert loaded.config.input.long_documents == "windows"
+    fixed = load_config(tmp_path / "extract.yaml", {"model.max_model_len": 1024})
+    assert fixed.config.model.max_model_len == 1024 and fixed.output_hash != loaded.output_hash
+
