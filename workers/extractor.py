@@ -98,6 +98,7 @@ class BatchExtractor:
         self.compile_seconds: dict[str, float] = {}  # schema hash → warm-up seconds, for each schema compiled here
         self._contracts: dict[str, SchemaContract | SchemaUnusable] = {}
         self._schema_text: dict[str, str] = {}
+        self._empty_prompt: dict[str, int] = {}  # schema hash → tokens of its prompt without a document
         if not self.schemas.contract.per_row:
             self._contracts[""] = self.schemas.contract
 
@@ -225,13 +226,22 @@ class BatchExtractor:
             self._stage("tokenizing")
             token_ids = self.engine.prompt_token_ids(chat)
             early = check_input(text, len(token_ids), self.decode.max_tokens, self.max_model_len)
-            if early is None:
+            if early is None and not self._over_window(len(token_ids), contract):
                 batch.add(i, doc_id, text, chat, token_ids, contract)
-            elif self.windows is not None and early.reason == DeadLetterReason.INPUT_TOO_LONG:
+            elif early is None or self.windows is not None and early.reason == DeadLetterReason.INPUT_TOO_LONG:
                 early = self._windowed(i, doc_id, text, contract, batch)
         if early is not None:
             early.extra["schema_hash"] = contract.hash
         return early
+
+    def _over_window(self, prompt_tokens: int, contract: SchemaContract) -> bool:
+        """Whether a prompt that fits holds more document tokens than a set `input.window_tokens`."""
+        if self.windows is None or self.windows.window_tokens is None:
+            return False
+        if contract.hash not in self._empty_prompt:
+            empty = prompt_for(self.prompt, "", contract.json_schema, self._schema_json(contract))
+            self._empty_prompt[contract.hash] = len(self.engine.prompt_token_ids(empty))
+        return prompt_tokens - self._empty_prompt[contract.hash] > self.windows.window_tokens
 
     def _windowed(self, i: int, doc_id: Any, text: str, contract: SchemaContract, batch: Requests) -> Outcome | None:
         """A document too long for one prompt, as window requests in `batch` (None), or `input_too_long`."""

@@ -25,7 +25,7 @@ from workers.classify import Outcome, _below, classify, dead_letter
 from workers.engine import Generation
 from workers.merge import WindowOutput, merge
 from workers.outcome import DeadLetterReason
-from workers.windows import Splitter, TooManyWindows, Window, WindowPolicy
+from workers.windows import MIN_WINDOW_TOKENS, Splitter, TooManyWindows, Window, WindowPolicy
 
 FATAL_WINDOW = (DeadLetterReason.ENGINE_ERROR, DeadLetterReason.SCHEMA_UNSUPPORTED)
 
@@ -46,6 +46,10 @@ def plan(text: str, render: Callable[[str], Any], token_ids: Callable[[Any], lis
     document, `token_ids(prompt)` its tokens, `room` what max_model_len leaves beside max_tokens."""
     empty = len(token_ids(render("")))
     budget = room - empty
+    if budget < MIN_WINDOW_TOKENS:
+        return dead_letter(DeadLetterReason.INPUT_TOO_LONG, f"the prompt without its document leaves {budget} "
+                           f"tokens of max_model_len beside max_tokens, fewer than {MIN_WINDOW_TOKENS}: no window "
+                           "can hold any of the document", characters=len(text), window_tokens=budget)
     if policy.window_tokens is not None:
         budget = min(budget, policy.window_tokens)
     prompts: dict[tuple[int, int], tuple[Any, list[int]]] = {}

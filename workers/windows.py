@@ -110,9 +110,8 @@ class Splitter:
 
     def __init__(self, text: str, budget: int, policy: WindowPolicy, count: Callable[[str], int],
                  fits: Callable[[int, int], bool]) -> None:
-        if budget < MIN_WINDOW_TOKENS:
-            raise TooManyWindows(f"the prompt leaves {budget} tokens for the document, fewer than "
-                                 f"{MIN_WINDOW_TOKENS}: no window can hold any of it")
+        if budget < 1:
+            raise TooManyWindows("a window of no tokens holds none of the document")
         self.text, self.budget, self.policy, self.count, self.fits = text, budget, policy, count, fits
         self.overlap = int(budget * policy.overlap)
 

@@ -218,3 +218,13 @@ def test_max_model_len_auto_is_resolved_when_the_job_is_loaded(tmp_path):
     fixed = load_config(tmp_path / "extract.yaml", {"model.max_model_len": 1024})
     assert fixed.config.model.max_model_len == 1024 and fixed.output_hash != loaded.output_hash
 
+
+
+def test_a_set_window_size_windows_a_document_that_fits_and_auto_leaves_it_whole():
+    text = "Made on 2020-03-04 by Acme Inc.\n\n" + "\n\n".join(f"Clause {i}. {PARAGRAPH}" for i in range(4))
+    whole = BatchExtractor(WindowEngine(), nda_spec(), 400)(table([text])).to_pylist()[0]
+    assert whole["_windows"] == 1 and whole["_window_of"] is None
+    small = ExtractionSpec(**{**nda_spec().__dict__, "windows": WindowPolicy(window_tokens=30)})
+    cut = BatchExtractor(WindowEngine(), small, 400)(table([text])).to_pylist()[0]
+    assert cut["_kind"] == "row" and cut["_windows"] > 1
+    assert json.loads(cut["_record"])["effective_date"] == "2020-03-04"
