@@ -228,3 +228,20 @@ def test_a_set_window_size_windows_a_document_that_fits_and_auto_leaves_it_whole
     cut = BatchExtractor(WindowEngine(), small, 400)(table([text])).to_pylist()[0]
     assert cut["_kind"] == "row" and cut["_windows"] > 1
     assert json.loads(cut["_record"])["effective_date"] == "2020-03-04"
+
+
+def test_validate_says_which_window_it_will_use(tmp_path):
+    import yaml
+
+    from pipeline.config import load_config
+    from workers.windows import window_line
+
+    (tmp_path / "extract.yaml").write_text(yaml.safe_dump({
+        "name": "j", "input": {"uri": "d.parquet", "window_tokens": 1024}, "schema": "jobs.contracts.nda:NDA",
+        "prompt": "{document}", "output": {"uri": "out"},
+        "model": {"path": "simulated", "simulated": {"allow": True}}}))
+    line = window_line(load_config(tmp_path / "extract.yaml"))
+    assert "max_model_len 4096 (the simulated engine" in line and "windows of up to 1024 document tokens" in line
+    refusing = window_line(load_config(tmp_path / "extract.yaml", {"input.long_documents": "dead_letter",
+                                                                    "model.max_model_len": 2048}))
+    assert "max_model_len 2048 (model.max_model_len)" in refusing and "input_too_long" in refusing
