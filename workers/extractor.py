@@ -83,7 +83,7 @@ class BatchExtractor:
         per_token = getattr(engine, "max_chars_per_token", None)
         self.max_chars = max_model_len * per_token if isinstance(per_token, int) and per_token > 0 else None
         # input.long_documents: windows: a document too long for one prompt is read in windows (workers.windows)
-        self.windows = spec.windows or WindowPolicy() if spec.long_documents == WINDOWS else None
+        self.windows = self.prompt.windows or WindowPolicy() if self.prompt.long_documents == WINDOWS else None
         if self.windows is not None and self.max_chars is not None:
             self.max_chars = max_characters(max_model_len, per_token, self.windows)
         sampling = spec.engine

@@ -117,6 +117,8 @@ class PromptSpec:
     system: str | None
     examples: tuple[tuple[str, str], ...]
     chat_template: str | None
+    long_documents: str  # a document too long for one prompt: windows (several prompts) or dead_letter
+    windows: Any  # workers.windows.WindowPolicy
 
 
 @dataclass(frozen=True)
