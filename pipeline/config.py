@@ -44,6 +44,13 @@ class InputConfig(_Strict):
     # `schema_table` (a JSON file {key: schema}, or a folder of <key>.json files).
     schema_column: str | None = None
     schema_table: str | None = None
+    # A document whose prompt does not fit the context (workers.windows): read in windows that do, merged into one
+    # row (windows), or refused as `input_too_long` (dead_letter). A window's document tokens: auto (as many as
+    # fit beside the prompt and model.max_tokens) or at most N; neighbouring windows share window_overlap of them.
+    long_documents: Literal["windows", "dead_letter"] = "windows"
+    window_tokens: Annotated[int, Field(gt=0)] | Literal["auto"] = "auto"
+    window_overlap: float = Field(default=0.1, ge=0, lt=0.5)
+    max_windows: int = Field(default=64, gt=0)  # past it, `input_too_long` (refused untokenized when surely past)
     # The documents' locale for grounding (schemas.grounding.locale): auto detects each one's language; de_DE sets it.
     locale: str = "auto"
 
@@ -131,7 +138,8 @@ class ModelConfig(_Strict):
     path: str = "bundled"
     max_tokens: int = Field(default=512, gt=0)
     temperature: float = Field(default=0.0, ge=0.0)
-    max_model_len: int = Field(default=4096, gt=0)
+    # auto: the model's own limit, from its config (8192 for the bundled model); resolved when the job is loaded
+    max_model_len: Annotated[int, Field(gt=0)] | Literal["auto"] = "auto"
     # false: free generation with the same prompt, no grammar (a baseline; outputs are still checked).
     constrained: bool = True
     engine_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -376,6 +384,13 @@ class LoadedConfig:
         self.config_hash = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
         if config.model.simulated is not None:
             self.config = config = _with_simulated_engine(config, self.base_dir)
+        self.max_model_len_source = "model.max_model_len"
+        if config.model.max_model_len == "auto":  # the model's own limit (workers.model_limit)
+            from workers.model_limit import model_limit
+
+            limit, self.max_model_len_source = model_limit(self.model_path)
+            self.config = config = config.model_copy(update={"model": config.model.model_copy(
+                update={"max_model_len": limit})})
         self.schema_table = self._schema_table()
         self.contract = self._contract()
         self.chat_template = self._chat_template()
@@ -545,6 +560,8 @@ class LoadedConfig:
         decisive = {"schema": self.contract.hash, "model": model, "prompt": cfg.prompt,
                     "prompting": prompting, "id": cfg.input.id_column, "text": cfg.input.text_column,
                     "policy": policy}
+        if cfg.input.long_documents == "windows":  # how a long document is read decides its outcome
+            decisive["windows"] = [cfg.input.window_tokens, cfg.input.window_overlap, cfg.input.max_windows]
         if cfg.output.min_confidence is not None:  # it decides rows against dead letters; unset, the old hash
             decisive["min_confidence"] = cfg.output.min_confidence
             if self.calibration is not None:  # what the threshold compares: the calibrated confidence

@@ -26,6 +26,7 @@ from workers.actor import ExtractionActor
 from workers.extractor import BACKEND_COLUMN
 from workers.memory import read_sample
 from workers.spec import ExtractionSpec
+from workers.windows import window_policy
 
 log = structlog.get_logger(__name__)
 
@@ -100,6 +101,8 @@ def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = 
         repeated_items=cfg.schema_policy.repeated_items,
         min_confidence=cfg.output.min_confidence,
         calibration=loaded.calibration,
+        long_documents=cfg.input.long_documents,
+        windows=window_policy(cfg.input),
     )
 
 

@@ -43,6 +43,8 @@ from workers.outcome import OUTCOME_FIELDS, Col, DeadLetterReason, Internal, Kin
 from workers.prompt import Chat, feedback_text, prompt_for, with_feedback
 from workers.spec import ExtractionSpec
 from workers.stages import TimedCalibrator, timed
+from workers.windowed import Requests, max_characters, plan
+from workers.windows import WINDOWS, WindowPolicy
 
 log = structlog.get_logger(__name__)
 
@@ -82,6 +84,10 @@ class BatchExtractor:
         # A text past this many characters cannot fit the context whatever its tokens: refused untokenized.
         per_token = getattr(engine, "max_chars_per_token", None)
         self.max_chars = max_model_len * per_token if isinstance(per_token, int) and per_token > 0 else None
+        # input.long_documents: windows: a document too long for one prompt is read in windows (workers.windows)
+        self.windows = self.prompt.windows or WindowPolicy() if self.prompt.long_documents == WINDOWS else None
+        if self.windows is not None and self.max_chars is not None:
+            self.max_chars = max_characters(max_model_len, per_token, self.windows)
         sampling = spec.engine
         if sampling.sampling or sampling.grammar_bounds != (None, None):  # model.sampling, schema_policy bounds
             engine.use_sampling(sampling.sampling, sampling.grammar_bounds)  # type: ignore[attr-defined]
@@ -95,6 +101,7 @@ class BatchExtractor:
         self.compile_seconds: dict[str, float] = {}  # schema hash → warm-up seconds, for each schema compiled here
         self._contracts: dict[str, SchemaContract | SchemaUnusable] = {}
         self._schema_text: dict[str, str] = {}
+        self._empty_prompt: dict[str, int] = {}  # schema hash → tokens of its prompt without a document
         if not self.schemas.contract.per_row:
             self._contracts[""] = self.schemas.contract
 
@@ -191,41 +198,16 @@ class BatchExtractor:
     def outcomes(self, ids: Sequence[Any], texts: Sequence[str | None],
                  schemas: Sequence[Any] | None = None) -> list[Outcome]:
         self._serving = True
-        results: list[Outcome | None] = [None] * len(texts)
-        pending: list[int] = []
-        chats: list[str | Chat] = []
-        prompts: list[list[int]] = []
-        contracts: list[SchemaContract] = []
-        for i, text in enumerate(texts):
-            try:
-                contract = self.contract_for(schemas[i] if schemas is not None else None)
-            except SchemaUnusable as exc:
-                results[i] = dead_letter(exc.reason, str(exc))
-                results[i].extra["schema_hash"] = exc.schema_hash
-                continue
-            early = check_input(text, None, self.decode.max_tokens, self.max_model_len, self.max_chars)
-            if early is None:
-                assert text is not None
-                with timed("prompt"):
-                    chat = prompt_for(self.prompt, text, contract.json_schema, self._schema_json(contract))
-                    self._stage("tokenizing")
-                    token_ids = self.engine.prompt_token_ids(chat)
-                early = check_input(text, len(token_ids), self.decode.max_tokens, self.max_model_len)
-                if early is None:
-                    pending.append(i)
-                    chats.append(chat)
-                    prompts.append(token_ids)
-                    contracts.append(contract)
-            if early is not None:
-                early.extra["schema_hash"] = contract.hash
-                results[i] = early
-
+        batch = Requests()  # the requests: one per document that fits, one per window of a long one
+        results = [self._prepare(i, ids[i], text, schemas[i] if schemas is not None else None, batch)
+                   for i, text in enumerate(texts)]
         self._local.generation = None
-        if prompts:
+        if batch.prompts:
             started = time.time()
-            settled = self._attempts([ids[i] for i in pending], [texts[i] for i in pending], chats, prompts,
-                                     contracts)
-            for i, outcome in zip(pending, settled, strict=True):
+            settled = self._attempts(batch.ids, batch.texts, batch.chats, batch.prompts, batch.contracts)
+            for i, outcome in batch.documents(settled, texts, ids, self.decode.min_confidence):
+                if outcome.is_row and not self.schemas.contract.per_row and outcome.extra.get("windows", 1) > 1:
+                    outcome = check_types(outcome, batch.contract_of(i))
                 results[i] = outcome
             self._local.generation = (started, time.time())
 
@@ -233,6 +215,50 @@ class BatchExtractor:
         if len(done) != len(texts):
             raise RuntimeError("internal error: a document has no outcome")
         return done
+
+    def _prepare(self, i: int, doc_id: Any, text: str | None, schema: Any, batch: Requests) -> Outcome | None:
+        """Document `i`'s outcome when it is decided before generation, else None with its requests in `batch`."""
+        try:
+            contract = self.contract_for(schema)
+        except SchemaUnusable as exc:
+            unusable = dead_letter(exc.reason, str(exc))
+            unusable.extra["schema_hash"] = exc.schema_hash
+            return unusable
+        early = check_input(text, None, self.decode.max_tokens, self.max_model_len, self.max_chars)
+        if early is None:
+            assert text is not None
+            with timed("prompt"):
+                chat = prompt_for(self.prompt, text, contract.json_schema, self._schema_json(contract))
+                self._stage("tokenizing")
+                token_ids = self.engine.prompt_token_ids(chat)
+            early = check_input(text, len(token_ids), self.decode.max_tokens, self.max_model_len)
+            if early is None and not self._over_window(len(token_ids), contract):
+                batch.add(i, doc_id, text, chat, token_ids, contract)
+            elif early is None or self.windows is not None and early.reason == DeadLetterReason.INPUT_TOO_LONG:
+                early = self._windowed(i, doc_id, text, contract, batch)
+        if early is not None:
+            early.extra["schema_hash"] = contract.hash
+        return early
+
+    def _over_window(self, prompt_tokens: int, contract: SchemaContract) -> bool:
+        """Whether a prompt that fits holds more document tokens than a set `input.window_tokens`."""
+        if self.windows is None or self.windows.window_tokens is None:
+            return False
+        if contract.hash not in self._empty_prompt:
+            empty = prompt_for(self.prompt, "", contract.json_schema, self._schema_json(contract))
+            self._empty_prompt[contract.hash] = len(self.engine.prompt_token_ids(empty))
+        return prompt_tokens - self._empty_prompt[contract.hash] > self.windows.window_tokens
+
+    def _windowed(self, i: int, doc_id: Any, text: str, contract: SchemaContract, batch: Requests) -> Outcome | None:
+        """A document too long for one prompt, as window requests in `batch` (None), or `input_too_long`."""
+        schema_json = self._schema_json(contract)
+        planned = plan(text, lambda document: prompt_for(self.prompt, document, contract.json_schema, schema_json),
+                       self.engine.prompt_token_ids, self.max_model_len - self.decode.max_tokens, self.windows)
+        if isinstance(planned, Outcome):
+            return planned
+        for request in planned:
+            batch.add(i, doc_id, request.text, request.chat, request.prompt, contract, request.window)
+        return None
 
     def _generate(self, prompts: list[list[int]], contracts: list[SchemaContract], ids: Sequence[Any],
                   texts: Sequence[str | None], temperature: float,
@@ -384,6 +410,9 @@ def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
                          for o in outcomes],
         Col.SPANS: [[(path, [{"start": s, "end": e} for s, e in places]) for path, places in o.spans.items()]
                     if o.is_row and o.spans is not None else None for o in outcomes],
+        Col.WINDOWS: [o.extra.get("windows") for o in outcomes],
+        Col.WINDOW_OF: [list(o.extra["window_of"].items()) if o.is_row and "window_of" in o.extra else None
+                        for o in outcomes],
     }
     table = passthrough.combine_chunks()
     for f in OUTCOME_FIELDS:

@@ -384,6 +384,9 @@ def measure_need(spec: Any, model_path: str, prompt_token_ids: Callable[[Any, An
         return None
     source = (f"prompt of the p{sample.percentile} document ({sample.chars} chars) of {sample.rows} sampled rows "
               f"(longest {sample.longest_chars} chars), counted with the model's tokenizer + max_tokens")
+    policy = getattr(spec, "windows", None)  # read in windows of at most window_tokens: no prompt is longer
+    if getattr(spec, "long_documents", None) == "windows" and policy is not None and policy.window_tokens:
+        ids = ids[:len(other) + policy.window_tokens]
     return KvNeed(prompt_tokens=len(ids), max_tokens=spec.max_tokens, source=source, shared_tokens=shared,
                   documents=sample.documents)
 

@@ -26,6 +26,8 @@ import pyarrow as pa
 
 from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE
 
+WINDOW_OF_TYPE = pa.map_(pa.string(), pa.int32())  # leaf path → window index (Col.WINDOW_OF)
+
 
 class DeadLetterReason(StrEnum):
     """Why a document is a dead letter (workers.classify says when each one applies)."""
@@ -72,6 +74,8 @@ class Col:
     EXTRACTED_AT = "_extracted_at"
     CONFIDENCE = "_confidence"
     SPANS = "_spans"
+    WINDOWS = "_windows"  # how many windows the document was read in (workers.windows): 1 when read whole
+    WINDOW_OF = "_window_of"  # a windowed row's leaves: path → the window (0-based) its value came from
     RUN_ID = "_run_id"  # added when a unit is staged (pipeline.output.commit)
 
 
@@ -88,6 +92,8 @@ OUTCOME_FIELDS = [
     pa.field(Col.EXTRACTED_AT, pa.timestamp("us", tz="UTC")),
     pa.field(Col.CONFIDENCE, CONFIDENCE_TYPE),
     pa.field(Col.SPANS, SPANS_TYPE),
+    pa.field(Col.WINDOWS, pa.int32()),
+    pa.field(Col.WINDOW_OF, WINDOW_OF_TYPE),
 ]
 
 
@@ -134,11 +140,13 @@ class RowCol:
     CONFIDENCE = Col.CONFIDENCE  # null where the run asked for none (output.confidence: false)
     MIN_CONFIDENCE = "_min_confidence"  # the row's least confident leaf
     SPANS = Col.SPANS
+    WINDOWS = Col.WINDOWS
+    WINDOW_OF = Col.WINDOW_OF
 
 
 ROW_LINEAGE_COLUMNS = (RowCol.RUN_ID, RowCol.SCHEMA_NAME, RowCol.SCHEMA_VERSION, RowCol.SCHEMA_HASH, RowCol.MODEL,
                        RowCol.EXTRACTED_AT, RowCol.PROMPT_TOKENS, RowCol.OUTPUT_TOKENS, RowCol.CONFIDENCE,
-                       RowCol.MIN_CONFIDENCE, RowCol.SPANS)
+                       RowCol.MIN_CONFIDENCE, RowCol.SPANS, RowCol.WINDOWS, RowCol.WINDOW_OF)
 
 
 class DeadCol:

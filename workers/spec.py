@@ -67,6 +67,10 @@ class ExtractionSpec:
     repeated_items: str = "keep"  # schema_policy.repeated_items (cut, keep): lists end before a repeated item
     min_confidence: float | None = None  # output.min_confidence: a row below it is a `low_confidence` dead letter
     calibration: dict[str, Any] | None = None  # output.calibration's content (workers.calibrator.Calibrator)
+    # input.long_documents (windows, dead_letter) and its window settings (workers.windows.WindowPolicy); a spec
+    # made without them refuses a long document, as before windows
+    long_documents: str = "dead_letter"
+    windows: Any = None  # workers.windows.WindowPolicy
 
     @property
     def engine(self) -> EngineSpec:
@@ -116,6 +120,8 @@ class PromptSpec:
     system: str | None
     examples: tuple[tuple[str, str], ...]
     chat_template: str | None
+    long_documents: str  # a document too long for one prompt: windows (several prompts) or dead_letter
+    windows: Any  # workers.windows.WindowPolicy
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import argparse
 
 from pipeline.cli.options import days, job_options, overrides
 from pipeline.config import SIMULATED, ConfigError, LoadedConfig, load_config
+from workers.windows import window_line
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -44,6 +45,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print("  decoding unconstrained (model.constrained: false): no grammar; outputs are still checked")
     for line in lever_lines(loaded):
         print(line)
+    print(window_line(loaded))
     print(f"  backends {', '.join(routes.backends)} ({len(routes.verdicts)} schema(s) checked)")
     for verdict in routes.verdicts:
         compiled = ", ".join(f"{b} {s:.3f}s" for b, s in verdict.compile_s.items())

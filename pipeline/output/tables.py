@@ -13,7 +13,7 @@ from pipeline.storage import Storage
 from schemas.arrow import parse_records
 from schemas.contract import SchemaContract
 from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE, minimum
-from workers.outcome import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS, Col, DeadCol, Kind, RowCol
+from workers.outcome import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS, WINDOW_OF_TYPE, Col, DeadCol, Kind, RowCol
 
 __all__ = ["DEAD_LETTER_COLUMNS", "ROW_LINEAGE_COLUMNS", "RecordTables", "column_names", "dead_letter_schema",
            "parse_records", "read_columns", "row_schema"]
@@ -32,6 +32,8 @@ def row_schema(contract: SchemaContract, id_field: pa.Field) -> pa.Schema:
         pa.field(RowCol.CONFIDENCE, CONFIDENCE_TYPE),  # null where the run asked for none (output.confidence: false)
         pa.field(RowCol.MIN_CONFIDENCE, pa.float64()),  # the row's least confident leaf
         pa.field(RowCol.SPANS, SPANS_TYPE),
+        pa.field(RowCol.WINDOWS, pa.int32()),  # windows the document was read in (1: whole)
+        pa.field(RowCol.WINDOW_OF, WINDOW_OF_TYPE),  # a windowed row's leaves: path → window
     ]
     assert tuple(f.name for f in lineage) == ROW_LINEAGE_COLUMNS
     return pa.schema([id_field, *contract.layout.schema, *lineage])
@@ -104,6 +106,9 @@ class RecordTables:
             RowCol.CONFIDENCE: confidence,
             RowCol.MIN_CONFIDENCE: _minimums(confidence),
             RowCol.SPANS: rows.column(Col.SPANS) if Col.SPANS in rows.column_names else pa.nulls(n, SPANS_TYPE),
+            RowCol.WINDOWS: rows.column(Col.WINDOWS) if Col.WINDOWS in rows.column_names else pa.nulls(n, pa.int32()),
+            RowCol.WINDOW_OF: rows.column(Col.WINDOW_OF) if Col.WINDOW_OF in rows.column_names else pa.nulls(
+                n, WINDOW_OF_TYPE),
         })
         return pa.table(columns, schema=self.rows_schema)
 

@@ -96,6 +96,7 @@ def sample_run(tmp_path_factory, cli_env_module):
     simulated = {"outputs": str(gold_answers(folder / "answers.jsonl", ANSWERED)), "mix": {"truncated": 0.05}}
     config = write_config(folder, simulated, **{
         "input.uri": str(folder / "docs.parquet"), "model.max_tokens": MAX_TOKENS, "workers.batch_size": 2,
+        "input.long_documents": "dead_letter",  # the master agreement is the report's input_too_long example
         "examples": False,
     })
     done = run_cli(["run", str(config)], cli_env_module)

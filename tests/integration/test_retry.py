@@ -91,6 +91,7 @@ def first_pass(ray_cluster, tmp_path_factory):
                                + "\n" for r in picked if r["doc_id"] != "blank"))
     cfg = write_config(folder, simulated={"outputs": str(answers)},
                        **{"input.uri": str(docs), "model.max_tokens": 40, "model.max_model_len": 2048,
+                          "input.long_documents": "dead_letter",  # the padded invoice stays input_too_long
                           "workers.batch_size": DOCS})
     manifest = run_job(load_config(cfg))
     assert manifest.status == "committed" and manifest.input_rows == DOCS

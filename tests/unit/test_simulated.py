@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -83,8 +84,11 @@ def test_gold_outputs_are_matched_by_document(tmp_path):
 def test_trivial_tokenizer_and_context_check(tmp_path):
     _, spec, engine, extractor = _extractor(tmp_path)
     assert len(engine.prompt_token_ids("x" * 40)) == 40 // CHARS_PER_TOKEN
-    long = "y" * (spec.max_model_len * CHARS_PER_TOKEN + 10)
+    long = "y " * (spec.max_model_len * CHARS_PER_TOKEN // 2 + 10)
     table = extractor(pa.table({"doc_id": ["a"], "text": [long]}))
+    assert table.column("_kind").to_pylist() == ["row"] and table.column("_windows").to_pylist()[0] > 1
+    refusing = BatchExtractor(engine, dataclasses.replace(spec, long_documents="dead_letter"), spec.max_model_len)
+    table = refusing(pa.table({"doc_id": ["a"], "text": [long]}))
     assert table.column("_reason").to_pylist() == ["input_too_long"]
 
 

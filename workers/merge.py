@@ -1,0 +1,147 @@
+"""One record from a document's windows (workers.windows): the per-field merge.
+
+- A scalar takes the value of the window most sure of it (its leaf's `_confidence`: calibrated where the job has a
+  calibration, since each window's outcome is calibrated already, raw otherwise; a leaf without one counts below
+  any that has one, and a tie goes to the earlier window). Null wins only when every window says null.
+- A list is the union of the windows' items, in document order (an item's first span, else its window's start).
+  Two items are one only when they come from neighbouring windows, are equal, and their spans inside the two
+  windows' overlap coincide (non-empty): the same words read twice. Items repeated elsewhere are kept.
+- An object merges leaf by leaf (keys in the order the windows give them); items of a list of objects are items.
+
+Each leaf of the merged record keeps where it came from: its window, and that window's confidence and spans, the
+spans moved by the window's start so that they are offsets into the whole document.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.spans import join_path, leaves
+from workers.windows import Window
+
+
+@dataclass
+class WindowOutput:
+    """A window's record with its leaves' confidence and spans (offsets into the window)."""
+
+    window: Window
+    record: dict[str, Any]
+    confidence: dict[str, float] = field(default_factory=dict)
+    spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def absolute(self, path: str) -> list[tuple[int, int]]:
+        return [(s + self.window.start, e + self.window.start) for s, e in self.spans.get(path, ())]
+
+
+@dataclass
+class Merged:
+    """The merged record, and per leaf path its confidence, spans (in the document) and window."""
+
+    record: dict[str, Any]
+    confidence: dict[str, float] = field(default_factory=dict)
+    spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    windows: dict[str, int] = field(default_factory=dict)
+
+
+# A value as one window gives it: (the window's output, the value, its path in that window's record).
+Found = tuple[WindowOutput, Any, str]
+
+
+def merge(outputs: list[WindowOutput]) -> Merged:
+    """The one record of `outputs` (a document's windows, in order, each with a record)."""
+    merged = Merged(record={})
+    record = _merge([(o, o.record, "") for o in outputs], "", merged)
+    merged.record = record if isinstance(record, dict) else {}
+    return merged
+
+
+def _merge(found: list[Found], path: str, out: Merged) -> Any:
+    present = [f for f in found if f[1] is not None]
+    if not present:
+        return None  # null only when every window says null
+    if all(isinstance(f[1], dict) for f in present):
+        return _merge_object(present, path, out)
+    if all(isinstance(f[1], list) for f in present):
+        return _merge_list(present, path, out)
+    return _merge_scalar(present, path, out)
+
+
+def _merge_object(found: list[Found], path: str, out: Merged) -> dict[str, Any]:
+    keys = list(dict.fromkeys(k for _, value, _ in found for k in value))
+    return {key: _merge([(o, value.get(key), join_path(at, key)) for o, value, at in found], join_path(path, key), out)
+            for key in keys}
+
+
+def _merge_scalar(found: list[Found], path: str, out: Merged) -> Any:
+    def sureness(item: tuple[int, Found]) -> tuple[float, int]:
+        i, (o, _, at) = item
+        return (o.confidence.get(at, -1.0), -i)
+
+    _, (best, value, at) = max(enumerate(found), key=sureness)
+    _keep(out, path, best, at)
+    return value
+
+
+def _keep(out: Merged, path: str, origin: WindowOutput, at: str) -> None:
+    """Record the provenance of the leaf at `path`: it came from `origin`'s leaf at `at`."""
+    out.windows[path] = origin.window.index
+    if at in origin.confidence:
+        out.confidence[path] = origin.confidence[at]
+    if at in origin.spans:
+        out.spans[path] = origin.absolute(at)
+
+
+@dataclass
+class _Item:
+    origin: WindowOutput
+    value: Any
+    at: str  # its path in the window's record
+    order: int  # its index in the window's list
+
+    def places(self) -> dict[str, list[tuple[int, int]]]:
+        """Its leaves' spans in the document, by the leaf's path inside the item."""
+        if not isinstance(self.value, dict | list):
+            return {"": self.origin.absolute(self.at)}
+        return {sub[len(self.at):]: self.origin.absolute(sub) for sub, _ in leaves(self.value, self.at)}
+
+    def first(self) -> int:
+        starts = [s for spans in self.places().values() for s, _ in spans]
+        return min(starts) if starts else self.origin.window.start
+
+
+def same_read(a: _Item, b: _Item) -> bool:
+    """Whether `b` (a later window's item) is `a` read again: neighbouring windows, equal values, and their spans
+    inside the windows' overlap coincide and are not empty."""
+    if b.origin.window.index - a.origin.window.index != 1 or _canonical(a.value) != _canonical(b.value):
+        return False
+    low, high = b.origin.window.start, a.origin.window.end
+    if high <= low:
+        return False
+    ours, theirs = a.places(), b.places()
+    if ours.keys() != theirs.keys():
+        return False
+    for key in ours:
+        inside_a = {s for s in ours[key] if low <= s[0] and s[1] <= high}
+        inside_b = {s for s in theirs[key] if low <= s[0] and s[1] <= high}
+        if not inside_a or inside_a != inside_b:
+            return False
+    return True
+
+
+def _merge_list(found: list[Found], path: str, out: Merged) -> list[Any]:
+    items = [_Item(o, value, f"{at}[{i}]", i) for o, values, at in found for i, value in enumerate(values)]
+    kept: list[_Item] = []
+    for item in items:
+        if not any(same_read(earlier, item) for earlier in kept):
+            kept.append(item)
+    kept.sort(key=lambda it: (it.first(), it.origin.window.index, it.order))
+    result = []
+    for i, item in enumerate(kept):
+        result.append(_merge([(item.origin, item.value, item.at)], f"{path}[{i}]", out))
+    return result
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
