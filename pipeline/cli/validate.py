@@ -9,6 +9,21 @@ from pipeline.config import SIMULATED, ConfigError, LoadedConfig, load_config
 from workers.windows import window_line
 
 
+def backend_lines(routes) -> list[str]:
+    """The backends each schema compiles on, their compile times and errors, and what the engine does not enforce."""
+    lines = [f"  backends {', '.join(routes.backends)} ({len(routes.verdicts)} schema(s) checked)"]
+    for verdict in routes.verdicts:
+        compiled = ", ".join(f"{b} {s:.3f}s" for b, s in verdict.compile_s.items())
+        status = verdict.backend or "NONE (rows dead-lettered as schema_unsupported)"
+        lines.append(f"    {verdict.name} ({verdict.schema_hash}): {status}; compile {compiled or '-'}")
+        lines += [f"      {backend}: {error}" for backend, error in verdict.errors.items()]
+        if verdict.unenforced:
+            keywords = ", ".join(sorted({k for k, _ in verdict.unenforced}))
+            lines.append(f"      not enforced by the engine: {keywords} → enforced by the post-check "
+                         "(JSON Schema Draft 2020-12 validator, every output)")
+    return lines
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from pipeline.reader import sample_input
     from pipeline.routing import route_schemas
@@ -46,17 +61,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for line in lever_lines(loaded):
         print(line)
     print(window_line(loaded))
-    print(f"  backends {', '.join(routes.backends)} ({len(routes.verdicts)} schema(s) checked)")
-    for verdict in routes.verdicts:
-        compiled = ", ".join(f"{b} {s:.3f}s" for b, s in verdict.compile_s.items())
-        status = verdict.backend or "NONE (rows dead-lettered as schema_unsupported)"
-        print(f"    {verdict.name} ({verdict.schema_hash}): {status}; compile {compiled or '-'}")
-        for backend, error in verdict.errors.items():
-            print(f"      {backend}: {error}")
-        if verdict.unenforced:
-            keywords = ", ".join(sorted({k for k, _ in verdict.unenforced}))
-            print(f"      not enforced by the engine: {keywords} → enforced by the post-check "
-                  "(JSON Schema Draft 2020-12 validator, every output)")
+    for line in backend_lines(routes):
+        print(line)
     for line in gold_lines(loaded, args.gold) if args.gold else []:
         print(line)
     return 0

@@ -36,8 +36,9 @@ def test_valid_answers_pass_the_sample_validators_where_mix_does_not(tmp_path):
     """The sample's 50 invoices: schema-made records (mix, the default) are refused by the validators that check
     values against the document; `valid` makes them from the document, and every one is a row. The empty scan and
     the too-long contract stay what the pipeline makes of them."""
-    mixed = _reasons(_extract(tmp_path / "mix", {}))
-    valid = _extract(tmp_path / "valid", {"answers": "valid"})
+    contract_refused = {"input.long_documents": "dead_letter"}  # windows are not this test's subject
+    mixed = _reasons(_extract(tmp_path / "mix", {}, **contract_refused))
+    valid = _extract(tmp_path / "valid", {"answers": "valid"}, **contract_refused)
     assert mixed == {"semantic_invalid": 50, "empty_input": 1, "input_too_long": 1}, mixed
     assert _reasons(valid) == {None: 50, "empty_input": 1, "input_too_long": 1}, _reasons(valid)
     texts = dict(zip(DOCS.column("doc_id").to_pylist(), DOCS.column("text").to_pylist(), strict=True))
