@@ -81,7 +81,8 @@ def sweep(storage: Storage, layout: OutputLayout, p: Partition, manifest: Partit
           superseded: set[str] | None = None) -> list[str]:
     """Delete the partition's data files (and their temporaries) of the `superseded` commit and of every commit
     recorded by `begin_commit`, except the files `manifest` names; then the records, and a format-1 `_SUCCESS`
-    marker. A file whose name carries no such commit id, and a table folder reached through a symbolic link, are
+    marker. A file whose name carries no such commit id, and a table folder reached through a symbolic link (which a
+    commit refuses to write through), are
     left alone. Only a lease holder may call it: it would delete a running commit's files."""
     refuse_links(layout.root, layout.commits_root(p), write=True)
     named = manifest.uris(layout.root) if manifest else set()
@@ -173,6 +174,8 @@ class Commit:
         """Temporary paths of the two data files; both are put in place (fsynced, renamed) only if the block
         succeeds, so a check that raises inside it leaves no data file of this commit."""
         scratch = self.layout.scratch(self.partition)
+        for path in (*self.paths.values(), scratch):  # a linked table folder would put the files elsewhere
+            refuse_links(self.layout.root, path, write=True)
         with self.storage.atomic_output(self.paths["rows"], scratch) as rows_tmp, \
                 self.storage.atomic_output(self.paths["dead_letters"], scratch) as dead_tmp:
             yield {"rows": rows_tmp, "dead_letters": dead_tmp}

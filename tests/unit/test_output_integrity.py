@@ -170,6 +170,14 @@ def test_the_sweep_deletes_only_this_outputs_commits_and_never_through_a_symlink
         path.unlink()
     (out / "dead_letters").rmdir()
     (out / "dead_letters").symlink_to(elsewhere)
+    from pipeline.output.links import LinkedWriteError
+
+    with pytest.raises(LinkedWriteError) as linked:  # issue 55: no write goes through a link under the output
+        commit_outcome(cfg, "refused", {"a": invoice("A-1")}, {k: "truncated" for k in "bcd"})
+    assert "dead_letters is a symbolic link" in str(linked.value) and "\n" not in str(linked.value)
+    assert sorted(p.name for p in elsewhere.iterdir()) == [theirs.name]  # nothing written or swept behind it
+    (out / "dead_letters").unlink()
+    (out / "dead_letters").mkdir()
     commit_outcome(cfg, "second", {"a": invoice("A-1")}, {k: "truncated" for k in "bcd"})
     assert foreign.exists() and theirs.exists()
     assert not (out / first["files"]["rows"]).exists()  # the superseded commit's own file is swept
@@ -228,8 +236,9 @@ def test_a_write_refused_by_the_os_at_commit_is_one_line_storage_error_and_the_o
 
 
 def test_a_permission_refused_late_in_the_commit_is_one_line_storage_error_and_the_old_commit_stays(tmp_path):
-    """Staged, then the rows folder refuses the commit's file: here `rows/` leads into /sys, where no one, root
-    included, may create a file (PermissionError)."""
+    """Staged, then the rows folder refuses the commit's file: here `rows` is a plain file, so no file can be created
+    under it, root included (the store refuses to make the folder). A `rows/` linked elsewhere is refused before any
+    write (tests/unit/test_output_links.py)."""
     from pipeline.storage import StorageError
     from tests.fixtures.commits import committer_for, outcomes
 
@@ -240,12 +249,12 @@ def test_a_permission_refused_late_in_the_commit_is_one_line_storage_error_and_t
                                                     {k: "truncated" for k in "bcd"}))
     rows = tmp_path / "out" / "rows"
     rows.rename(tmp_path / "out" / "rows.kept")
-    rows.symlink_to("/sys/kernel")
+    rows.write_text("not a folder")
     with pytest.raises(StorageError) as refused:
         committer.commit(pinput, 0.0, 0)
     message = str(refused.value)
     assert "\n" not in message and "part-second-" in message and "not writable" not in message
-    assert "Permission denied" in message or "Read-only" in message
+    assert "cannot create the folder of" in message and "File exists" in message, message
     rows.unlink()
     (tmp_path / "out" / "rows.kept").rename(rows)
     assert ids(cfg) == DOCS and read_manifest_of(cfg).run_id == "first"
