@@ -223,7 +223,7 @@ def _one_line(error: ValidationError, source: str, sets: tuple[str, ...] = ()) -
 def _got(key: str, value: Any) -> str:
     """What a config error shows of the value it refused: the value itself, or only its type where the key or the
     value could hold a secret (`model.engine_kwargs={"hf_token": …}`), and never more than 200 characters."""
-    from pipeline.secrets import looks_secret, secret_key
+    from workers.secrets import looks_secret, secret_key
 
     if secret_key(key) or looks_secret(key, value) or looks_secret("value", repr(value)):
         return f"got a value of type {type(value).__name__}, not shown: it may hold a secret"

@@ -16,12 +16,12 @@ import ray
 import ray.data
 import structlog
 
-from pipeline import logs
 from pipeline.config import InputConfig, LoadedConfig, WorkersConfig
 from pipeline.reader import read_tasks, read_units
 from pipeline.routing import SchemaRoutes
 from pipeline.storage import Storage
 from pipeline.units import Unit
+from workers import logs
 from workers.actor import ExtractionActor
 from workers.extractor import BACKEND_COLUMN
 from workers.memory import read_sample

@@ -1,7 +1,7 @@
 """What a run record keeps of its job, so that reading an output never has to load the job (issue 55).
 
 `job_snapshot`: what `extract report` shows of the job (its config, prompt, schema, text and id columns), taken at
-run time and passed through the one redactor (`pipeline.secrets`) before it is written: the report reads it from
+run time and passed through the one redactor (`workers.secrets`) before it is written: the report reads it from
 the run record and never imports the job's schema module or reads its config file.
 
 `job_fingerprint`: what makes an output one job's (its schema hash, partitioning and id column); the output keeps
@@ -22,8 +22,8 @@ from pipeline.output.links import refuse_links
 from pipeline.output.manifest import ManifestError, PartitionManifest
 from pipeline.output.metadata import bounded_json
 from pipeline.partition import is_templated
-from pipeline.secrets import redact, redact_text
 from pipeline.storage import Storage, join
+from workers.secrets import redact, redact_text
 
 log = structlog.get_logger(__name__)
 

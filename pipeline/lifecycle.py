@@ -31,8 +31,8 @@ import structlog
 
 from pipeline.output.layout import OutputLayout
 from pipeline.output.metadata import bounded_json
-from pipeline.secrets import redact
 from pipeline.storage import S3Storage, Storage, StorageError, split_s3
+from workers.secrets import redact
 
 log = structlog.get_logger(__name__)
 

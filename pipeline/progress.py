@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import structlog
 
-from pipeline import logs
+from workers import logs
 from workers.outcome import Col, Kind
 
 log = structlog.get_logger(__name__)

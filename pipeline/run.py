@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
 
-from pipeline import lifecycle, logs
+from pipeline import lifecycle
 from pipeline.config import ConfigError, LoadedConfig
 from pipeline.job_checks import check_job, reserved_columns
 from pipeline.job_identity import claim_output, job_snapshot
@@ -34,6 +34,7 @@ from pipeline.reader import UNIT_COLUMN
 from pipeline.routing import SchemaRoutes, route_schemas
 from pipeline.storage import S3Settings, StorageError, storage_for
 from pipeline.units import PartitionInput, Unit
+from workers import logs
 from workers.outcome import RESERVED_ID_COLUMNS, Col, Internal, Kind, is_receipt
 
 log = structlog.get_logger(__name__)

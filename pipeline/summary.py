@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pipeline.costs import usage_lines
 from pipeline.output.manifest import RunManifest
-from pipeline.secrets import looks_secret, redact
+from workers.secrets import looks_secret, redact
 from workers.stages import stage_lines
 
 RAY_TEMP_MARKERS = ("/runtime_resources/", "/ray/session_")  # Ray's per-job working dir and session folders

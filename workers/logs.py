@@ -1,4 +1,4 @@
-"""What reaches the terminal, from the driver and from the actors alike (`pipeline.logs` is this module).
+"""What reaches the terminal, from the driver and from the actors alike (the driver imports it as `workers.logs` too).
 
 Our own lines are structlog: a console renderer for people, JSON lines when asked (`--log-json` or
 EXTRACT_LOG_FORMAT=json). By default the terminal is quiet: vLLM logs at ERROR, known-harmless Ray, torch

@@ -24,7 +24,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from pipeline.config import load_config  # noqa: E402
-from pipeline.plan import actor_env  # noqa: E402
+from pipeline.dataflow import actor_env  # noqa: E402
 from pipeline.tools.bench import SEED, _in_child, pipeline_arm, pipeline_settings  # noqa: E402
 from pipeline.tools.machine import machine  # noqa: E402
 from pipeline.tools.synthetic import make_corpus  # noqa: E402

@@ -85,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m pipeline.cli.conformance ...`: the same command without the rest of `extract`."""
-    from pipeline import logs
+    from workers import logs
 
     top = argparse.ArgumentParser(prog="extract")
     register(top.add_subparsers(dest="command", required=True))

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 from types import TracebackType
 
-from pipeline import exit_codes, logs
+from pipeline import exit_codes
 from pipeline.cli import bench, conformance, model, query, report, retry, run, schemas, submit, tune, validate
 from pipeline.cli import eval as evaluate
 from pipeline.cli.options import OneLineParser, error_line, terminal_flags
@@ -31,6 +31,7 @@ from pipeline.partition import DateError
 from pipeline.progress import FailFastError
 from pipeline.storage import StorageError
 from pipeline.tools.child import ChildDied
+from workers import logs
 
 # In the order `extract --help` lists them.
 REGISTER = (run.register, run.register_backfill, validate.register, query.register, submit.register,

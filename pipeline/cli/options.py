@@ -240,8 +240,8 @@ MAX_ERROR_LINE = 4000
 
 
 def error_line(message: object) -> None:
-    """The line a failed command ends with (`error: …`), through the one redactor (`pipeline.secrets`)."""
-    from pipeline.secrets import redact_text
+    """The line a failed command ends with (`error: …`), through the one redactor (`workers.secrets`)."""
+    from workers.secrets import redact_text
 
     lines = [line if len(line) <= MAX_ERROR_LINE else f"{line[:MAX_ERROR_LINE]}… ({len(line)} characters)"
              for line in redact_text(str(message)).split("\n")]

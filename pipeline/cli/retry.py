@@ -11,8 +11,8 @@ from pipeline.cli.options import checked, config_options, from_working_dir, over
 from pipeline.config import ConfigError, load_config
 from pipeline.output.committed import CommittedOutput
 from pipeline.partition import day_range, is_templated, parse_day
-from pipeline.secrets import redact_text
 from workers.outcome import DEAD_LETTER_REASONS
+from workers.secrets import redact_text
 
 
 def retry_overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pipeline.cli.options import days, fail_fast_flag, job_options, overrides
 from pipeline.config import ConfigError, load_config
 from pipeline.partition import day_range, is_templated, parse_day
 from pipeline.quality import gate_exit
-from pipeline.secrets import redact_text
+from workers.secrets import redact_text
 
 
 def cmd_run(args: argparse.Namespace) -> int:

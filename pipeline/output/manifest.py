@@ -27,8 +27,8 @@ from pipeline.output.layout import KINDS, OutputLayout
 from pipeline.output.links import refuse_links
 from pipeline.output.metadata import bounded_json, typed
 from pipeline.partition import WHOLE, Partition
-from pipeline.secrets import redact, redact_value
 from pipeline.storage import Storage, join
+from workers.secrets import redact, redact_value
 
 log = structlog.get_logger(__name__)
 
@@ -159,7 +159,7 @@ class PartitionManifest:
 
     def to_json(self) -> str:
         """The manifest's JSON; what it says of the input (its URI, files, a retry's settings) through the one
-        redactor (`pipeline.secrets`): a URL password never reaches the output."""
+        redactor (`workers.secrets`): a URL password never reaches the output."""
         out = {**asdict(self), "format": FORMAT}
         for key in ("input_uri", "input_files", "retries"):
             out[key] = redact_value(out[key])
@@ -294,7 +294,7 @@ class RunManifest:
         return {**{k: v for k, v in out.items() if k != "extra"}, **self.extra}
 
     def to_json(self) -> str:
-        """The record's JSON, through the one redactor (`pipeline.secrets`): no secret reaches the output."""
+        """The record's JSON, through the one redactor (`workers.secrets`): no secret reaches the output."""
         return json.dumps(redact(self.to_dict()), indent=2, sort_keys=False, default=str)
 
     @classmethod

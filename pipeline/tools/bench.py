@@ -36,9 +36,9 @@ import pyarrow.parquet as pq
 import structlog
 
 from pipeline.config import LoadedConfig, load_config
+from pipeline.dataflow import actor_env
 from pipeline.output.manifest import committed, run_manifests
 from pipeline.output.tables import read_columns
-from pipeline.plan import actor_env
 from pipeline.storage import Storage, storage_for
 from pipeline.tools.bench_naive import ARM as NAIVE
 from pipeline.tools.bench_naive import NAIVE_ENV, naive_arm, naive_ratios

@@ -49,10 +49,10 @@ from pipeline.output.manifest import AccountingError, PartitionManifest, RunMani
 from pipeline.output.tables import read_columns
 from pipeline.partition import WHOLE, Partition, is_templated, partition_for
 from pipeline.reader import read_tasks, read_units
-from pipeline.secrets import redact
 from pipeline.storage import Storage, StorageError, join, storage_for
 from pipeline.units import cut_units
 from workers.outcome import DeadCol, Internal
+from workers.secrets import redact
 
 log = structlog.get_logger(__name__)
 

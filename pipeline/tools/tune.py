@@ -148,7 +148,7 @@ class Tuner:
         return loaded
 
     def start_engine(self) -> None:
-        from pipeline.plan import actor_env
+        from pipeline.dataflow import actor_env
         from workers.bundled_model import resolve_model_path
         from workers.engine import VllmEngine, engine_arguments, has_accelerator
 
@@ -188,7 +188,7 @@ class Tuner:
         return trial
 
     def _decode(self, loaded: LoadedConfig) -> tuple[list[Any], float]:
-        from pipeline.plan import build_spec
+        from pipeline.dataflow import build_spec
         from workers.extractor import BatchExtractor
 
         spec = build_spec(loaded, "tune")

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from pipeline.config import ConfigError, load_config
-from pipeline.plan import build_spec
+from pipeline.dataflow import build_spec
 from schemas.contract import SchemaContract
 from workers.classify import Outcome, dead_letter, settle
 from workers.engine import Generation

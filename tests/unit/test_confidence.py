@@ -84,7 +84,7 @@ def test_output_calibration_is_read_relative_to_the_config_and_checked(tmp_path)
     import yaml
 
     from pipeline.config import ConfigError, load_config
-    from pipeline.plan import build_spec
+    from pipeline.dataflow import build_spec
 
     root = __import__("pathlib").Path(__file__).resolve().parents[2]
     raw = yaml.safe_load((root / "jobs/extract.yaml").read_text())

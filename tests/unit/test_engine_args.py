@@ -2,7 +2,7 @@
 
 
 
-from pipeline.plan import actor_env
+from pipeline.dataflow import actor_env
 from workers.engine import engine_arguments
 
 

@@ -8,10 +8,10 @@ import json
 import pyarrow as pa
 import pytest
 
-from pipeline import logs
 from pipeline.output.manifest import RunManifest
 from pipeline.progress import FailFast, FailFastError, Progress, documents_done, rate_text
 from pipeline.summary import commands, in_ray_temp, render_summary
+from workers import logs
 
 # Lines a run printed before the terminal was made quiet (a real capture, prefixes as Ray printed them).
 SEEN = [

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipeline.config import load_config
-from pipeline.plan import build_spec
+from pipeline.dataflow import build_spec
 from schemas.invoice import Invoice
 from workers.prompt import Chat, build_chat, plain_transcript, presented_schema, prompt_for, render_prompt
 

@@ -75,7 +75,7 @@ def test_missing_credentials_are_exit_6(capsys):
 def test_log_lines_are_redacted(capsys, monkeypatch):
     import structlog
 
-    from pipeline import logs
+    from workers import logs
 
     monkeypatch.setenv("EXTRACT_LOG_FORMAT", "json")  # restored after the test
     logs.configure(json_logs=True)

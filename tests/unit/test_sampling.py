@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from pipeline.config import ConfigError, load_config
-from pipeline.plan import build_spec
+from pipeline.dataflow import build_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 

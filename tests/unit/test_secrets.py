@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.secrets import MASK, looks_secret, redact
+from workers.secrets import MASK, looks_secret, redact
 
 PW = "hunter2X"
 
@@ -42,7 +42,7 @@ def test_a_passphrase_key_is_secret(key):
 
 
 def test_a_count_of_tokens_or_keys_is_not_a_secret():
-    from pipeline.secrets import secret_key
+    from workers.secrets import secret_key
 
     assert not secret_key("model.max_tokens") and not secret_key("prompt_tokens") and not secret_key("num_keys")
     assert secret_key("tokens") and secret_key("auth.token") and secret_key("api_key")
@@ -61,7 +61,7 @@ SECRET_TEXTS = [
 
 @pytest.mark.parametrize("text", SECRET_TEXTS)
 def test_every_secret_form_is_masked_in_free_text(text):
-    from pipeline.secrets import redact_text
+    from workers.secrets import redact_text
 
     shown = redact_text(f"error: could not read {text}: refused")
     assert PW not in shown and AWS_SECRET not in shown and "AKIAABCDEFGHIJKLMNOP" not in shown, shown
@@ -80,7 +80,7 @@ def test_secret_keys_are_masked_at_any_depth(key):
 @pytest.mark.parametrize("text", ["Basic invoices and totals", "the digest of the report", "the authorization step",
                                   "a basic model"])
 def test_words_alone_are_kept(text):
-    from pipeline.secrets import redact_text
+    from workers.secrets import redact_text
 
     assert redact_text(text) == text
 
@@ -88,13 +88,13 @@ def test_words_alone_are_kept(text):
 @pytest.mark.parametrize("text", [f'storage.secret_access_key=["{PW}"]', f"api_key={{'a': '{PW} x'}}",
                                   f'"password": ["{PW}", "b"]'])
 def test_a_secret_name_with_a_list_or_mapping_value_is_masked(text):
-    from pipeline.secrets import redact_text
+    from workers.secrets import redact_text
 
     assert PW not in redact_text(text)
 
 
 def test_where_or_what_a_secret_is_is_not_a_secret():
-    from pipeline.secrets import secret_key
+    from workers.secrets import secret_key
 
     assert not any(secret_key(k) for k in ("session_dir", "secret_name", "token_count", "tokens_per_s"))
     assert secret_key("session") and secret_key("secret") and secret_key("hf_token")

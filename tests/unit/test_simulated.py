@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from pipeline.config import ConfigError, load_config
-from pipeline.plan import build_spec
+from pipeline.dataflow import build_spec
 from schemas.contract import SchemaContract
 from workers.classify import classify
 from workers.extractor import BatchExtractor

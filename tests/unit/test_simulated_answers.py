@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.config import ConfigError, load_config
-from pipeline.plan import build_spec
+from pipeline.dataflow import build_spec
 from tests.conftest import SAMPLE, write_config
 from workers.extractor import BatchExtractor
 from workers.simulated import CHARS_PER_TOKEN, start_simulated, token_logprobs

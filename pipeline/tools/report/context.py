@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.secrets import redact_text
 from pipeline.storage import Storage, StorageError, join
+from workers.secrets import redact_text
 
 
 @dataclass

@@ -7,9 +7,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipeline.secrets import redact_text
 from pipeline.tools.report.documents import confidence_class
 from workers.outcome import RowCol
+from workers.secrets import redact_text
 
 MIN_CHART_GENERATION_S = 10.0  # a shorter generation fills a bin or two: no chart of throughput over time
 

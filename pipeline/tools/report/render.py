@@ -11,12 +11,12 @@ from typing import Any
 
 from pipeline.costs import rates
 from pipeline.field_warnings import field_warnings
-from pipeline.secrets import redact_text
 from pipeline.tools.report.build import Report, near_limit
 from pipeline.tools.report.extras import few_shot, generation_seconds, sample_chips, shown_charts, usage_cards
 from pipeline.tools.report.formats import fmt_s, fmt_score
 from pipeline.tools.report.outcomes import COLORS, OTHER_COLOR, ROW
 from pipeline.tools.report.runs import all_rows
+from workers.secrets import redact_text
 
 TEMPLATES = Path(__file__).parents[1] / "templates"
 RUN_TIMINGS = (("engine init", "engine_init_s"), ("schema compile", "schema_compile_s"),

@@ -18,10 +18,10 @@ import pyarrow as pa
 from pipeline.output.committed import CommittedOutput
 from pipeline.output.manifest import OutputCorruptError, PartitionManifest
 from pipeline.output.tables import column_names, read_columns
-from pipeline.secrets import redact
 from pipeline.storage import S3Settings, Storage, storage_for
 from pipeline.tools.report.outcomes import ROW, RecordOutcome
 from workers.outcome import DEAD_LETTERS, ROWS, DeadCol, lineage_names
+from workers.secrets import redact
 
 
 class ReportError(RuntimeError):
