@@ -49,3 +49,23 @@ def test_a_row_page_gives_each_field_its_place_confidence_and_verdict():
                       ("750", "rent (gold)", "gold")]
     assert "".join(s.text for s in page.segments) == text
     assert not row_page(row, text, None).has_gold
+
+
+def test_a_windowed_rows_page_names_each_values_window():
+    """A document read in windows (issue 56) shows how many, and which window each value came from."""
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    from pipeline.tools.report.documents import fmt_value
+    from pipeline.tools.report.render import TEMPLATES
+
+    text = "Agreement between Acme Corp and Globex Ltd.\n\n" + "Clause. " * 40 + "\n\nGoverned by the laws of Ohio."
+    row = {"doc_id": "nda-1", "party": "Acme Corp", "jurisdiction": "Ohio", "_windows": 3,
+           "_window_of": [("party", 0), ("jurisdiction", 2)]}
+    page = row_page(row, text, None)
+    assert page.windows == 3 and {f.path: f.window for f in page.fields} == {"party": 0, "jurisdiction": 2}
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html", "j2"]))
+    html = env.get_template("document.html.j2").render(page=page, run_id="r1", fmt_value=fmt_value)
+    assert 'read in <b id="windows">3</b> windows' in html and "<th>window</th>" in html
+    whole = row_page({"doc_id": "inv-1", "total": 5.0}, "Total 5.0", None)
+    assert whole.windows == 1 and "<th>window</th>" not in env.get_template("document.html.j2").render(
+        page=whole, run_id="r1", fmt_value=fmt_value)

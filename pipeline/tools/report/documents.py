@@ -56,6 +56,7 @@ class FieldLine:
     verdict: str | None = None  # right | wrong | missed | invented (None: no gold)
     gold: Any = None
     gold_span: tuple[int, int] | None = None
+    window: int | None = None  # the window (0-based) the value came from, for a document read in windows
 
 
 @dataclass
@@ -69,6 +70,7 @@ class DocumentPage:
     error: str | None = None
     raw_output: str | None = None
     has_gold: bool = False
+    windows: int = 1  # how many windows the document was read in (`_windows`; workers.windows)
 
 
 def page_name(doc_id: str) -> str:
@@ -153,10 +155,13 @@ def row_page(row: dict[str, Any], text: str | None, mistakes: list[dict[str, Any
     record = _record(row)
     spans = _spans(row, record, text)
     lines = _leaf_lines(record, spans, dict(row.get(RowCol.CONFIDENCE) or {}))
+    window_of = dict(row.get(RowCol.WINDOW_OF) or {})
+    for line in lines:
+        line.window = window_of.get(line.path)
     if mistakes is not None:
         lines = _with_gold(lines, mistakes)
     page = DocumentPage(doc_id, f"{DOCS_DIR}/{page_name(doc_id)}", ROW, text, fields=lines,
-                        has_gold=mistakes is not None)
+                        has_gold=mistakes is not None, windows=int(row.get(RowCol.WINDOWS) or 1))
     if text is not None:
         page.segments = segments(text, _marks(lines, spans))
     return page
