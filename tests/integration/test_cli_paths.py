@@ -67,7 +67,8 @@ def test_report_pages_never_land_inside_the_output_and_its_hint_runs_anywhere(wo
     page = (index.parent / "r2" / "report.html").read_text()
     hint = html.unescape(re.search(r"More: <code>(.*?)</code>", page).group(1))
     words = shlex.split(hint)
-    assert words[:3] == ["extract", "query", str(work["config"])]  # through the job's config, for its storage
+    # through the output folder, never a config the run record names (issue 55: reading an output runs no code)
+    assert words[:3] == ["extract", "query", str(site / "out")]
     pasted = run_cli(words[1:], work["env"], cwd=work["dir"])  # pasted in another folder (`extract` is run_cli's)
     assert pasted.returncode == 0, f"{hint}\n{pasted.stderr[-2000:]}"
     assert "semantic_invalid" in pasted.stdout or "truncated" in pasted.stdout
