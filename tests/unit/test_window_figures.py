@@ -128,3 +128,38 @@ def test_the_reporter_sends_planned_windows_with_the_requests_and_leaves_windowe
                                   "_windows": pa.array([1, 5, 3], pa.int32())}))
     batch = calls[-1]
     assert batch[0] == "batch_done" and batch[1] == {"row": 2, "engine_error": 1} and batch[2] == 1
+
+
+def test_the_run_page_shows_the_windows_cards_of_its_record():
+    from types import SimpleNamespace
+
+    from pipeline.tools.report.render import _cards
+
+    figures = windows_figures({1: 3, 4: 1})
+    report = SimpleNamespace(data=SimpleNamespace(record={"timings": {}, "windows": figures}, outcomes=[0] * 4),
+                             counts=[("row", 4)], startups=[], scores=None)
+    cards = {c["label"]: c["value"] for c in _cards(report)}
+    assert cards["windows per document (max)"] == "4" and cards["documents in more than one window"] == "25.0%"
+    report.data.record = {"timings": {}}  # a run of before windows: no windows cards
+    assert not any("window" in c["label"] for c in _cards(report))
+
+
+def test_the_reports_terminal_summary_prints_the_windows_line(tmp_path):
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from pipeline.tools.report.terminal import print_summary
+
+    def printed(record: dict) -> str:
+        report = SimpleNamespace(data=SimpleNamespace(run_id="r", record=record, notes=[], outcomes=[0] * 4),
+                                 counts=[("row", 4)], errors={}, startups=[],
+                                 tokens={"prompt": {}, "output": {}}, budget=SimpleNamespace(max_tokens=0, source="x"))
+        out = io.StringIO()
+        print_summary(report, tmp_path, Console(file=out, width=200))
+        return out.getvalue()
+
+    assert "windows  per document median 1, max 4; 25.0% of 4 documents" in printed(
+        {"timings": {}, "windows": windows_figures({1: 3, 4: 1})})
+    assert "windows  " not in printed({"timings": {}})

@@ -10,6 +10,7 @@ from pipeline.tools.report.build import Report, near_limit
 from pipeline.tools.report.charts import CHART_FILES
 from pipeline.tools.report.measures import token_stats
 from pipeline.tools.report.outcomes import ROW, outcome_label
+from workers.windows import windows_text
 
 
 def print_summary(report: Report, out_dir: Path, console: Any = None) -> None:
@@ -61,6 +62,9 @@ def print_summary(report: Report, out_dir: Path, console: Any = None) -> None:
     console.print(f"  tokens   prompt {token_stats(prompts)};  output {token_stats(outputs)}")
     console.print(f"           max_tokens {report.budget.max_tokens} ({report.budget.source}); "
                   f"{hot} of {measured} outputs used ≥90% of it")
+    windows = windows_text(record.get("windows"))  # windows per document (workers.windows), when any was counted
+    if windows:
+        console.print(f"  windows  {windows}")
     console.print(f"  report   {out_dir / 'report.html'}  (+ {', '.join(CHART_FILES)})")
 
 
