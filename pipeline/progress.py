@@ -26,9 +26,13 @@ STAGES = ("starting Ray", "loading model", "compiling schemas", "generating")
 
 
 def documents_done(snapshot: dict[str, Any]) -> int:
-    """Classified documents, plus requests the engine finished whose batch is not classified yet."""
+    """Classified documents, plus requests the engine finished whose batch is not classified yet. A long document's
+    window requests are not documents: every window planned is taken off the finished requests (finished or not),
+    so a windowed document counts once, when its batch is classified with its merged outcome, and never before."""
     classified = sum(snapshot.get("outcomes", {}).values())
-    return classified + max(0, snapshot.get("requests", 0) - snapshot.get("classified_generated", 0))
+    unclassified = (snapshot.get("requests", 0) - snapshot.get("classified_generated", 0)
+                    - snapshot.get("window_requests", 0))
+    return classified + max(0, unclassified)
 
 
 class FailFastError(RuntimeError):

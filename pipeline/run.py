@@ -372,6 +372,8 @@ def _stream_outcomes(loaded: LoadedConfig, streaming: list[_Work], committer: Pa
     manifest.actors = snapshot["actors"]
     if snapshot.get("stage_cpu_ms"):  # the actors' CPU per document beside the engine, by stage (workers.stages)
         manifest.extra["stage_cpu_ms"] = snapshot["stage_cpu_ms"]
+    if snapshot.get("windows"):  # windows per document: median, max, share read in more than one (workers.windows)
+        manifest.extra["windows"] = snapshot["windows"]
     return snapshot["generation_s"]
 
 

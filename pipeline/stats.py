@@ -15,6 +15,7 @@ import ray
 from workers.crashes import Journal
 from workers.reporter import Reporter, board_name, reporter_for
 from workers.stages import StageHistograms, summarize
+from workers.windows import windows_figures
 
 __all__ = ["Board", "Reporter", "RunDesk", "Stats", "board_name", "busy_seconds", "new_desk", "reporter_for"]
 
@@ -28,6 +29,7 @@ class Stats:
         self.batches = 0
         self.documents: dict[str, int] = {}  # actor → documents of its batches (a batch redone counts again)
         self.stage_cpu = StageHistograms()  # documents by CPU seconds per stage beside the engine (workers.stages)
+        self.windows: dict[int, int] = {}  # window count → documents read in that many (workers.windows)
 
     def record_actor(self, report: dict[str, Any]) -> None:
         self.actors.append(report)
@@ -39,19 +41,21 @@ class Stats:
                 report.setdefault("schema_compile_s", {}).update(seconds)
 
     def record_batch(self, actor: str, started: float, ended: float, documents: int = 0,
-                     stages: dict[str, float] | None = None) -> None:
+                     stages: dict[str, float] | None = None, windows: dict[int, int] | None = None) -> None:
         self.spans.setdefault(actor, []).append((started, ended))
         self.batches += 1
         self.documents[actor] = self.documents.get(actor, 0) + documents
         if stages:
             self.stage_cpu.add(stages, documents)
+        for count, n in (windows or {}).items():
+            self.windows[int(count)] = self.windows.get(int(count), 0) + n
 
     def run_snapshot(self) -> dict[str, Any]:
         """The actors' reports, each with the documents and batches it generated, for the run record."""
         actors = [{**report, "documents": self.documents.get(report["actor"], 0),
                    "batches": len(self.spans.get(report["actor"], []))} for report in self.actors]
         return {"actors": actors, "generation_s": busy_seconds(self.spans), "batches": self.batches,
-                "stage_cpu_ms": summarize(self.stage_cpu.to_json())}
+                "stage_cpu_ms": summarize(self.stage_cpu.to_json()), "windows": windows_figures(self.windows)}
 
 
 def busy_seconds(spans: dict[str, list[tuple[float, float]]]) -> float:
@@ -77,6 +81,7 @@ class Board:
     def __init__(self) -> None:
         self.stages: dict[str, tuple[str, float]] = {}  # actor → (stage, since when, Unix seconds)
         self.requests = 0  # engine requests finished (per request, from the engine thread's hook)
+        self.window_requests = 0  # of the requests sent, how many were windows of a long document (as planned)
         self.request_tokens = 0
         self.outcomes: dict[str, int] = {}  # "row" or a dead-letter reason → documents (per batch, classified)
         self.classified_generated = 0  # of those, how many went through the engine
@@ -88,8 +93,9 @@ class Board:
     def stage(self, actor: str, stage: str, unix: float) -> None:
         self.stages[actor] = (stage, unix)
 
-    def requests_done(self, n: int, output_tokens: int, unix: float) -> None:
+    def requests_done(self, n: int, output_tokens: int, unix: float, windows: int = 0) -> None:
         self.requests += n
+        self.window_requests += windows
         self.request_tokens += output_tokens
         if n and self.first_count_unix is None:
             self.first_count_unix = unix
@@ -108,7 +114,8 @@ class Board:
             self.first_count_unix = unix
 
     def snapshot(self) -> dict[str, Any]:
-        return {"stages": dict(self.stages), "requests": self.requests, "outcomes": dict(self.outcomes),
+        return {"stages": dict(self.stages), "requests": self.requests, "window_requests": self.window_requests,
+                "outcomes": dict(self.outcomes),
                 "classified_generated": self.classified_generated,
                 "output_tokens": max(self.request_tokens, self.batch_tokens, self.step_tokens),
                 "first_count_unix": self.first_count_unix, "first_tokens_unix": self.first_tokens_unix}

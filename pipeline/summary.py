@@ -15,6 +15,7 @@ from pipeline.costs import usage_lines
 from pipeline.output.manifest import RunManifest
 from workers.secrets import looks_secret, redact
 from workers.stages import stage_lines
+from workers.windows import windows_text
 
 RAY_TEMP_MARKERS = ("/runtime_resources/", "/ray/session_")  # Ray's per-job working dir and session folders
 
@@ -139,6 +140,8 @@ def render_summary(manifest: RunManifest, config_arg: str | None = None, sets: S
     )
     lines.append("  time       " + timing)
     lines += usage_lines(manifest.extra.get("usage"), t, manifest.input_rows)
+    windows = windows_text(manifest.extra.get("windows"))  # windows per document (workers.windows)
+    lines += [f"  windows    {windows}"] if windows else []
     lines += [f"  warning    {w}" for w in manifest.extra.get("field_warnings") or []]
     lines += ["  cpu        " + line for line in stage_lines(manifest.extra.get("stage_cpu_ms") or {})]
     out = manifest.output_uri

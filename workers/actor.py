@@ -33,10 +33,11 @@ from workers.engine.args import usable_cores
 from workers.engine.host import HostedEngine, shared_mode
 from workers.extractor import BatchExtractor
 from workers.memory import keep_trimmed, measure_need, release_free_memory
-from workers.outcome import Internal, is_receipt, receipt
+from workers.outcome import Col, Internal, is_receipt, receipt
 from workers.reporter import reporter_for
 from workers.spec import ExtractionSpec
 from workers.stages import batch_clock, timed
+from workers.windows import count_windows
 
 log = structlog.get_logger(__name__)
 
@@ -153,6 +154,7 @@ class ExtractionActor:
         if self.reporter is not None:
             engine.on_request_done = self.reporter.request_done  # counted as each request finishes
             engine.on_tokens = self.reporter.tokens  # and the tokens of every engine step, from the first one
+            self.extractor.on_windows = self.reporter.windows_planned  # a windowed document counts once, not per window
         if not accelerator:  # malloc's free pages back to the kernel: now, then every TRIM_SECONDS (workers.memory)
             release_free_memory()
             keep_trimmed()
@@ -294,10 +296,17 @@ class ExtractionActor:
                 self.stats.record_compiles.remote(self.name, fresh)
             if self.extractor.last_generation is not None:
                 self.stats.record_batch.remote(self.name, *self.extractor.last_generation, table.num_rows,
-                                               clock.seconds)
+                                               clock.seconds, windows_of(outcomes))
         if self.reporter is not None:
             self.reporter.batch_done(outcomes)
         return table, full
+
+
+def windows_of(outcomes: pa.Table) -> dict[int, int]:
+    """A batch's documents by window count (`_windows`), for the run record (`workers.windows.count_windows`)."""
+    if Col.WINDOWS not in outcomes.column_names:
+        return {}
+    return count_windows(outcomes.column(Col.WINDOWS).to_pylist())
 
 
 def slice_runs(block: pa.Table) -> list[pa.Table]:

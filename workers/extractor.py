@@ -97,6 +97,7 @@ class BatchExtractor:
         self._local = threading.local()  # per calling thread: batches may run concurrently (batches_in_flight)
         self._lock = threading.Lock()  # guards the schema caches
         self._serving = False  # set by the first batch: from then on the engine is busy
+        self.on_windows: Any = None  # called with a long document's window count as its requests are planned
         self._key_locks: dict[str, threading.Lock] = {}  # one per schema key: a slow compile holds only its own rows
         self.compile_seconds: dict[str, float] = {}  # schema hash → warm-up seconds, for each schema compiled here
         self._contracts: dict[str, SchemaContract | SchemaUnusable] = {}
@@ -258,6 +259,8 @@ class BatchExtractor:
             return planned
         for request in planned:
             batch.add(i, doc_id, request.text, request.chat, request.prompt, contract, request.window)
+        if self.on_windows is not None and len(planned) > 1:  # the live display counts the document once
+            self.on_windows(len(planned))
         return None
 
     def _generate(self, prompts: list[list[int]], contracts: list[SchemaContract], ids: Sequence[Any],

@@ -25,6 +25,7 @@ class Reporter:
         self._requests = 0
         self._tokens = 0
         self._step_tokens = 0
+        self._windows = 0  # window requests planned since the last flush (sent with the requests, never after them)
         self._wake = threading.Event()
         threading.Thread(target=self._flush_loop, name="progress-reporter", daemon=True).start()
 
@@ -37,6 +38,14 @@ class Reporter:
         with self._lock:
             self._requests += 1
             self._tokens += tokens
+        self._wake.set()
+
+    def windows_planned(self, n: int) -> None:
+        """The extractor planned `n` window requests of a long document, before any of them goes to the engine.
+        The board leaves them out of the finished requests it counts as documents: a windowed document counts
+        once, when its batch is classified (`pipeline.progress.documents_done`)."""
+        with self._lock:
+            self._windows += n
         self._wake.set()
 
     def tokens(self, n: int) -> None:
@@ -55,7 +64,10 @@ class Reporter:
         for kind, reason in zip(kinds, reasons, strict=True):
             key = Kind.ROW.value if kind == Kind.ROW else str(reason)
             counts[key] = counts.get(key, 0) + 1
-        generated = sum(1 for f in finish if f not in (None, "refused"))
+        windows = table.column(Col.WINDOWS).to_pylist() if Col.WINDOWS in table.column_names else [None] * len(finish)
+        # Documents whose one request the engine answered; a windowed document's requests are counted apart
+        # (`windows_planned`), so it is left out here.
+        generated = sum(1 for f, w in zip(finish, windows, strict=True) if f not in (None, "refused") and (w or 1) == 1)
         self.board.batch_done.remote(counts, generated, sum(t or 0 for t in tokens), time.time())
 
     def _flush_loop(self) -> None:
@@ -69,12 +81,13 @@ class Reporter:
         with self._lock:
             n, tokens, self._requests, self._tokens = self._requests, self._tokens, 0, 0
             step_tokens, self._step_tokens = self._step_tokens, 0
+            windows, self._windows = self._windows, 0
             self._wake.clear()
         try:
             if step_tokens:
                 self.board.tokens_made.remote(step_tokens, time.time())
-            if n:
-                self.board.requests_done.remote(n, tokens, time.time())
+            if n or windows:  # one call: the board never sees a window's request before the window was planned
+                self.board.requests_done.remote(n, tokens, time.time(), windows)
         except Exception:  # noqa: BLE001 - the display is best effort; the run does not depend on it
             pass
 

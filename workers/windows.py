@@ -181,3 +181,48 @@ def window_line(loaded: object) -> str:
     size = f"up to {policy.window_tokens} document tokens" if policy.window_tokens else "as many tokens as fit"
     return (context + f"; a longer document is read in windows of {size}, {policy.overlap:.0%} overlap, "
             f"at most {policy.max_windows} (input.long_documents: windows)")
+
+
+# ---------------------------------------------------------------- windows per document, for the run record
+
+
+def count_windows(values: list[int | None], into: dict[int, int] | None = None) -> dict[int, int]:
+    """Documents by their window count (`_windows`), added to `into`: a counter, bounded by `max_windows`, never a
+    list per document. A document decided before any request (no `_windows`) is not counted."""
+    counts = into if into is not None else {}
+    for value in values:
+        if value:
+            counts[int(value)] = counts.get(int(value), 0) + 1
+    return counts
+
+
+def windows_figures(counts: dict[int, int] | dict[str, int]) -> dict[str, object] | None:
+    """The run's windows per document from its counter: median, max, the share of documents read in more than one
+    window, and the counter itself (JSON keys are strings); None when no document was counted."""
+    by_count = sorted((int(k), int(v)) for k, v in counts.items() if int(v) > 0)
+    documents = sum(n for _, n in by_count)
+    if not documents:
+        return None
+    return {"documents": documents, "median": _median(by_count, documents), "max": by_count[-1][0],
+            "more_than_one": sum(n for k, n in by_count if k > 1) / documents,
+            "counts": {str(k): n for k, n in by_count}}
+
+
+def _median(by_count: list[tuple[int, int]], documents: int) -> float:
+    """The median of the documents' window counts, from (count, documents) in ascending order."""
+    middle = [(documents - 1) // 2, documents // 2]  # the two middle positions (one, for an odd number)
+    values, seen = [], 0
+    for value, n in by_count:
+        values += [value] * sum(1 for m in middle if seen <= m < seen + n)
+        seen += n
+    return sum(values) / 2
+
+
+def windows_text(figures: dict[str, object] | None) -> str | None:
+    """One line of the run's windows per document, for the summary and the report; None without figures."""
+    if not figures:
+        return None
+    median = float(figures["median"])  # type: ignore[arg-type]
+    share = 100 * float(figures["more_than_one"])  # type: ignore[arg-type]
+    return (f"per document median {median:g}, max {figures['max']}; {share:.1f}% of {figures['documents']} "
+            "documents needed more than one")

@@ -55,6 +55,12 @@ def test_a_killed_windowed_run_resumes_and_commits_each_document_once(ray_head, 
     partition, = manifest["partitions"]
     assert partition["status"] == "committed" and partition["units_resumed"] >= 1
     assert manifest["input_rows"] == N_DOCS == manifest["rows"] + manifest["dead_letters"]
+    # Windows per document (issue 56 item 5), of the documents this run read (those staged before the kill are not
+    # read again): every one needed more than one window.
+    windows = manifest["windows"]
+    assert 0 < windows["documents"] <= N_DOCS and windows["more_than_one"] == 1.0
+    assert 1 < windows["median"] <= windows["max"], windows
+    assert f"windows    per document median {windows['median']:g}, max {windows['max']}; 100.0% of" in rerun.stdout
     con = duckdb.connect()
     rows = con.execute(f"SELECT doc_id, _windows, cardinality(_window_of) FROM "
                        f"read_parquet('{output}/rows/**/*.parquet') ORDER BY doc_id").fetchall()

@@ -68,3 +68,13 @@ def usage_cards(usage: dict[str, Any] | None) -> list[tuple[str, str, str]]:
         if cost.get("per_1000_documents") is not None:
             cards.append((f"{cost['per_1000_documents']:.4f}", "cost per 1,000 documents", ""))
     return cards
+
+
+def windows_cards(windows: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+    """The run page's cards for its windows per document (`workers.windows.windows_figures`, the run record's
+    `windows`): median, max, and the share of documents read in more than one window."""
+    if not windows:
+        return []
+    return [(f"{float(windows['median']):g}", "windows per document (median)", ""),
+            (str(windows["max"]), "windows per document (max)", ""),
+            (f"{100 * float(windows['more_than_one']):.1f}%", "documents in more than one window", "")]

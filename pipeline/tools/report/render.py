@@ -12,7 +12,14 @@ from typing import Any
 from pipeline.costs import rates
 from pipeline.field_warnings import field_warnings
 from pipeline.tools.report.build import Report, near_limit
-from pipeline.tools.report.extras import few_shot, generation_seconds, sample_chips, shown_charts, usage_cards
+from pipeline.tools.report.extras import (
+    few_shot,
+    generation_seconds,
+    sample_chips,
+    shown_charts,
+    usage_cards,
+    windows_cards,
+)
 from pipeline.tools.report.formats import fmt_s, fmt_score
 from pipeline.tools.report.outcomes import COLORS, OTHER_COLOR, ROW
 from pipeline.tools.report.runs import all_rows
@@ -56,6 +63,7 @@ def _cards(report: Report) -> list[dict[str, str]]:
     if report.scores is not None:
         cards.append((fmt_score(f1), "F1 (extract eval)", ""))
     cards += usage_cards(record.get("usage"))
+    cards += windows_cards(record.get("windows"))
     return [{"value": v, "label": label, "kind": kind} for v, label, kind in cards]
 
 

@@ -10,6 +10,7 @@ from pipeline.tools.report.build import Report, near_limit
 from pipeline.tools.report.charts import CHART_FILES
 from pipeline.tools.report.measures import token_stats
 from pipeline.tools.report.outcomes import ROW, outcome_label
+from workers.windows import windows_text
 
 
 def print_summary(report: Report, out_dir: Path, console: Any = None) -> None:
@@ -55,13 +56,21 @@ def print_summary(report: Report, out_dir: Path, console: Any = None) -> None:
         f"\n    {s.actor}: init {s.engine_init_s or 0:.1f}s, compile {s.schema_compile_s:.1f}s "
         f"({s.schemas} schema{'s' if s.schemas != 1 else ''})"
         + (f", ready at {s.ready_s:.1f}s" if s.ready_s is not None else "") for s in report.startups))
+    _print_tokens_and_windows(report, console)
+    console.print(f"  report   {out_dir / 'report.html'}  (+ {', '.join(CHART_FILES)})")
+
+
+def _print_tokens_and_windows(report: Report, console: Any) -> None:
+    """The tokens per document, how many outputs neared max_tokens, and the windows per document."""
     prompts = [x for v in report.tokens["prompt"].values() for x in v]
     outputs = [x for v in report.tokens["output"].values() for x in v]
     hot, measured = near_limit(report)
     console.print(f"  tokens   prompt {token_stats(prompts)};  output {token_stats(outputs)}")
     console.print(f"           max_tokens {report.budget.max_tokens} ({report.budget.source}); "
                   f"{hot} of {measured} outputs used ≥90% of it")
-    console.print(f"  report   {out_dir / 'report.html'}  (+ {', '.join(CHART_FILES)})")
+    windows = windows_text(report.data.record.get("windows"))  # windows per document (workers.windows), if counted
+    if windows:
+        console.print(f"  windows  {windows}")
 
 
 def rate_text(timings: dict, documents: int) -> str:
