@@ -18,7 +18,7 @@ EDGE_PUNCTUATION = ".,;:!?()[]{}|\"'*“”‘’"
 # A word: a run without spaces or dashes between words (`minutes—a task`, `Patel—the Indian`): a value stops at
 # an em dash as at a space.
 WORD = re.compile(r"[^\s—]+")
-POSSESSIVE = re.compile(r"['’]s$")  # `Anya Petrova's role`: the name is `Anya Petrova`
+POSSESSIVE = ("'s", "’s")  # `Anya Petrova's role`: the name is `Anya Petrova` (a run may end without it)
 # A sentence ends at . ! ? or ; and a space before a capital or a quote, unless the word before the stop is
 # an abbreviation (Mr., St., Co., Ing., Dott., Sr., a one-letter initial): English's and those of every language
 # with word lists (schemas/grounding/data/<lang>.json, read here directly: that package imports this module).

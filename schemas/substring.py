@@ -174,7 +174,8 @@ class _Trie:
         node, length = self.root, 0
         for label in labels:
             stripped = label.rstrip(EDGE_PUNCTUATION)
-            for end in (stripped, POSSESSIVE.sub("", stripped)):  # `Petrova's` ends `Anya Petrova` too
+            # `Petrova's` ends `Anya Petrova` too
+            for end in (stripped, stripped[:-2]) if stripped.endswith(POSSESSIVE) else (stripped,):
                 if end != label and end.strip() and self._fits(length + len(end)):
                     self.ends.setdefault(id(node), set()).add(end)
             length += len(label)

@@ -83,8 +83,8 @@ def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
             for _, end in bounds[i:i + max_words]:
                 span = cell[start:end]
                 stripped = span.strip(EDGE_PUNCTUATION)
-                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), stripped, _unnumbered(stripped),
-                                  POSSESSIVE.sub("", stripped)):
+                possessive = (stripped[:-2],) if stripped.endswith(POSSESSIVE) else ()
+                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), stripped, _unnumbered(stripped), *possessive):
                     if candidate:
                         found[candidate] = None
     return list(found)
