@@ -12,9 +12,12 @@ from pathlib import Path
 MAX_WORDS = 12  # the longest `text` value, in words
 CELL_BREAK = re.compile(r"\s*(?:\||\t| {2,})\s*|(?<=:)\s+")
 HARD_BREAK = re.compile(r"\s*(?:\||\t| {2,})\s*")  # a cell's edges but a label's colon
-# Markdown's emphasis (`**Holographic HUD**`, `*Quantum Shift*`) and typographic quotes are punctuation around a
-# value too (DeepJSONEval en, first 32: 21 of 44 refused gold names were written in bold or italics).
-EDGE_PUNCTUATION = ".,;:!?()[]{}|\"'*“”‘’"
+# Markdown's emphasis (`**Holographic HUD**`, `*Quantum Shift*`, `_Dionaea muscipula_`) and typographic quotes
+# are punctuation around a value too (DeepJSONEval en, first 32: 21 of 44 refused gold names were written in bold
+# or italics).
+EDGE_PUNCTUATION = ".,;:!?()[]{}|\"'*_“”‘’"
+# The same without closing brackets: `"The Succulent Manual (2022 Edition)" provides` ends `(2022 Edition)` too
+EDGE_BUT_BRACKETS = EDGE_PUNCTUATION.replace(")", "").replace("]", "").replace("}", "")
 # A word: a run without spaces or dashes between words (`minutes—a task`, `Patel—the Indian`): a value stops at
 # an em dash as at a space.
 WORD = re.compile(r"[^\s—]+")

@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, POSSESSIVE, WORD, sentences_of
+from schemas.cells import EDGE_BUT_BRACKETS, EDGE_PUNCTUATION, MAX_WORDS, POSSESSIVE, WORD, sentences_of
 from schemas.walk import iter_subschemas
 
 SUBSTRING_KEY = "x-substring"
@@ -174,8 +174,11 @@ class _Trie:
         node, length = self.root, 0
         for label in labels:
             stripped = label.rstrip(EDGE_PUNCTUATION)
-            # `Petrova's` ends `Anya Petrova` too
-            for end in (stripped, stripped[:-2]) if stripped.endswith(POSSESSIVE) else (stripped,):
+            # `Petrova's` ends `Anya Petrova` too, and `Edition)"` ends `(2022 Edition)`
+            ends = (stripped, stripped[:-2]) if stripped.endswith(POSSESSIVE) else (stripped,)
+            if label[-1:] in "\"'”’" and label[-2:-1] in ")]}":
+                ends = (*ends, label.rstrip(EDGE_BUT_BRACKETS))
+            for end in ends:
                 if end != label and end.strip() and self._fits(length + len(end)):
                     self.ends.setdefault(id(node), set()).add(end)
             length += len(label)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, POSSESSIVE, WORD, cells_of, sentences_of
+from schemas.cells import EDGE_BUT_BRACKETS, EDGE_PUNCTUATION, MAX_WORDS, POSSESSIVE, WORD, cells_of, sentences_of
 from schemas.grounding.dates import dates as read_dates
 from schemas.grounding.kinds import ID_SHAPE
 from schemas.grounding.locale import UNKNOWN, Locale
@@ -83,8 +83,10 @@ def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
             for _, end in bounds[i:i + max_words]:
                 span = cell[start:end]
                 stripped = span.strip(EDGE_PUNCTUATION)
-                possessive = (stripped[:-2],) if stripped.endswith(POSSESSIVE) else ()
-                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), stripped, _unnumbered(stripped), *possessive):
+                more = (stripped[:-2],) if stripped.endswith(POSSESSIVE) else ()
+                if span[-1:] in "\"'”’" and span[-2:-1] in ")]}":  # `"... (2022 Edition)"` ends at its bracket
+                    more = (*more, span.strip(EDGE_BUT_BRACKETS))
+                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), stripped, _unnumbered(stripped), *more):
                     if candidate:
                         found[candidate] = None
     return list(found)

@@ -86,3 +86,24 @@ def test_invoice_numbers_after_a_label_of_several_words() -> None:
     text = ("Numero fattura: 5088\nDocumento n. 2777\nNº da fatura: 343.186\nNúmero de factura: FV-2026/118\n"
             "Rechnung Nr. 1528\nwe sell no more than 3 items")
     assert identifiers(text) == ["FV-2026/118", "5088", "2777", "343.186", "1528"]
+
+
+def test_a_range_of_hours_with_words_between_its_times() -> None:
+    found = time_ranges("the gates swing open at 7:30 AM and remain welcoming until 5:00 PM sharp; open at 9:00 AM, "
+                        "welcoming explorers until 4:30 PM, while weekends differ")
+    assert {"7:30 AM - 5:00 PM", "9:00 AM - 4:30 PM", "9:00-16:30"} <= set(found)
+    assert not any(value.startswith("5:00 PM") for value in found)
+
+
+def test_italic_names_and_a_title_ending_in_brackets_inside_quotes() -> None:
+    found = spans('Close relatives include _Drosera rotundifolia var. minor_, a sundew. '
+                  '"The Succulent Manual (2022 Edition)" provides tips.')
+    assert {"Drosera rotundifolia var. minor", "The Succulent Manual (2022 Edition)"} <= set(found)
+
+
+def test_english_scale_words_multiply_as_chinese_ones_do() -> None:
+    from schemas.grounding import numbers
+
+    assert numbers("has soared to an impressive 17.5 million players, 2 billion views") == [17.5, 17_500_000, 2,
+                                                                                          2_000_000_000]
+    assert numbers("3 millionaires") == [3]
