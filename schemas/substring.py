@@ -36,35 +36,37 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, sentences_of
+from schemas.cells import EDGE_BUT_BRACKETS, EDGE_PUNCTUATION, MAX_WORDS, POSSESSIVE, WORD, sentences_of
 from schemas.walk import iter_subschemas
 
 SUBSTRING_KEY = "x-substring"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SENTINEL = "XSUBSTRING_SENTINEL_{}_"
-WORD = re.compile(r"\S+")
 
 
 # --- the schema node ------------------------------------------------------------------------------------------
 
 
-def document_cells(document: str) -> list[str]:
-    """The document's cells that hold a word, in order (duplicates kept once: they add no run)."""
+def document_cells(document: str, extra: Iterable[str] = ()) -> list[str]:
+    """The document's cells that hold a word, in order (duplicates kept once: they add no run), then the `extra`
+    cells (the normal forms of values the document writes, `schemas.grounding.normal`). A long document is
+    prose, where a colon is punctuation inside a sentence (`Eternal Echoes: The Forgotten Chronicles`), so a
+    cell is not cut after a `label:` here; a run still never crosses a sentence end."""
     found: dict[str, None] = {}
-    for cell in sentences_of(document):  # as grounding.spans cuts them: a run never crosses a sentence end
+    for cell in [*sentences_of(document, labels=False), *extra]:
         if WORD.search(cell):
             found[cell] = None
     return list(found)
 
 
 def substring_node(document: str, max_words: int = MAX_WORDS, max_length: int | None = None,
-                   nullable: bool = False) -> dict[str, Any]:
+                   nullable: bool = False, extra: Iterable[str] = ()) -> dict[str, Any]:
     """A string node whose grammar (through `to_ebnf`) is any run of 1..max_words words of one cell of the
-    document, at most `max_length` characters; with `nullable`, `null` is allowed too."""
+    document (or of an `extra` cell), at most `max_length` characters; with `nullable`, `null` is allowed too."""
     if max_words < 1:
         raise ValueError("max_words must be at least 1")
     payload: dict[str, Any] = {"version": FORMAT_VERSION, "max_words": max_words, "max_length": max_length,
-                               "cells": document_cells(document)}
+                               "cells": document_cells(document, extra)}
     payload["id"] = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
     node: dict[str, Any] = {"type": "string", SUBSTRING_KEY: payload}
     return {"anyOf": [node, {"type": "null"}]} if nullable else node
@@ -87,12 +89,12 @@ def _substring_nodes(schema: Any) -> Iterable[dict[str, Any]]:
 MAX_GRAMMAR_BYTES = 900_000
 
 
-def state_bound(document: str, max_words: int) -> int:
+def state_bound(document: str, max_words: int, extra: Iterable[str] = ()) -> int:
     """An upper bound on the automaton's states for these words, cheap to count: one per (word, words still
     allowed) pair, as if no run were repeated (the minimised automaton is smaller when runs repeat)."""
     total = 2
-    for cell in document_cells(document):
-        n = len(cell.split())
+    for cell in document_cells(document, extra):
+        n = len(WORD.findall(cell))
         total += sum(min(max_words, n - i) for i in range(n))
     return total
 
@@ -103,13 +105,13 @@ def grammar_bytes(auto: Automaton) -> int:
 
 
 def fit_max_words(document: str, max_words: int = MAX_WORDS, max_length: int | None = None,
-                  max_bytes: int = MAX_GRAMMAR_BYTES) -> int | None:
+                  max_bytes: int = MAX_GRAMMAR_BYTES, extra: Iterable[str] = ()) -> int | None:
     """The largest word bound among max_words, max_words // 2, max_words // 4 and 1 whose rules take at most
     `max_bytes`; None when not even single words fit (keep the schema as written). `state_bound` skips the
     bounds that cannot fit without building their automaton (a state takes 60-120 bytes)."""
-    cells = document_cells(document)
+    cells = document_cells(document, extra)
     for k in sorted({max_words, max_words // 2, max_words // 4, 1} - {0}, reverse=True):
-        if state_bound(document, k) * 15 > max_bytes:
+        if state_bound(document, k, extra) * 15 > max_bytes:
             continue
         if grammar_bytes(automaton(cells, k, max_length)) <= max_bytes:
             return k
@@ -172,8 +174,13 @@ class _Trie:
         node, length = self.root, 0
         for label in labels:
             stripped = label.rstrip(EDGE_PUNCTUATION)
-            if stripped != label and stripped.strip() and self._fits(length + len(stripped)):
-                self.ends.setdefault(id(node), set()).add(stripped)
+            # `Petrova's` ends `Anya Petrova` too, and `Edition)"` ends `(2022 Edition)`
+            ends = (stripped, stripped[:-2]) if stripped.endswith(POSSESSIVE) else (stripped,)
+            if label[-1:] in "\"'”’" and label[-2:-1] in ")]}":
+                ends = (*ends, label.rstrip(EDGE_BUT_BRACKETS))
+            for end in ends:
+                if end != label and end.strip() and self._fits(length + len(end)):
+                    self.ends.setdefault(id(node), set()).add(end)
             length += len(label)
             if not self._fits(length):
                 return

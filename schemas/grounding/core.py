@@ -39,6 +39,7 @@ from schemas.grounding.finders import FALLBACK
 from schemas.grounding.index import DocumentIndex
 from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_names, has_grounded
 from schemas.grounding.locale import AUTO, Locale
+from schemas.grounding.normal import normal_forms
 from schemas.grounding.screens import DEFAULT_SCREENS, FieldContext, screened
 from schemas.labels import field_words
 from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
@@ -84,7 +85,7 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
     if shape is not None:  # a word is an email (or uri, hostname) only if it looks like one
         candidates = [c for c in candidates if isinstance(c, str) and shape.fullmatch(c)]
     if len(candidates) > MAX_CANDIDATES and kind in SUBSTRING_KINDS:
-        substring = _substring(node, kind, index.document, cache)
+        substring = _substring(node, kind, index, cache)
         if substring is not None:
             return substring
     if not candidates or len(candidates) > MAX_CANDIDATES:
@@ -105,17 +106,20 @@ SUBSTRING_KINDS = {"text": MAX_WORDS, "item": MAX_WORDS, "word": 1}
 PLAIN_STRING_KEYS = frozenset({"type", "maxLength", "minLength"})
 
 
-def _substring(node: dict[str, Any], kind: str, document: str, cache: dict[str, Any]) -> dict[str, Any] | None:
+def _substring(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict[str, Any]) -> dict[str, Any] | None:
     """The field as a substring node (any run of the document's words, as few per run as the grammar's size
-    needs), or None where the field has bounds a run cannot honour or no word bound fits."""
+    needs, or one of the normal forms of its dates and time ranges: `schemas.grounding.normal`), or None where
+    the field has bounds a run cannot honour or no word bound fits."""
     branch = {k: v for k, v in _value_branch(node).items() if k not in ANNOTATIONS}
     if branch.get("type") != "string" or not set(branch) <= PLAIN_STRING_KEYS:
         return None
     max_length = branch.get("maxLength")
     key = ("substring", kind, max_length)
     if key not in cache:
-        words_per_run = fit_max_words(document, SUBSTRING_KINDS[kind], max_length)
-        cache[key] = None if words_per_run is None else substring_node(document, words_per_run, max_length)
+        extra = normal_forms(index) if kind != "word" else ()
+        words_per_run = fit_max_words(index.document, SUBSTRING_KINDS[kind], max_length, extra=extra)
+        cache[key] = None if words_per_run is None else substring_node(index.document, words_per_run, max_length,
+                                                                       extra=extra)
     found = cache[key]
     if found is None:
         return None

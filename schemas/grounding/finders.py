@@ -7,7 +7,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from schemas.cells import EDGE_PUNCTUATION, MAX_WORDS, cells_of, sentences_of
+from schemas.cells import EDGE_BUT_BRACKETS, EDGE_PUNCTUATION, MAX_WORDS, POSSESSIVE, WORD, cells_of, sentences_of
 from schemas.grounding.dates import dates as read_dates
 from schemas.grounding.kinds import ID_SHAPE
 from schemas.grounding.locale import UNKNOWN, Locale
@@ -73,15 +73,20 @@ def _unnumbered(value: str) -> str:
 
 
 def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
-    """Every run of up to `max_words` consecutive words inside one sentence of a cell, as the text writes it."""
+    """Every run of up to `max_words` consecutive words inside one sentence of a cell, as the text writes it, with
+    and without the punctuation around it (and a last word's possessive `'s`). Words are cut at spaces and em
+    dashes (`WORD`)."""
     found: dict[str, None] = {}
     for cell in sentences_of(text):
-        bounds = [m.span() for m in re.finditer(r"\S+", cell)]
+        bounds = [m.span() for m in WORD.finditer(cell)]
         for i, (start, _) in enumerate(bounds):
             for _, end in bounds[i:i + max_words]:
                 span = cell[start:end]
                 stripped = span.strip(EDGE_PUNCTUATION)
-                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), stripped, _unnumbered(stripped)):
+                more = (stripped[:-2],) if stripped.endswith(POSSESSIVE) else ()
+                if span[-1:] in "\"'”’" and span[-2:-1] in ")]}":  # `"... (2022 Edition)"` ends at its bracket
+                    more = (*more, span.strip(EDGE_BUT_BRACKETS))
+                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), stripped, _unnumbered(stripped), *more):
                     if candidate:
                         found[candidate] = None
     return list(found)
@@ -142,8 +147,11 @@ NOT_AN_ID = re.compile(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2}:\d{2}(?::\d{2})
 
 
 # What a number's label ends in, in the languages with word lists: `Nr.`, `No.`, `Nº`, `n°`, `núm.`, `#`
-NUMBERED = re.compile(r"(?i:(?<![^\W\d_])(?:number|nummer|numéro|número|numero|núm|num|nr|no|n[º°o])(?![^\W\d_])"
-                      r"\.?|#)[ \t]*:?[ \t]*(?P<id>(?=[\w/.-]*\d)[A-Za-z0-9][\w/.-]*[A-Za-z0-9]|\d)")
+# (`n.` with its stop: `Documento n. 2777`), maybe followed by up to two words and a colon (`Numero fattura:`,
+# `Nº da fatura:`, `Number of invoice:`): the multilingual job's 4 refused invoice numbers before (it_IT, pt_BR)
+NUMBERED = re.compile(r"(?i:(?<![^\W\d_])(?:number|nummer|numéro|número|numero|núm|num|nr|no|n[º°o]|n(?=\.))"
+                      r"(?![^\W\d_])\.?(?:(?:[ \t]+[^\W\d_]+){1,2}[ \t]*:)?|#)[ \t]*:?[ \t]*"
+                      r"(?P<id>(?=[\w/.-]*\d)[A-Za-z0-9][\w/.-]*[A-Za-z0-9]|\d)")
 # A series and a number as two words: `FPR 3715/26`, `RE 2026-0042`
 TWO_WORDS = re.compile(r"(?<![\w/-])[A-Z]{1,5} \d[\d/.-]*\d(?![\w/-])")
 

@@ -40,9 +40,12 @@ def readings(text: str, locale: Locale = UNKNOWN) -> list[Reading]:
         written = text[start:end]
         values = _values(written, "," if dashed else decimal)
         found.extend((v, start, end) for v in values)
-        scale = MULTIPLIERS.get(text[end:end + 1])
-        if scale:  # `1750万` is 17,500,000 (both readings kept: the digits are written too)
-            found.extend((_scaled(v, scale), start, end + 1) for v in values)
+        scale, scale_end = MULTIPLIERS.get(text[end:end + 1]), end + 1
+        word = SCALE_WORD.match(text, end)
+        if word:
+            scale, scale_end = SCALE_WORDS[word.group(1).lower()], word.end()
+        if scale:  # `1750万`, `17.5 million` are 17,500,000 (both readings kept: the digits are written too)
+            found.extend((_scaled(v, scale), start, scale_end) for v in values)
         if any(c in SPACE for c in written) and locale.decimal is None:
             found.extend(_pieces(written, start))  # `2 100.00` may be a quantity and a price
     return found
@@ -50,6 +53,9 @@ def readings(text: str, locale: Locale = UNKNOWN) -> list[Reading]:
 
 # A Chinese or Japanese multiplier after the digits (DeepJSONEval zh dev: players `1750万`, 4 of 446 gold leaves)
 MULTIPLIERS = {"万": 10_000, "萬": 10_000, "亿": 100_000_000, "億": 100_000_000}
+# And English's scale words (DeepJSONEval en, all 136: players `17.5 million`, 1 of 1724 gold leaves)
+SCALE_WORDS = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000, "trillion": 1_000_000_000_000}
+SCALE_WORD = re.compile(r"[ \u00a0]?(thousand|million|billion|trillion)(?![^\W\d_])", re.IGNORECASE)
 
 
 def _scaled(value: float | int, scale: int) -> float | int:

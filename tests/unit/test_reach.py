@@ -263,4 +263,4 @@ def test_a_long_documents_text_field_is_checked_as_the_grammar_checks_a_run_of_i
     assert document_refusals("d", {"holder": "maria  JONES"}, document, schema, "auto")[1] == []  # as eval compares
     _, refused = document_refusals("d", {"holder": "Mary Jones"}, document, schema, "auto")
     assert [(r.field, r.gold) for r in refused] == [("holder", "Mary Jones")]
-    assert refused[0].nearest[0] == "Maria Jones of Lisbon"  # the cell after its label
+    assert refused[0].nearest[0] == "Holder: Maria Jones of Lisbon"  # a long document's cell: not cut after its label
