@@ -88,8 +88,10 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
         substring = _substring(node, kind, index, cache)
         if substring is not None:
             return substring
-    if not candidates or len(candidates) > MAX_CANDIDATES:
-        return _without_key(node)  # nothing found (or too much to list): the field's own type, null if it allows
+    if not candidates:
+        return _free(node, kind)  # nothing found: the field's own type (bounded), null if it allows
+    if len(candidates) > MAX_CANDIDATES:
+        return _without_key(node)  # too much to list: the field's own type
     choice: dict[str, Any] = {"enum": candidates}
     if any(isinstance(c, float) and not c.is_integer() for c in candidates):  # 8.7, not 8.6999999999999993
         choice[LITERALS_KEY] = [json.dumps(c) for c in candidates]
@@ -188,6 +190,40 @@ def _within(value: Any, bounds: dict[str, Any]) -> bool:
 
 def _without_key(node: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in node.items() if k != KEY}
+
+
+# A field whose finder finds nothing keeps its type (grounding never forbids), within bounds no real value of its
+# kind passes: the bundled model, left free on a field the document does not fill, writes digits or characters until
+# max_tokens (the tickets job: 5 of 40 truncated, `order_number` "123456789012…", before these bounds).
+FREE_MAX_LENGTH = {"id": 64, "word": 64, "code": 64, "currency": 64}  # characters of a short token
+FREE_MAX_ABS = 1e15  # a number's magnitude: beyond every amount, count and year a document writes
+
+
+def _free(node: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The field's own schema without the grounding mark, each value branch bounded for its kind: a number within
+    ±FREE_MAX_ABS, a short token's string within FREE_MAX_LENGTH (a branch with a pattern or format, which some
+    backends cannot combine with a length, keeps its own bounds)."""
+    free = _without_key(node)
+    branches = free.get("anyOf") or free.get("oneOf")
+    if isinstance(branches, list):
+        key = "anyOf" if "anyOf" in free else "oneOf"
+        return {**free, key: [_bounded(b, kind) if isinstance(b, dict) else b for b in branches]}
+    return _bounded(free, kind)
+
+
+def _bounded(branch: dict[str, Any], kind: str) -> dict[str, Any]:
+    types = branch.get("type")
+    types = {types} if isinstance(types, str) else set(types) if isinstance(types, list) else set()
+    bounded = dict(branch)
+    if types and types <= {"number", "integer", "null"} and types - {"null"}:
+        if "maximum" not in bounded and "exclusiveMaximum" not in bounded:
+            bounded["maximum"] = FREE_MAX_ABS
+        if "minimum" not in bounded and "exclusiveMinimum" not in bounded:
+            bounded["minimum"] = -FREE_MAX_ABS
+    elif types and types <= {"string", "null"} and "string" in types and kind in FREE_MAX_LENGTH \
+            and not {"pattern", "format", "enum", "const"} & set(bounded):
+        bounded["maxLength"] = min(int(bounded.get("maxLength", FREE_MAX_LENGTH[kind])), FREE_MAX_LENGTH[kind])
+    return bounded
 
 
 

@@ -65,6 +65,28 @@ def test_no_candidate_keeps_the_fields_plain_type_never_only_null() -> None:
     assert grounded["properties"]["b"] == {"type": "string", "format": "date"}
 
 
+def test_a_field_left_free_is_bounded_so_a_small_model_cannot_run_away() -> None:
+    """A field whose finder finds nothing keeps its type, bounded: a number within ±1e15, a short token (an id,
+    a word) within 64 characters. Any real value passes; the runaway `order_number` "1234567890…" of the tickets
+    job (5 of 40 truncated at max_tokens without the bounds) does not. A text field, a pattern or a format keeps
+    its own bounds."""
+    schema = {"type": "object", "properties": {
+        "order_number": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "amount": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+        "count": {"type": "integer", "maximum": 10},
+        "order_code": {"type": "string", "pattern": "^[A-Z]+$"},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
+    free = ground(schema, "The blanket arrived torn, and nobody answers.", mode="auto")["properties"]
+    assert free["order_number"] == {"anyOf": [{"type": "string", "maxLength": 64}, {"type": "null"}]}
+    assert free["amount"] == {"anyOf": [{"type": "number", "maximum": 1e15, "minimum": -1e15}, {"type": "null"}]}
+    assert free["count"] == {"type": "integer", "maximum": 10, "minimum": -1e15}
+    assert free["order_code"] == {"type": "string", "pattern": "^[A-Z]+$"}
+    assert "maxLength" not in json.dumps(free["note"])  # a text field: the document's spans, unbounded here
+    jsonschema.validate({"order_number": "ORD-2026-00042", "amount": 1234.56}, {**schema, "properties": free})
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"order_number": "1234567890" * 10}, {**schema, "properties": free})
+
+
 def test_a_schema_without_marks_or_a_missing_document_is_used_as_it_is() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}}}
     assert ground(schema, DOC) is schema and not has_grounded(schema)
@@ -196,7 +218,8 @@ def test_auto_grounds_a_plain_schema_per_document_and_keeps_what_it_must() -> No
 def test_auto_with_no_candidate_leaves_a_field_free() -> None:
     grounded = ground(PLAIN, "nothing numeric or dated here", mode="auto")["properties"]
     assert grounded["when"] == PLAIN["properties"]["when"]  # nullable: as written (issue 54; was: only null)
-    assert grounded["total"] == {"type": "number"}  # required: as written, never a dead letter
+    # required: its type, never a dead letter; bounded as every free field (no value a document writes is refused)
+    assert grounded["total"] == {"type": "number", "maximum": 1e15, "minimum": -1e15}
 
 
 def test_grounding_modes_keep_the_old_hashes_and_auto_is_marked_where_it_adds_nothing() -> None:
@@ -398,7 +421,7 @@ def test_auto_grounds_a_money_field_in_the_amounts_and_falls_back_where_the_docu
     assert props["quantity"]["enum"] == [64225, 2] and 64225 in props["total"]["enum"]
     props = ground(schema, "Order 64225: 2 lamps, never delivered.", mode="auto")["properties"]
     # nullable: no amount leaves the plain type (issue 54; was: only null)
-    assert props["amount"] == {"anyOf": [{"type": "number"}, {"type": "null"}]}
+    assert props["amount"] == {"anyOf": [{"type": "number", "maximum": 1e15, "minimum": -1e15}, {"type": "null"}]}
     assert props["price"]["enum"] == [64225, 2]  # required: any number the document writes, as before
 
 
@@ -418,5 +441,6 @@ def test_auto_grounds_an_id_field_in_the_identifiers_and_falls_back_where_the_do
     props = ground(schema, "This is about order #BL1457-8, placed 2026-03-01.", mode="auto")["properties"]
     assert props["order_number"]["anyOf"][0]["enum"] == ["BL1457-8"] and props["ticket_id"]["enum"] == ["BL1457-8"]
     props = ground(schema, "My lamp, bought on 1 March 2026, never came.", mode="auto")["properties"]
-    assert props["order_number"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}  # issue 54; was: only null
+    # issue 54 (was: only null); within 64 characters, as every free short token
+    assert props["order_number"] == {"anyOf": [{"type": "string", "maxLength": 64}, {"type": "null"}]}
     assert "My lamp" in props["ticket_id"]["enum"]  # required: any span, as before
