@@ -236,11 +236,9 @@ def grammar_mode(loaded: Any) -> tuple[str, bool]:
     """The job's grounding as the extractor applies it (schema_policy.grounding and ground_numbers; `off`
     where decoding is unconstrained: without a grammar every value is within reach)."""
     policy = loaded.config.schema_policy
-    if not getattr(loaded.config.model, "constrained", True):
+    if not loaded.config.model.constrained:
         return "off", False
-    mode = getattr(policy, "grounding", "auto")
-    mode = getattr(mode, "mode", mode)  # a policy object (grounding.mode, .locale, ...) or the mode itself
-    return str(mode), bool(getattr(policy, "ground_numbers", False))
+    return policy.grounding, policy.ground_numbers
 
 
 def job_reach(loaded: Any, golds: dict[str, dict[str, Any]], documents: dict[str, str],
