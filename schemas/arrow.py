@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 from pydantic.json_schema import GenerateJsonSchema
 
-from schemas.refs import resolve_ref
+from schemas.refs import graph_for
 
 Converter = Callable[[Any], Any]
 
@@ -124,28 +124,30 @@ class UnsupportedSchemaError(ValueError):
 class _Mapper:
     def __init__(self, root: dict[str, Any]) -> None:
         self.root = root
-        self._resolving: set[str] = set()
+        self.graph = graph_for(root)
+        self._trail: frozenset[int] = frozenset()  # the references being expanded on the current path
 
-    def resolve(self, ref: str) -> dict[str, Any]:
-        if not ref.startswith("#/"):
-            raise UnsupportedSchemaError(f"only local $ref is supported, got {ref!r}")
-        node = resolve_ref(self.root, ref)
-        if node is None:
-            raise UnsupportedSchemaError(f"$ref {ref!r} does not resolve")
-        return node
+    def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
+        """`node` with its references followed (`SchemaGraph.expand`); one that does not resolve is refused."""
+        view = self.graph.expand(node, self._trail)
+        if view.problem is not None:
+            raise UnsupportedSchemaError(view.why)
+        return view.node
 
     def map(self, schema: Any) -> ArrowMapping:
         if not isinstance(schema, dict):  # `true`, `false` or junk: no typed layout
             return _JSON
-        if "$ref" in schema:
-            ref = schema["$ref"]
-            if ref in self._resolving:  # recursive structure: store the subtree as JSON
+        if self.graph.refers(schema):
+            view = self.graph.expand(schema, self._trail)
+            if view.problem == "cycle":  # recursive structure: store the subtree as JSON
                 return _JSON
-            self._resolving.add(ref)
+            if view.problem is not None:
+                raise UnsupportedSchemaError(view.why)
+            outer, self._trail = self._trail, view.trail
             try:
-                return self.map({**self.resolve(ref), **{k: v for k, v in schema.items() if k != "$ref"}})
+                return self.map(view.node)
             finally:
-                self._resolving.discard(ref)
+                self._trail = outer
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 return self._union(schema[key])
@@ -426,8 +428,8 @@ def record_layout(json_schema: dict[str, Any], model: Any = None) -> RecordLayou
         json_schema = model.model_json_schema(schema_generator=DecimalMarks)
     mapper = _Mapper(json_schema)
     root = json_schema
-    if "$ref" in root and "properties" not in root:
-        root = mapper.resolve(root["$ref"])
+    if mapper.graph.refers(root) and "properties" not in root:
+        root = mapper.resolve(root)
     if not root.get("properties"):
         raise UnsupportedSchemaError("the schema's root must be an object with properties to map to columns")
     fields, converters, builds = mapper.fields(root)

@@ -8,7 +8,7 @@ output columns keep the schema as written: a bound is a decoding limit, not a ne
 `auto` fits the bounds to the budget: `longest_output_chars` is the longest compact JSON text a schema
 allows (as the grammar emits it: no whitespace), `budget_bounds` picks the largest string bound (and an
 array bound) under which that text, times `TOKENS_PER_CHAR`, fits `max_tokens`, and says where a schema
-cannot be bounded (a `$ref` cycle, an open object, a value of any type, a pattern with an open quantifier;
+cannot be bounded (a reference cycle, an open object, a value of any type, a pattern with an open quantifier;
 or too many leaves for the budget). Strings bounded by `enum`, `const`, `pattern`, a self-bounded `format`
 or a substring node (`x-substring`) keep their own bound; existing `maxLength` / `maxItems` are kept.
 """
@@ -23,8 +23,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.pointer import escape_pointer
-from schemas.refs import resolve_ref
+from schemas.pointer import escape_pointer, pointer
+from schemas.refs import graph_for
 from schemas.walk import schema_types
 
 # Tokens per character of compact JSON outputs under the bundled model's tokenizer (SmolLM2-135M), measured by
@@ -193,30 +193,31 @@ def _number_chars(node: dict[str, Any], integer: bool) -> int:
 class _Compiler:
     root: Any
     problems: dict[str, str] = field(default_factory=dict)
-    resolving: list[str] = field(default_factory=list)
-    memo: dict[str, tuple] = field(default_factory=dict)
+    trail: frozenset[int] = frozenset()  # the references being expanded on the current path
+    memo: dict[tuple[int, str], tuple] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.graph = graph_for(self.root)
 
     def open(self, where: str, why: str) -> tuple:
         self.problems.setdefault(where or "/", why)
         return ("x",)
 
-    def ref(self, ref: Any, where: str) -> tuple:
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            return self.open(where, f"$ref {ref!r} is not local: its length is unknown")
-        target = ref[1:]
-        if target in self.resolving:
-            return self.open(where, f"recursion: $ref {ref} is a cycle, which maxLength/maxItems cannot bound")
-        if target in self.memo:
-            return self.memo[target]
-        node = resolve_ref(self.root, ref)
-        if node is None:
-            return self.open(where, f"$ref {ref} points nowhere")
-        self.resolving.append(target)
+    def ref(self, node: dict[str, Any], where: str) -> tuple:
+        view = self.graph.expand(node, self.trail)
+        if view.problem == "cycle":
+            return self.open(where, f"recursion: {view.why}, which maxLength/maxItems cannot bound")
+        if view.problem is not None:
+            return self.open(where, f"{view.why}: its length is unknown")
+        key = (id(view.origin), _compact(self.graph.siblings(node)))  # a target's plan, under these siblings
+        if key in self.memo:
+            return self.memo[key]
+        outer, self.trail = self.trail, view.trail
         try:
-            plan = self.node(node, target)
+            plan = self.node(view.node, pointer(self.graph.path_of(view.origin) or ()))
         finally:
-            self.resolving.pop()
-        self.memo[target] = plan
+            self.trail = outer
+        self.memo[key] = plan
         return plan
 
     def node(self, node: Any, where: str) -> tuple:
@@ -224,8 +225,8 @@ class _Compiler:
             return self.open(where, "a value of any type: its length is unbounded")
         if not isinstance(node, dict):
             return ("n", 0)
-        if "$ref" in node:
-            return self.ref(node["$ref"], where)
+        if self.graph.refers(node):
+            return self.ref(node, where)
         if "const" in node:
             return ("n", len(_compact(node["const"])))
         if isinstance(node.get("enum"), list):
@@ -245,23 +246,16 @@ class _Compiler:
         """allOf as one node: properties and required united, other keywords first come first kept."""
         out = {k: v for k, v in node.items() if k != "allOf"}
         for sub in node["allOf"]:
-            while isinstance(sub, dict) and "$ref" in sub and isinstance(sub["$ref"], str) \
-                    and sub["$ref"][1:] not in self.resolving:
-                found = self.lookup(sub["$ref"])
-                if found is None:
-                    break
-                sub = found
+            if self.graph.refers(sub):
+                sub = self.graph.expand(sub, self.trail).node or self.graph.siblings(sub)
             if not isinstance(sub, dict):
                 continue
             for key, value in sub.items():
                 if key == "properties" and isinstance(value, dict):
                     out["properties"] = {**value, **out.get("properties", {})}
-                elif key != "$ref":
+                else:
                     out.setdefault(key, value)
         return out
-
-    def lookup(self, ref: str) -> Any:
-        return resolve_ref(self.root, ref) if ref.startswith("#") else None
 
     def typed(self, node: dict[str, Any], kind: str, where: str) -> tuple:
         if kind == "string":
@@ -352,7 +346,7 @@ def _length(plan: tuple, s: float, k: float, open_width: float) -> float:
 def longest_output_chars(schema: Any, max_string: int | None = None, max_items: int | None = None) -> int | None:
     """The longest compact JSON text `schema` allows, in characters, with free strings bounded at `max_string`
     and free arrays at `max_items` (None: unbounded); None when that is unbounded (a free string or array, a
-    `$ref` cycle, an open object, a value of any type). Optional properties count: the grammar may emit them."""
+    reference cycle, an open object, a value of any type). Optional properties count: the grammar may emit them."""
     plan, _ = _plan(schema)
     s = math.inf if max_string is None else max_string
     k = math.inf if max_items is None else max_items
@@ -411,7 +405,7 @@ def budget_bounds(schema: Any, max_tokens: int, tokens_per_char: float = TOKENS_
     """The largest string bound (and array bound: 10 items, fewer if needed) under which the schema's longest
     output, times `tokens_per_char`, fits `BUDGET_SHARE` of `max_tokens`. `max_string` / `max_items` fix one
     of them. Below `STRING_FLOOR` chars (or `ITEM_FLOOR` items) it gives up: the floor bounds are returned
-    with a problem saying the schema cannot be bounded for this budget; a value no bound can close (a `$ref`
+    with a problem saying the schema cannot be bounded for this budget; a value no bound can close (a reference
     cycle, an open object, ...) is a problem too, counted at the string bound for the budget."""
     plan, problems = _plan(schema)
     budget = int(max_tokens * BUDGET_SHARE / tokens_per_char)

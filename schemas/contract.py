@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from schemas.arrow import RecordLayout, record_layout
 from schemas.canonical import canonical_json, schema_hash
 from schemas.limits import SchemaLimits, check_limits
+from schemas.refs import SchemaGraph, graph_for
 from schemas.registry import import_model, schema_name_version
 from schemas.validation import full_validator, schema_errors
 
@@ -134,7 +135,7 @@ class SchemaContract:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_model"] = None
-        for derived in ("hash", "layout", "_validator"):
+        for derived in ("hash", "layout", "_validator", "graph"):
             state.pop(derived, None)
         return state
 
@@ -147,6 +148,11 @@ class SchemaContract:
     @cached_property
     def hash(self) -> str:
         return schema_hash(self.json_schema)
+
+    @cached_property
+    def graph(self) -> SchemaGraph:
+        """The schema's resolved view (`schemas.refs`): the one every walker of this schema reads, built once."""
+        return graph_for(self.json_schema)
 
     @cached_property
     def layout(self) -> RecordLayout:

@@ -24,7 +24,7 @@ from typing import Any
 
 from schemas.contract import RecordRejected, SchemaContract
 from schemas.grounding import refusal
-from schemas.refs import resolve_ref
+from schemas.refs import graph_for
 
 
 class ExampleError(ValueError):
@@ -78,14 +78,13 @@ def model_examples(contract: SchemaContract) -> list[Example]:
 # -- canonical form ----------------------------------------------------------------------------------
 
 
-def _resolve(node: Any, root: dict[str, Any], hops: int = 0) -> Any:
-    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#") and hops < 32:
-        node, hops = resolve_ref(root, node["$ref"]), hops + 1
-    return node
+def _resolve(node: Any, root: dict[str, Any]) -> Any:
+    """`node` with its references followed (`schemas.refs.SchemaGraph.expand`), or None where they do not resolve."""
+    return graph_for(root).expand(node).node
 
 
 def _object_schema(node: Any, value: dict[str, Any], root: dict[str, Any]) -> dict[str, Any] | None:
-    """The branch of `node` (through $ref and anyOf/oneOf) whose properties describe `value`."""
+    """The branch of `node` (through references and anyOf/oneOf) whose properties describe `value`."""
     node = _resolve(node, root)
     if not isinstance(node, dict):
         return None

@@ -15,8 +15,7 @@ from typing import Any
 
 from schemas.bounds import SELF_BOUNDED_FORMATS, is_free_string
 from schemas.grounding import KEY, field_kinds
-from schemas.pointer import pointer_parts
-from schemas.refs import resolve_ref
+from schemas.refs import graph_for
 from schemas.walk import schema_types
 
 
@@ -47,34 +46,40 @@ def _value_node(node: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Walker:
-    """Walks a schema's fields as a record holds them (properties, items, $ref into $defs), with each node's
-    path in the schema document, to match `field_kinds`."""
+    """Walks a schema's fields as a record holds them (properties, items, references), with each node's path in
+    the schema document, to match `field_kinds`."""
 
     def __init__(self, root: dict[str, Any], kinds: dict[tuple[Any, ...], str | None], string_bound: Any) -> None:
         self.root = root
+        self.graph = graph_for(root)
         self.kinds = kinds
         self.string_bound = string_bound
         self.found: list[FieldDecoding] = []
 
-    def resolve(self, node: dict[str, Any], path: tuple[Any, ...]) -> tuple[dict[str, Any], tuple[Any, ...]]:
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/"):
-            target = resolve_ref(self.root, ref)
-            if isinstance(target, dict):
-                return target, tuple(pointer_parts(ref[1:]))
-        return node, path
+    def resolve(self, node: dict[str, Any], path: tuple[Any, ...],
+                seen: frozenset[int]) -> tuple[dict[str, Any] | None, tuple[Any, ...], frozenset[int]]:
+        """`node` with its references followed, at its target's path (None: a recursive reference)."""
+        if not self.graph.refers(node):
+            return node, path, seen
+        view = self.graph.expand(node, seen)
+        if view.problem == "cycle":
+            return None, path, seen
+        if view.node is None:
+            return node, path, seen
+        where = self.graph.path_of(view.origin)
+        return view.node, where if where is not None else path, view.trail
 
-    def walk(self, node: Any, path: tuple[Any, ...], name: str, seen: frozenset[tuple[Any, ...]]) -> None:
+    def walk(self, node: Any, path: tuple[Any, ...], name: str, seen: frozenset[int]) -> None:
         if not isinstance(node, dict):
             return
         if path in self.kinds:
             self.found.append(self.leaf(node, path, name))
             return
-        node, path = self.resolve(node, path)
-        if path in seen:
+        resolved, path, seen = self.resolve(node, path, seen)
+        if resolved is None:
             self.found.append(FieldDecoding(name or "(record)", "free", "recursive"))
             return
-        seen = seen | {path}
+        node = resolved
         value = _value_node(node)
         if value is not node:
             index = (node.get("anyOf") or node.get("oneOf")).index(value)

@@ -22,7 +22,7 @@ from schemas.canonical import canonical_json
 from schemas.patterns import runs_linear
 from schemas.pointer import escape_pointer, pointer
 from schemas.redos import redos_risk
-from schemas.refs import RefIndex, join_ref
+from schemas.refs import RefIndex, index_for, join_ref
 from schemas.walk import (
     LIST_SCHEMA_KEYWORDS,
     MAP_SCHEMA_KEYWORDS,
@@ -160,6 +160,6 @@ def check_limits(json_schema: dict[str, Any], limits: SchemaLimits = SchemaLimit
     size = len(canonical_json(json_schema).encode())
     if size > limits.max_bytes:
         raise SchemaLimitError(f"schema size {size} bytes exceeds limits.max_bytes={limits.max_bytes}")
-    index = RefIndex(json_schema)
+    index = index_for(json_schema)
     _check_keywords(json_schema, index, limits)
     _ref_depth(json_schema, index, limits)

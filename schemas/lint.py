@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.refs import RefIndex
+from schemas.refs import graph_for
 from schemas.walk import schema_types
 
 ESCAPE_VALUE = re.compile(
@@ -47,14 +47,15 @@ class LintWarning:
 
 class _Linter:
     def __init__(self, schema: dict[str, Any]) -> None:
-        self.index = RefIndex(schema)
+        self.graph = graph_for(schema)
         self.warnings: list[LintWarning] = []
         self.expanding: set[int] = set()
         self.seen: set[tuple[int, str]] = set()
 
     def resolve(self, node: Any) -> Any:
-        """Follow `$ref` chains to the schema they name (None for a cycle or an unresolved ref)."""
-        return self.index.follow(node)
+        """`node` with its references followed (`schemas.refs.SchemaGraph.expand`; None for a cycle or a reference
+        that does not resolve)."""
+        return self.graph.expand(node).node
 
     def branches(self, node: dict[str, Any]) -> list[dict[str, Any]]:
         """The resolved alternatives of an anyOf/oneOf (Optional[X] in Pydantic is anyOf [X, null])."""
@@ -111,18 +112,18 @@ class _Linter:
         self.warnings.append(LintWarning(code, path or "(root)", message))
 
     def visit(self, raw: Any, path: str) -> None:
-        node = self.resolve(raw)
-        if not isinstance(node, dict):
+        view = self.graph.expand(raw)
+        if not isinstance(view.node, dict):
             return
-        key = (id(node), path)
-        if key in self.seen or id(node) in self.expanding:
-            return  # a recursive $ref: its fields were linted where it was first expanded
+        key = (id(view.origin), path)
+        if key in self.seen or id(view.origin) in self.expanding:
+            return  # a recursive reference: its fields were linted where it was first expanded
         self.seen.add(key)
-        self.expanding.add(id(node))
+        self.expanding.add(id(view.origin))
         try:
-            self.visit_node(node, path)
+            self.visit_node(view.node, path)
         finally:
-            self.expanding.discard(id(node))
+            self.expanding.discard(id(view.origin))
 
     def visit_node(self, node: dict[str, Any], path: str) -> None:
         types = schema_types(node)

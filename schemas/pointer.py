@@ -1,7 +1,7 @@
 """JSON Pointer (RFC 6901): writing one from a path, reading one back, and following it into a document.
 
 The one implementation of `~0`/`~1` escaping in the house: the limit checks, the validator's error locations,
-the grammar bounds and `$ref` resolution (`schemas.refs`) all use it."""
+the grammar bounds and reference resolution (`schemas.refs`) all use it."""
 
 from __future__ import annotations
 

@@ -27,9 +27,9 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from schemas.patterns import PatternBudgetExceeded, bounded_search
 from schemas.pointer import pointer
-from schemas.refs import RefIndex
+from schemas.refs import NO_REMOTE_REGISTRY, SchemaRefError, graph_for, unresolvable_message
 
-__all__ = ["PatternBudgetExceeded"]
+__all__ = ["NO_REMOTE_REGISTRY", "PatternBudgetExceeded", "SchemaRefError"]
 
 _BOUNDED: contextvars.ContextVar[bool] = contextvars.ContextVar("bounded_patterns", default=False)
 
@@ -246,18 +246,6 @@ _EXTRA_FORMATS = {
 }
 
 
-class SchemaRefError(ValueError):
-    """A `$ref` that cannot be resolved inside the schema document (remote refs are never fetched)."""
-
-
-def _refuse_remote(uri: str) -> referencing.Resource:
-    raise SchemaRefError(f"remote $ref {uri!r} is not fetched (no network): a schema must be self-contained")
-
-
-# The JSON Schema meta-schemas are combined in by jsonschema itself; anything else is refused.
-NO_REMOTE_REGISTRY: referencing.Registry = referencing.Registry(retrieve=_refuse_remote)  # type: ignore[call-arg]
-
-
 def format_checker(validator_cls: type[jsonschema.protocols.Validator]) -> FormatChecker:
     """The draft's format checker plus the stdlib checkers for formats jsonschema would skip here."""
     base = validator_cls.FORMAT_CHECKER
@@ -283,7 +271,7 @@ def draft_name(json_schema: dict[str, Any]) -> str:
 
 def full_validator(json_schema: dict[str, Any]) -> jsonschema.protocols.Validator:
     """A complete validator for `json_schema`: its own draft (2020-12 unless `$schema` names another),
-    format checking on, remote `$ref` refused.
+    format checking on, remote references refused (`schemas.refs.NO_REMOTE_REGISTRY`).
 
     Formats checked (Draft 2020-12): date, date-time, time, duration, email, idn-email, hostname,
     idn-hostname, ipv4, ipv6, uri, uri-reference, uuid, regex, json-pointer, relative-json-pointer
@@ -315,21 +303,11 @@ def _describe(error: ValidationError) -> str:
     return error.message
 
 
-def _unresolvable_message(exc: BaseException) -> str:
-    """The refusal of a remote fetch if that is what failed, else which `$ref` does not resolve."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, SchemaRefError):
-            return str(seen)
-        seen = seen.__cause__ or seen.__context__
-    return f"$ref {getattr(exc, 'ref', exc)!r} does not resolve inside the schema"
-
-
 def schema_errors(validator: jsonschema.protocols.Validator, instance: Any) -> list[dict[str, Any]]:
     """Every error of `instance`, sorted by location: loc, msg, type/keyword, and the schema_path of
     the failing keyword (a JSON pointer such as /properties/x/maxLength).
 
-    Raises `SchemaRefError` when validation reaches a `$ref` that is remote or does not resolve: that
+    Raises `SchemaRefError` when validation reaches a reference that is remote or does not resolve: that
     is a fault of the schema, not of the record, and must not be reported as a record violation.
     Raises `PatternBudgetExceeded` when a pattern RE2 cannot run takes longer than its budget on a value.
     """
@@ -337,43 +315,20 @@ def schema_errors(validator: jsonschema.protocols.Validator, instance: Any) -> l
     try:
         errors = list(validator.iter_errors(instance))
     except referencing.exceptions.Unresolvable as exc:
-        raise SchemaRefError(_unresolvable_message(exc)) from exc
+        raise SchemaRefError(unresolvable_message(exc)) from exc
     finally:
         _BOUNDED.reset(token)
     if not errors:
         return []
-    index = RefIndex(validator.schema) if isinstance(validator.schema, dict) else None
+    graph = graph_for(validator.schema)
     found = [
         {
             "loc": [str(p) for p in error.absolute_path],
             "msg": _describe(error),
             "type": str(error.validator),
             "keyword": str(error.validator),
-            "schema_path": _keyword_location(validator.schema, list(error.absolute_schema_path), index),
+            "schema_path": graph.keyword_location(list(error.absolute_schema_path)),
         }
         for error in errors
     ]
     return sorted(found, key=_sort_key)
-
-
-def _keyword_location(root: Any, parts: list[Any], index: Any) -> str:
-    """The failing keyword's location from the root, with a `$ref` segment wherever validation went
-    through a reference (the spec's keywordLocation): jsonschema's own path leaves those hops out."""
-    if index is None:
-        return pointer(parts)
-    node, out = root, []
-    for part in parts:
-        hops = 0
-        while isinstance(node, dict) and part not in node and isinstance(node.get("$ref"), str) and hops < 32:
-            out.append("$ref")
-            node, hops = index.resolve(node["$ref"], index.base(node)), hops + 1
-        out.append(part)
-        if part == "$ref" and isinstance(node, dict) and isinstance(node.get("$ref"), str):
-            node = index.resolve(node["$ref"], index.base(node))
-        elif isinstance(node, dict):
-            node = node.get(part)
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-            node = node[part]
-        else:
-            node = None
-    return pointer(out)

@@ -2,7 +2,7 @@
 
 Only schema positions are visited: the values of `enum`, `const`, `default` or `examples` are data, and a
 property *named* `pattern` is not the keyword. The limit checks, the linter, grounding, substring marks and
-`$ref` indexing (`schemas.refs`) walk schemas through here."""
+the schema graph's index (`schemas.refs`) walk schemas through here."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.refs import resolve_ref
+from schemas.refs import graph_for
 from workers.spec import PromptSpec
 
 PLACEHOLDER = re.compile(r"\{(document|schema)\}")
@@ -143,22 +143,21 @@ def plain_transcript(messages: list[dict[str, str]]) -> str:
 
 class _FieldLister:
     """A JSON Schema as an indented list: each field's type, whether it may be null, bounds, enum,
-    format and description. Local `$ref`s are followed (once per path: recursion is cut)."""
+    format and description. References are followed (`schemas.refs.SchemaGraph`: recursion is cut)."""
 
     def __init__(self, root: dict[str, Any]) -> None:
         self.root = root
+        self.graph = graph_for(root)
 
-    def resolve(self, node: Any, seen: frozenset[str] = frozenset()) -> tuple[Any, frozenset[str]]:
-        while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
-            ref = node["$ref"]
-            if ref in seen:
-                return {"description": "(recursive)"}, seen
-            seen = seen | {ref}
-            target = resolve_ref(self.root, ref)
-            node = {**target, **{k: v for k, v in node.items() if k != "$ref"}} if isinstance(target, dict) else {}
-        return node, seen
+    def resolve(self, node: Any, seen: frozenset[int] = frozenset()) -> tuple[Any, frozenset[int]]:
+        if not self.graph.refers(node):
+            return node, seen
+        view = self.graph.expand(node, seen)
+        if view.problem == "cycle":
+            return {"description": "(recursive)"}, seen
+        return (view.node if view.node is not None else {}), view.trail
 
-    def lines(self, node: Any, depth: int, seen: frozenset[str] = frozenset()) -> list[str]:
+    def lines(self, node: Any, depth: int, seen: frozenset[int] = frozenset()) -> list[str]:
         node, seen = self.resolve(node, seen)
         properties = node.get("properties") if isinstance(node, dict) else None
         if not isinstance(properties, dict):
@@ -178,7 +177,7 @@ class _FieldLister:
                 out += self.lines(inner, depth + 1, sub_seen)
         return out
 
-    def describe(self, node: Any, seen: frozenset[str]) -> tuple[str, Any]:
+    def describe(self, node: Any, seen: frozenset[int]) -> tuple[str, Any]:
         """(a short type description, the object schema whose fields go below it, or None)."""
         if not isinstance(node, dict):
             return "any value", None

@@ -52,7 +52,7 @@ from typing import Any
 
 from schemas.contract import RecordRejected
 from schemas.examples import load_examples_file
-from schemas.refs import resolve_ref
+from schemas.refs import SchemaGraph, graph_for
 from workers.engine import REFUSED, Generation
 from workers.engine.outputs import tell_hooks
 
@@ -421,14 +421,14 @@ WORDS = ("alpha", "bravo", "cedar", "delta", "ember", "fjord", "grove", "harbor"
 def record_for(schema: dict[str, Any], rng: random.Random, root: dict[str, Any] | None = None, depth: int = 0,
                nulls: bool = False, pools: Pools | None = None) -> Any:
     """A value valid under `schema` for the keywords an extraction schema uses (types, required properties, enum,
-    const, numeric and length bounds, formats date/date-time, $ref to $defs, anyOf/oneOf, arrays); deterministic
+    const, numeric and length bounds, formats date/date-time, references, anyOf/oneOf, arrays); deterministic
     for `rng`. `nulls`: null wherever the schema allows it (and the fewest items a list may have). `pools`: plain
     strings and numbers drawn from a document's values where one fits."""
     root = root if root is not None else schema
     if not isinstance(schema, dict) or depth > 12:
         return None
-    if "$ref" in schema:
-        return record_for(resolve_ref(root, str(schema["$ref"])) or {}, rng, root, depth + 1, nulls, pools)
+    if SchemaGraph.refers(schema):  # recursion is cut by depth, so a recursive schema still gets nested values
+        return record_for(graph_for(root).expand(schema).node or {}, rng, root, depth + 1, nulls, pools)
     if "const" in schema:
         return schema["const"]
     if schema.get("enum"):

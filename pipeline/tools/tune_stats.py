@@ -17,6 +17,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from schemas.refs import graph_for
+
 FREE_BELOW = 0.9  # a field whose reach is under this is tried as x-grounded: false
 RESAMPLES = 1000
 SEED = 0
@@ -31,16 +33,14 @@ def low_reach_fields(fields: dict[str, dict[str, Any]], below: float = FREE_BELO
 
 
 def _value(node: Any, root: dict[str, Any]) -> Any:
-    """The node a field's value is described by: its `$ref` followed, a nullable anyOf's value branch."""
-    for _ in range(32):  # a chain of references, not a cycle
+    """The node a field's value is described by: its references followed (`schemas.refs.SchemaGraph`), a
+    nullable anyOf's value branch."""
+    graph = graph_for(root)
+    for _ in range(32):  # nested nullable wrappers, not a cycle
         if not isinstance(node, dict):
             return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/"):
-            target: Any = root
-            for part in ref[2:].split("/"):
-                target = target.get(part) if isinstance(target, dict) else None
-            node = target
+        if graph.refers(node):
+            node = graph.expand(node).node
             continue
         branches = [b for b in node.get("anyOf") or node.get("oneOf") or [] if isinstance(b, dict)
                     and b.get("type") != "null"]

@@ -151,7 +151,7 @@ def _allowed(found: list[Any], branch: dict[str, Any], cache: dict[str, Any]) ->
             and _plain_bounds(bounds):
         checks = [TYPE_CHECKS[k] for k in kinds]
         allowed = [c for c in found if any(check(c) for check in checks) and _within(c, bounds)]
-    else:  # the field's bounds, with the schema's definitions beside them (a marked enum may be a $ref to one)
+    else:  # the field's bounds, with the schema's definitions beside them (a marked enum may be a reference to one)
         if "definitions_key" not in cache:  # verdicts are kept across documents (schemas.verdicts)
             cache["definitions_key"] = json.dumps(cache["definitions"], sort_keys=True, default=str)
         schema_key = key[: -len(str(id(found)))] + cache["definitions_key"]

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from schemas.pointer import pointer
+from schemas.refs import SchemaGraph
 from schemas.walk import iter_subschemas
 
 KEY = "x-grounded"
@@ -42,7 +43,7 @@ def _numeric(node: dict[str, Any]) -> bool:
 def _leaf_types(node: dict[str, Any]) -> set[str] | None:
     """The value types of a plain leaf field (`type`, or an anyOf/oneOf of plain leaves, null included), or None
     for anything else: an object, an array, an enum or const, a mixed or composite schema."""
-    if {"enum", "const", "$ref", "allOf", "not", "if", "properties", "items"} & set(node):
+    if {"enum", "const", "allOf", "not", "if", "properties", "items"} & set(node) or SchemaGraph.refers(node):
         return None
     branches = node.get("anyOf") or node.get("oneOf")
     if branches is not None:

@@ -1,7 +1,8 @@
 """The house's rules, checked on the source: no import cycles, vLLM imported only under `workers/`, `workers/` never
 importing `pipeline/`, the run path free of the tools and the CLI, the committed output's files named only in
 `pipeline/output/`, the outcome columns named only in the contract (`workers.outcome`), no module over 600 lines
-nor function over 50, the product never importing `lab/`, and the README and each docs/ page short enough to be a
+nor function over 50, the product never importing `lab/`, `$ref` named only in the schema graph and the hostile-schema
+limits, and the README and each docs/ page short enough to be a
 manual (150 and 400 lines)."""
 
 from __future__ import annotations
@@ -239,6 +240,37 @@ def test_the_lab_import_check_names_each_lab_import(tmp_path):
                       "def f():\n    import lab.journal\n")
     assert _lab_imports(source, tmp_path) == ["m.py:1 lab", "m.py:3 lab.experiments",
                                               "m.py:3 lab.experiments.engine_ab", "m.py:5 lab.journal"]
+
+
+REF_KEYWORD = "$ref"
+REF_MODULES = {"schemas/refs.py", "schemas/limits.py"}  # the schema graph, and the hostile-schema limits
+
+
+def _naming_ref(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """Each module that names the `$ref` keyword (in code, a string or a comment), as `path:line`, first line."""
+    found = []
+    for path in paths:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if REF_KEYWORD in line:
+                found.append(f"{path.relative_to(root)}:{number}")
+                break
+    return found
+
+
+def test_ref_is_named_only_by_the_schema_graph_and_the_limits():
+    """References are followed in one place, `schemas.refs` (`SchemaGraph`: `$ref`, `$anchor` and `$id`, one rule for
+    siblings and cycles); every walker reads its view. Only the hostile-schema limits name `$ref` besides."""
+    naming = _naming_ref(list(_modules().values()))
+    assert {entry.split(":")[0] for entry in naming} >= REF_MODULES  # the check sees the keyword where it is
+    wrong = sorted(entry for entry in naming if entry.split(":")[0] not in REF_MODULES)
+    assert wrong == [], "modules naming $ref (walk references through schemas.refs.SchemaGraph):\n" + "\n".join(wrong)
+
+
+def test_the_ref_check_names_each_module_that_names_the_keyword(tmp_path):
+    (tmp_path / "walker.py").write_text('x = 1\nif "$ref" in node:\n    pass\n')
+    (tmp_path / "doc.py").write_text('"""follows a `$ref` by hand"""\n')
+    (tmp_path / "clean.py").write_text('graph.expand(node)\n')
+    assert _naming_ref(sorted(tmp_path.glob("*.py")), tmp_path) == ["doc.py:1", "walker.py:2"]
 
 
 MAX_README_LINES = 150

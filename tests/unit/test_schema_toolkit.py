@@ -1,5 +1,5 @@
 """The schema toolkit: JSON pointers (`schemas.pointer`), the walker and declared types (`schemas.walk`), and the
-one `$ref` resolver (`schemas.refs`) every schema walker in the house goes through."""
+schema graph (`schemas.refs`): the one resolver every schema walker in the house goes through."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from schemas.arrow import UnsupportedSchemaError, record_layout
 from schemas.pointer import escape_pointer, follow_pointer, pointer, pointer_parts, unescape_pointer
-from schemas.refs import RefIndex, index_for, resolve_ref
+from schemas.refs import RefIndex, SchemaGraph, graph_for, index_for
 from schemas.walk import iter_subschemas, schema_types
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,22 +71,43 @@ def test_refs_resolve_pointers_anchors_and_ids_never_remote():
     assert index.resolve_from_root("#/$defs/zzz") is None
 
 
-def test_follow_stops_at_a_cycle_or_a_reference_that_goes_nowhere():
-    root = {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/c"}, "c": {"type": "string"},
+def test_expand_follows_a_chain_with_siblings_over_each_target_and_stops_at_a_cycle_or_nowhere():
+    root = {"$defs": {"a": {"$ref": "#/$defs/b", "title": "A"}, "b": {"$ref": "#/$defs/c", "title": "B"},
+                      "c": {"type": "string", "title": "C", "maxLength": 9},
                       "loop": {"$ref": "#/$defs/loop"}, "lost": {"$ref": "#/$defs/nowhere"}}}
-    index = RefIndex(root)
-    assert index.follow({"$ref": "#/$defs/a"}) == {"type": "string"}
-    assert index.follow(root["$defs"]["loop"]) == {"$ref": "#/$defs/loop"}  # gives up after MAX_HOPS
-    assert index.follow(root["$defs"]["lost"]) == {"$ref": "#/$defs/nowhere"}
+    graph = SchemaGraph(root)
+    view = graph.expand({"$ref": "#/$defs/a", "maxLength": 3})
+    assert view.node == {"type": "string", "title": "A", "maxLength": 3}  # the nearer node's keywords win
+    assert view.origin is root["$defs"]["c"] and view.problem is None
+    assert graph.path_of(view.origin) == ("$defs", "c")
+    assert graph.expand(root["$defs"]["loop"]).problem == "cycle"
+    lost = graph.expand(root["$defs"]["lost"])
+    assert lost.node is None and lost.problem == "unresolved" and "#/$defs/nowhere" in lost.why
+    plain = {"type": "integer"}
+    assert graph.expand(plain).node is plain and not graph.refers(plain)
 
 
-def test_resolve_ref_indexes_a_document_once_and_a_new_document_afresh():
-    root = {"$defs": {"a": {"type": "string"}}}
-    assert index_for(root) is index_for(root)
-    assert resolve_ref(root, "#/$defs/a") == {"type": "string"}
+def test_a_reference_to_a_target_on_the_trail_is_a_cycle_one_level_down():
+    root = {"$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}}}
+    graph = SchemaGraph(root)
+    first = graph.expand({"$ref": "#/$defs/node"})
+    assert first.problem is None and id(root["$defs"]["node"]) in first.trail
+    again = graph.expand(first.node["properties"]["next"], first.trail)
+    assert again.problem == "cycle" and again.node is None
+
+
+def test_the_graph_of_a_document_is_built_once_and_indexes_only_when_a_reference_is_followed():
+    from schemas.contract import SchemaContract
+
+    root = {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"type": "string"}}}
+    assert graph_for(root) is graph_for(root) and index_for(root) is graph_for(root).index
     other = {"$defs": {"a": {"type": "integer"}}}
-    assert resolve_ref(other, "#/$defs/a") == {"type": "integer"}
-    assert resolve_ref("not a schema", "#/x") is None
+    assert graph_for(other).target({"$ref": "#/$defs/a"}) == {"type": "integer"}
+    contract = SchemaContract.from_dict(root)
+    assert contract.graph is graph_for(contract.json_schema)
+    fresh = SchemaGraph({"type": "string"})
+    assert fresh._index is None and fresh.expand({"type": "string"}).problem is None and fresh._index is None
+    assert SchemaGraph("not a schema").target({"$ref": "#/x"}) is None
 
 
 def test_the_column_layout_resolves_through_the_shared_resolver():

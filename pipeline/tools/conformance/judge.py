@@ -122,7 +122,7 @@ def judge(item: BenchSchema, validator: Any, output: dict[str, Any]) -> dict[str
             try:
                 errors = schema_errors(validator, parsed)
             except SchemaRefError as exc:
-                errors = [{"keyword": "$ref", "loc": [], "msg": str(exc), "schema_path": ""}]
+                errors = [{"keyword": exc.keyword, "loc": [], "msg": str(exc), "schema_path": ""}]
             result["status"] = "schema_violation" if errors else "valid"
             if errors:
                 result["violations"] = [{"keyword": e["keyword"], "loc": "/" + "/".join(e["loc"]),

@@ -114,7 +114,7 @@ def _bench_markdown(bench: dict[str, Any], max_examples: int = 12) -> list[str]:
     lines += ["## jsonschemabench-dev: our validator on the benchmark's instances", "",
               "Agreement of `schemas.validation.full_validator` (format checking on) with the benchmark's valid "
               "and invalid instances. *Errors*: the schema could not be applied (invalid schema, remote or "
-              "unresolvable `$ref`).", ""]
+              "unresolvable reference).", ""]
     lines += _table(["subset", "instances", "agree", "share", "valid agreed", "invalid agreed", "errors"],
                     _instance_rows(bench))
     disagreements = bench["instance_disagreements"]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.refs import resolve_ref
+from schemas.refs import graph_for
 
 
 class SchemaView:
-    """Looks up the subschema at a record path: local `$ref`s followed, `anyOf`/`oneOf`/`allOf` merged.
+    """Looks up the subschema at a record path: references followed (`schemas.refs.SchemaGraph`),
+    `anyOf`/`oneOf`/`allOf` merged.
 
     Only what scoring needs: the declared keys of an object, the item schema of a list, whether a
     list is a set, and a string's `format`. Anything unresolvable reads as "unknown" (`{}`).
@@ -18,19 +19,16 @@ class SchemaView:
 
     def __init__(self, root: dict[str, Any] | None) -> None:
         self.root = root if isinstance(root, dict) else {}
-
-    def _pointer(self, ref: str) -> Any:
-        node = resolve_ref(self.root, ref)
-        return {} if node is None else node
+        self.graph = graph_for(self.root)
 
     def branches(self, node: Any, depth: int = 0) -> list[dict[str, Any]]:
-        """`node` and every schema it is combined with, each with its `$ref` followed."""
+        """`node` and every schema it is combined with, each with its references followed (one that does not
+        resolve: the node's own keywords)."""
         if not isinstance(node, dict) or depth > self.MAX_DEPTH:
             return []
+        if self.graph.refers(node):
+            node = self.graph.expand(node).node or self.graph.siblings(node)
         out = [node]
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#"):
-            out += self.branches(self._pointer(ref), depth + 1)
         for key in ("anyOf", "oneOf", "allOf"):
             for sub in node.get(key) or []:
                 out += self.branches(sub, depth + 1)
