@@ -25,8 +25,6 @@ import referencing
 from schemas.pointer import follow_pointer, pointer
 from schemas.walk import iter_subschemas
 
-MAX_HOPS = 32  # a chain of `$ref`s longer than this is cut where a keyword location is written
-
 
 def join_ref(base: str, ref: str) -> str:
     """`ref` resolved against `base`; also for URNs, which `urljoin` leaves alone."""
@@ -100,7 +98,6 @@ class RefIndex:
     def resolve_from_root(self, ref: str) -> Any:
         """`ref` as written at the root of the document (a `#/$defs/x` means the root's `$defs`)."""
         return self.resolve(ref, self.base(self.root))
-
 
 
 # -- the graph: the one view of a document's references every walker reads ----------------------------------
@@ -189,10 +186,12 @@ class SchemaGraph:
         wherever the path went through a reference (the spec's keywordLocation): jsonschema leaves those out."""
         node, out = self.root, []
         for part in parts:
-            hops = 0
-            while isinstance(node, dict) and part not in node and isinstance(node.get(REF), str) and hops < MAX_HOPS:
+            chain: set[int] = set()  # a chain of references that comes back on itself is a cycle: cut there
+            while isinstance(node, dict) and part not in node and isinstance(node.get(REF), str) \
+                    and id(node) not in chain:
+                chain.add(id(node))
                 out.append(REF)
-                node, hops = self._hop(node), hops + 1
+                node = self._hop(node)
             out.append(part)
             if part == REF and isinstance(node, dict) and isinstance(node.get(REF), str):
                 node = self._hop(node)
