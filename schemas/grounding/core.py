@@ -41,6 +41,7 @@ from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, fie
 from schemas.grounding.locale import AUTO, Locale
 from schemas.grounding.normal import normal_forms
 from schemas.grounding.screens import DEFAULT_SCREENS, FieldContext, screened
+from schemas.grounding.unsure import FREE_KEY
 from schemas.labels import field_words
 from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
 from schemas.verdicts import valid
@@ -68,9 +69,10 @@ def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict[str, Any],
-              field: FieldContext, screens: tuple[str, ...]) -> dict[str, Any]:
+              field: FieldContext, screens: tuple[str, ...], mark_free: bool = False) -> dict[str, Any]:
     """The field's node for this document: an enum of the candidates its finder reads (screened), or its own
-    schema where the finder reads none the field allows (grounding narrows, it never forbids)."""
+    schema where the finder reads none the field allows (grounding narrows, it never forbids; with `mark_free`, a
+    nullable one marked `FREE_KEY`: schemas.grounding.unsure)."""
     branch = _value_branch(node)
     if kind == "word" and isinstance(branch.get("enum"), list):
         kind = "code"  # an enum marked `word`: the codes the document writes or its symbols stand for
@@ -88,8 +90,8 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
         substring = _substring(node, kind, index, cache)
         if substring is not None:
             return substring
-    if not candidates:
-        return _free(node, kind)  # nothing found: the field's own type (bounded), null if it allows
+    if not candidates:  # nothing found: the field's own type (bounded), null if it allows; an unsure value null
+        return {**_free(node, kind), FREE_KEY: True} if mark_free and _nullable(node) else _free(node, kind)
     if len(candidates) > MAX_CANDIDATES:
         return _without_key(node)  # too much to list: the field's own type
     choice: dict[str, Any] = {"enum": candidates}
@@ -244,7 +246,7 @@ def refusal(json_schema: dict[str, Any], document: str, value: Any, mode: str = 
 
 def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False,
            mode: str = "marked", locale: str | Locale | None = AUTO,
-           screens: tuple[str, ...] = DEFAULT_SCREENS) -> dict[str, Any]:
+           screens: tuple[str, ...] = DEFAULT_SCREENS, mark_free: bool = False) -> dict[str, Any]:
     """The schema for this document's grammar: every grounded field narrowed to the document's candidates
     (the schema itself when nothing is grounded, or without a document). `mode` is schema_policy.grounding:
     `marked` grounds the fields marked `x-grounded` (and with `all_numbers`, schema_policy.ground_numbers,
@@ -253,8 +255,9 @@ def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool 
     In every mode, an enum of decimals the schema writes itself is spliced as written (`literal_decimals`).
     `locale`: how the document's numbers, dates and words are read (`auto`: its detected language, the decimal
     mark its own numbers use; `de_DE`: that locale decides ambiguous forms). `screens`: the screens applied
-    (`schemas.grounding.screens`)."""
-    return literal_decimals(_ground(json_schema, document, all_numbers, mode, locale, screens))
+    (`schemas.grounding.screens`). `mark_free`: a nullable field left free is marked for `free_fields`
+    (`schemas.grounding.unsure`), which takes the marks off before the grammar is compiled."""
+    return literal_decimals(_ground(json_schema, document, all_numbers, mode, locale, screens, mark_free))
 
 
 def _has_decimal(values: list[Any]) -> bool:
@@ -285,7 +288,7 @@ def literal_decimals(json_schema: dict[str, Any]) -> dict[str, Any]:
 
 def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False,
             mode: str = "marked", locale: str | Locale | None = AUTO,
-            screens: tuple[str, ...] = DEFAULT_SCREENS) -> dict[str, Any]:
+            screens: tuple[str, ...] = DEFAULT_SCREENS, mark_free: bool = False) -> dict[str, Any]:
     if document is None or mode == "off" or (mode == "marked" and not (all_numbers or has_grounded(json_schema))):
         return json_schema
     kinds = {path: kind for path, kind in field_kinds(json_schema, mode, all_numbers).items() if kind is not None}
@@ -301,7 +304,7 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
         node = nodes[path]
         field = FieldContext(kind, _nullable(node), named[path],
                              tuple(words_ for other, words_ in named.items() if other != path))
-        grounded = _grounded(node, kind, index, cache, field, tuple(screens))
+        grounded = _grounded(node, kind, index, cache, field, tuple(screens), mark_free)
         node.clear()
         node.update(grounded)
     return work
