@@ -40,7 +40,7 @@ from schemas.grounding.index import DocumentIndex
 from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_names, has_grounded
 from schemas.grounding.locale import AUTO, Locale
 from schemas.grounding.normal import normal_forms
-from schemas.grounding.screens import DEFAULT_SCREENS, FieldContext, screened
+from schemas.grounding.screens import DEFAULT_SCREENS, FieldContext, screen
 from schemas.grounding.unsure import FREE_KEY
 from schemas.labels import field_words
 from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
@@ -82,7 +82,7 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
     if not candidates and kind in FALLBACK and not _nullable(node):
         kind = FALLBACK[kind]  # a required amount, id or currency the document writes in no such shape
         candidates = _allowed(index.values(kind), branch, cache)
-    candidates = screened(candidates, replace(field, kind=kind), index, screens)
+    candidates, doubted = screen(candidates, replace(field, kind=kind), index, screens)
     shape = FORMAT_SHAPES.get(_format(node) or "")
     if shape is not None:  # a word is an email (or uri, hostname) only if it looks like one
         candidates = [c for c in candidates if isinstance(c, str) and shape.fullmatch(c)]
@@ -90,7 +90,8 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
         substring = _substring(node, kind, index, cache)
         if substring is not None:
             return substring
-    if not candidates:  # nothing found: the field's own type (bounded), null if it allows; an unsure value null
+    if not candidates or (doubted and _nullable(node)):  # nothing found (or every value found in doubt:
+        # `screen`): the field's own type (bounded), null if it allows; an unsure value null
         return {**_free(node, kind), FREE_KEY: True} if mark_free and _nullable(node) else _free(node, kind)
     if len(candidates) > MAX_CANDIDATES:
         return _without_key(node)  # too much to list: the field's own type

@@ -84,3 +84,34 @@ def test_classify_nulls_an_unsure_free_value_and_keeps_a_sure_one(contract) -> N
     assert not sure.is_row and sure.reason == "semantic_invalid"  # kept: the validator, not grounding, refuses it
     unmarked = classify(generation(record, "2030-01-01", 0.5), contract, {"document": DOC})
     assert unmarked.reason == "semantic_invalid"  # no free field named: nothing is nulled
+
+
+FORM = ("--- Contact form submission ---\nSubmitted: 2026-04-24 17:29\nName: Jonas Becker\nOrder #: \n"
+        "Purchase date: N/A\nMessage:\nMy account is locked.\n")
+FORM_FIELDS = {"type": "object", "properties": {
+    "order_number": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    "order_date": {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]},
+    "customer_name": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
+
+
+def test_a_field_whose_own_label_the_form_leaves_blank_is_left_free_not_forced_to_null() -> None:
+    """`Purchase date: N/A`: the form's submission date is the only date, and the form says the purchase date is
+    not given. Before issue 54 such a field was forced to null (forbidding every value); now it keeps null and
+    its plain type, marked free, so a date the model is unsure of is null and one it is sure of stays."""
+    props = ground(FORM_FIELDS, FORM, mode="auto", mark_free=True)["properties"]
+    assert props["order_date"] == {**FORM_FIELDS["properties"]["order_date"], FREE_KEY: True}
+    assert "Jonas Becker" in props["customer_name"]["anyOf"][0]["enum"]  # its label is filled: grounded
+    filled = FORM.replace("Purchase date: N/A", "Purchase date: 12 April 2026")
+    assert ground(FORM_FIELDS, filled, mode="auto")["properties"]["order_date"]["anyOf"][0]["enum"] == ["2026-04-12"]
+
+
+def test_a_blank_label_two_fields_share_a_word_with_doubts_neither() -> None:
+    """A blank `Order #:` names `order_number` and `order_date` alike (`orde`): it puts neither in doubt, so the
+    purchase date stays grounded; alone, without an `order_number`, it doubts `order_date`."""
+    form = FORM.replace("Purchase date: N/A", "Purchase date: 12 April 2026")
+    props = ground(FORM_FIELDS, form, mode="auto", mark_free=True)["properties"]
+    assert props["order_date"]["anyOf"][0]["enum"] == ["2026-04-12"]
+    alone = {"type": "object", "properties": {"order_date": FORM_FIELDS["properties"]["order_date"]}}
+    assert ground(alone, form, mode="auto", mark_free=True)["properties"]["order_date"][FREE_KEY] is True
+    required = {"type": "object", "properties": {"order_date": {"type": "string", "format": "date"}}}
+    assert ground(required, FORM, mode="auto")["properties"]["order_date"] == {"enum": ["2026-04-24"]}  # kept
