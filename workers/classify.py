@@ -34,16 +34,18 @@ import dataclasses
 import json
 import re
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.arrow import FieldTypeError, check_record
 from schemas.contract import RecordRejected, SchemaContract
+from schemas.grounding.unsure import unsure_free
 from schemas.patterns import PatternBudgetExceeded
 from schemas.repeats import cut_output
 from schemas.spans import record_spans
 from workers.calibrator import Calibrator
-from workers.confidence import row_confidence
+from workers.confidence import leaf_confidence, row_confidence
 from workers.engine import REFUSED, EngineFatal, Generation
 from workers.outcome import DEAD_LETTER_REASONS, DeadLetterReason, Internal
 
@@ -122,9 +124,11 @@ def check_input(text: str | None, prompt_tokens: int | None, max_tokens: int, ma
 
 def classify(generation: Generation, contract: SchemaContract, context: dict[str, Any],
              constrained: bool = True, repeated_items: str = "keep", min_confidence: float | None = None,
-             calibrator: Calibrator | None = None) -> Outcome:
+             calibrator: Calibrator | None = None, free: Sequence[re.Pattern[str]] = ()) -> Outcome:
     """`repeated_items="cut"` (schema_policy.repeated_items): lists end before their first repeated item
-    (`schemas.repeats`) when the output passes its checks so; else it is checked as decoded."""
+    (`schemas.repeats`) when the output passes its checks so; else it is checked as decoded. `free`: the leaf
+    paths of nullable fields grounding left free for this document; such a leaf the model was not sure of is
+    null (`schemas.grounding.unsure`)."""
     outcome = Outcome(
         raw_output=generation.text,
         finish_reason=generation.finish_reason,
@@ -139,7 +143,7 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
         return outcome
     text = generation.text if constrained else json_candidate(generation.text)
     try:
-        outcome.record = _check(contract, text, context, repeated_items)
+        outcome.record = _check(contract, _sure(text, generation, free), context, repeated_items)
         if constrained or generation.whole_json:
             outcome.confidence = row_confidence(text, generation.token_pieces, generation.token_logprobs,
                                                 outcome.record)
@@ -165,6 +169,14 @@ def classify(generation: Generation, contract: SchemaContract, context: dict[str
             "traceback": traceback.format_exception_only(type(exc), exc)[-1].strip(),
         }
     return outcome
+
+
+def _sure(text: str, generation: Generation, free: Sequence[re.Pattern[str]]) -> str:
+    """The output with a free field's value null where the model was unsure of it (`unsure_free`)."""
+    if not free or not generation.token_pieces:
+        return text
+    confidence = leaf_confidence(text, generation.token_pieces, generation.token_logprobs)
+    return unsure_free(text, confidence, free)[0]
 
 
 def _refused(outcome: Outcome, generation: Generation, constrained: bool) -> Outcome:

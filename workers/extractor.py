@@ -26,6 +26,7 @@ import structlog
 from schemas.bounds import DENSITY_KEY, TOKENS_PER_CHAR
 from schemas.contract import SchemaContract
 from schemas.grounding import ground
+from schemas.grounding.unsure import free_fields
 from schemas.row_schema import RowSchemaError, row_contract
 from workers.calibrator import Calibrator
 from workers.classify import (
@@ -268,6 +269,7 @@ class BatchExtractor:
                   seeds: list[int] | None = None) -> list[Outcome] | Exception:
         """One attempt: an outcome per prompt, or the (non-fatal) exception that failed the whole generation."""
         grammars = [self._grammar(c, text) for c, text in zip(contracts, texts, strict=True)]
+        free = [free_fields(g)[1] if g is not None else () for g in grammars]  # marks off, before the engine
         seeded = {"seeds": seeds} if seeds is not None else {}  # only a resampling attempt seeds each request
         try:
             self._stage("generating")
@@ -281,11 +283,11 @@ class BatchExtractor:
             return exc
         outcomes = []
         self._stage("checking the output (schema, validators)")
-        for doc_id, text, generation, contract in zip(ids, texts, generations, contracts, strict=True):
+        for doc_id, text, generation, contract, unsure in zip(ids, texts, generations, contracts, free, strict=True):
             with timed("classify_validate"):
                 outcome = classify(generation, contract, {"document": text, "document_id": doc_id},
                                    self.decode.constrained, self.decode.repeated_items, self.decode.min_confidence,
-                                   self._calibrator)
+                                   self._calibrator, free=unsure)
                 if not self.schemas.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
                     outcome = check_types(outcome, contract)
             outcome.extra["schema_hash"] = contract.hash
@@ -299,7 +301,7 @@ class BatchExtractor:
             return None
         with timed("grounding"):
             grounded = ground(contract.json_schema, text, self.decode.ground_numbers, self.decode.grounding,
-                              self.decode.grounding_locale, self.decode.grounding_screens)
+                              self.decode.grounding_locale, self.decode.grounding_screens, mark_free=True)
             density = script_density(getattr(self.engine, "tokenizer", None), text)
         return {**grounded, DENSITY_KEY: density} if density is not None else grounded
 

@@ -40,7 +40,8 @@ from schemas.grounding.index import DocumentIndex
 from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_names, has_grounded
 from schemas.grounding.locale import AUTO, Locale
 from schemas.grounding.normal import normal_forms
-from schemas.grounding.screens import DEFAULT_SCREENS, FieldContext, screened
+from schemas.grounding.screens import DEFAULT_SCREENS, FieldContext, screen
+from schemas.grounding.unsure import FREE_KEY
 from schemas.labels import field_words
 from schemas.substring import LITERALS_KEY, fit_max_words, substring_node
 from schemas.verdicts import valid
@@ -68,9 +69,10 @@ def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict[str, Any],
-              field: FieldContext, screens: tuple[str, ...]) -> dict[str, Any]:
+              field: FieldContext, screens: tuple[str, ...], mark_free: bool = False) -> dict[str, Any]:
     """The field's node for this document: an enum of the candidates its finder reads (screened), or its own
-    schema where the finder reads none the field allows (grounding narrows, it never forbids)."""
+    schema where the finder reads none the field allows (grounding narrows, it never forbids; with `mark_free`, a
+    nullable one marked `FREE_KEY`: schemas.grounding.unsure)."""
     branch = _value_branch(node)
     if kind == "word" and isinstance(branch.get("enum"), list):
         kind = "code"  # an enum marked `word`: the codes the document writes or its symbols stand for
@@ -80,7 +82,7 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
     if not candidates and kind in FALLBACK and not _nullable(node):
         kind = FALLBACK[kind]  # a required amount, id or currency the document writes in no such shape
         candidates = _allowed(index.values(kind), branch, cache)
-    candidates = screened(candidates, replace(field, kind=kind), index, screens)
+    candidates, doubted = screen(candidates, replace(field, kind=kind), index, screens)
     shape = FORMAT_SHAPES.get(_format(node) or "")
     if shape is not None:  # a word is an email (or uri, hostname) only if it looks like one
         candidates = [c for c in candidates if isinstance(c, str) and shape.fullmatch(c)]
@@ -88,8 +90,9 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
         substring = _substring(node, kind, index, cache)
         if substring is not None:
             return substring
-    if not candidates:
-        return _free(node, kind)  # nothing found: the field's own type (bounded), null if it allows
+    if not candidates or (doubted and _nullable(node)):  # nothing found (or every value found in doubt:
+        # `screen`): the field's own type (bounded), null if it allows; an unsure value null
+        return {**_free(node, kind), FREE_KEY: True} if mark_free and _nullable(node) else _free(node, kind)
     if len(candidates) > MAX_CANDIDATES:
         return _without_key(node)  # too much to list: the field's own type
     choice: dict[str, Any] = {"enum": candidates}
@@ -244,7 +247,7 @@ def refusal(json_schema: dict[str, Any], document: str, value: Any, mode: str = 
 
 def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False,
            mode: str = "marked", locale: str | Locale | None = AUTO,
-           screens: tuple[str, ...] = DEFAULT_SCREENS) -> dict[str, Any]:
+           screens: tuple[str, ...] = DEFAULT_SCREENS, mark_free: bool = False) -> dict[str, Any]:
     """The schema for this document's grammar: every grounded field narrowed to the document's candidates
     (the schema itself when nothing is grounded, or without a document). `mode` is schema_policy.grounding:
     `marked` grounds the fields marked `x-grounded` (and with `all_numbers`, schema_policy.ground_numbers,
@@ -253,8 +256,9 @@ def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool 
     In every mode, an enum of decimals the schema writes itself is spliced as written (`literal_decimals`).
     `locale`: how the document's numbers, dates and words are read (`auto`: its detected language, the decimal
     mark its own numbers use; `de_DE`: that locale decides ambiguous forms). `screens`: the screens applied
-    (`schemas.grounding.screens`)."""
-    return literal_decimals(_ground(json_schema, document, all_numbers, mode, locale, screens))
+    (`schemas.grounding.screens`). `mark_free`: a nullable field left free is marked for `free_fields`
+    (`schemas.grounding.unsure`), which takes the marks off before the grammar is compiled."""
+    return literal_decimals(_ground(json_schema, document, all_numbers, mode, locale, screens, mark_free))
 
 
 def _has_decimal(values: list[Any]) -> bool:
@@ -285,7 +289,7 @@ def literal_decimals(json_schema: dict[str, Any]) -> dict[str, Any]:
 
 def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool = False,
             mode: str = "marked", locale: str | Locale | None = AUTO,
-            screens: tuple[str, ...] = DEFAULT_SCREENS) -> dict[str, Any]:
+            screens: tuple[str, ...] = DEFAULT_SCREENS, mark_free: bool = False) -> dict[str, Any]:
     if document is None or mode == "off" or (mode == "marked" and not (all_numbers or has_grounded(json_schema))):
         return json_schema
     kinds = {path: kind for path, kind in field_kinds(json_schema, mode, all_numbers).items() if kind is not None}
@@ -301,7 +305,7 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
         node = nodes[path]
         field = FieldContext(kind, _nullable(node), named[path],
                              tuple(words_ for other, words_ in named.items() if other != path))
-        grounded = _grounded(node, kind, index, cache, field, tuple(screens))
+        grounded = _grounded(node, kind, index, cache, field, tuple(screens), mark_free)
         node.clear()
         node.update(grounded)
     return work

@@ -88,9 +88,13 @@ def test_an_emails_sent_date_is_not_a_date_of_anything_else() -> None:
     assert grounded["order_date"]["anyOf"][0]["enum"] == ["2026-02-13"]  # not the day it was sent
     assert sorted(grounded["date"]["anyOf"][0]["enum"]) == ["2026-02-13", "2026-02-22"]  # a field named for it
     only_sent = MAIL.replace("The order was placed on 13 Feb 2026.", "It broke.")
-    # the sent date is its only candidate: a screen never removes the last one (issue 54; was: only null)
+    # the sent date is its only candidate, in doubt: a screen never removes the last one (issue 54; was: only
+    # null), and a nullable field is left its plain type, marked free (an unsure value is null after decoding)
     assert ground(schema, only_sent, mode="auto")["properties"]["order_date"] == {
-        "anyOf": [{"enum": ["2026-02-22"]}, {"type": "null"}]}
+        "anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]}
+    assert ground(schema, only_sent, mode="auto", mark_free=True)["properties"]["order_date"]["x-free"] is True
+    required = {"type": "object", "properties": {"order_date": {"type": "string", "format": "date"}}}
+    assert ground(required, only_sent, mode="auto")["properties"]["order_date"] == {"enum": ["2026-02-22"]}
     again = only_sent + "Sent on 22 Feb 2026 too.\n"  # written again in the body: kept
     assert ground(schema, again, mode="auto")["properties"]["order_date"]["anyOf"][0]["enum"] == ["2026-02-22"]
 
@@ -101,10 +105,13 @@ def test_a_labels_own_text_and_a_placeholder_are_not_a_fields_value() -> None:
     form = "Subject: Question\nName: Mia Rossi\nOrder #: \nProduct: N/A\nMessage:\nIt is late.\n"
     assert label_texts(form) == {"subject", "name", "order", "product", "message"}
     schema = {"type": "object", "properties": {"product": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                                               "summary": {"anyOf": [{"type": "string"}, {"type": "null"}]},
                                                "topic": {"type": "string"}}}
     props = ground(schema, form, mode="auto")["properties"]
-    product = props["product"]["anyOf"][0]["enum"]
-    assert "Mia Rossi" in product and not {"Subject", "Product", "Product:", "Name", "Name:", "N/A"} & set(product)
+    summary = props["summary"]["anyOf"][0]["enum"]
+    assert "Mia Rossi" in summary and not {"Subject", "Product", "Product:", "Name", "Name:", "N/A"} & set(summary)
+    # `Product: N/A` leaves the product's own label blank: every candidate in doubt, the plain type (and null)
+    assert props["product"] == schema["properties"]["product"]
     assert "N/A" in props["topic"]["enum"]  # a required field keeps a placeholder: it may be all there is
     assert "Subject" not in props["topic"]["enum"]
 
@@ -130,7 +137,7 @@ def test_a_forms_text_under_another_label_and_a_blank_field() -> None:
     assert props["amount"] == {"anyOf": [{"type": "number", "maximum": 1e15, "minimum": -1e15}, {"type": "null"}]}
     assert "null" in str(props["order_number"])
     assert "The box held a phone case." in props["message"]["anyOf"][0]["enum"]
-    blank = form.replace("Bolt Charger", "")
-    assert "phone case" in ground(schema, blank, mode="auto")["properties"]["product"]["anyOf"][0]["enum"]
+    blank = form.replace("Bolt Charger", "")  # `Product:` left blank: nullable, its plain type (no longer null)
+    assert ground(schema, blank, mode="auto")["properties"]["product"] == schema["properties"]["product"]
     required = {"type": "object", "properties": {"product": {"type": "string"}}}  # not nullable: candidates stay
     assert "phone case" in ground(required, blank, mode="auto")["properties"]["product"]["enum"]
