@@ -20,11 +20,12 @@ pytestmark = pytest.mark.engine
 @pytest.fixture(scope="module")
 def nodes():
     """One cluster for the module: a head and two worker raylets on loopback, one CPU each (an actor takes 0.75 of
-    it, so two actors cannot share a node), the GCS quick to find a dead node (FAST_NODE_DEATH). The raylet-kill
-    test, last in the file, takes a worker node down; a test after it would still find two live nodes."""
+    it, so two actors cannot share a node), the GCS quick to find a dead node (FAST_NODE_DEATH), the dashboard for
+    Ray's state API (the bookkeeping test lists actors by node). The raylet-kill test, last in the file, takes a
+    worker node down; a test after it would still find two live nodes."""
     from pipeline.tools.simbench import LocalCluster
 
-    cluster = LocalCluster([1, 1, 1], node_env=FAST_NODE_DEATH)
+    cluster = LocalCluster([1, 1, 1], node_env=FAST_NODE_DEATH, dashboard=True)
     yield cluster
     cluster.stop()
 
