@@ -4,9 +4,7 @@ eval must print an F1 line. The engine is the tests' small one (a fixed KV cache
 
 The page's first `extract run` and its `extract tune` run on vLLM, as a user's do; the tuned job's last `extract eval
 --force` (a second run of the same six documents, whose subject here is that the page's commands work in order)
-runs on the simulated engine (`answers: valid`), one engine start fewer. `extract tune` runs on TUNE_LIMIT of the
-six documents: each of its settings is a decode of every document on the bundled model, and how tune scores and
-chooses is test_tune.py's subject; here it is that the page's tune writes a tune.yaml its next step applies."""
+runs on the simulated engine (`answers: valid`), one engine start fewer."""
 
 from __future__ import annotations
 
@@ -30,7 +28,6 @@ FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 FILE_HEADER = re.compile(r"#\s*file:\s*(\S+)")
 HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
 CD = re.compile(r"(?:^|&&)\s*cd\s+(\S+)\s*$")
-TUNE_LIMIT = 2
 
 
 @dataclass
@@ -99,14 +96,6 @@ def simulated_engine(path: Path) -> None:
                                    sort_keys=False))
 
 
-def fewer_tuned(command: str) -> str:
-    """The page's command, its `extract tune --limit 6` on TUNE_LIMIT documents."""
-    if not command.startswith("extract tune"):
-        return command
-    assert " --limit 6 " in command, command  # the page's own limit: a changed page fails here, not silently
-    return command.replace(" --limit 6 ", f" --limit {TUNE_LIMIT} ")
-
-
 def check_output(command: str, stdout: str) -> None:
     if command.startswith("extract query") and "--format csv" in command:
         (row,) = list(csv.DictReader(io.StringIO(stdout)))
@@ -141,8 +130,8 @@ def test_first_job_page_runs_as_written(tmp_path, cli_env):
             continue
         if step.text.startswith("extract eval") and "--force" in step.text:
             simulated_engine(cwd / "extract.yaml")
-        result = subprocess.run(["bash", "-c", fewer_tuned(step.text)], cwd=cwd, env=env, capture_output=True,
-                                text=True, timeout=900)
+        result = subprocess.run(["bash", "-c", step.text], cwd=cwd, env=env, capture_output=True, text=True,
+                                timeout=900)
         assert result.returncode == 0, (f"`{step.text}` exited {result.returncode}\n"
                                         f"{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
         check_output(step.text, result.stdout)
