@@ -1,6 +1,9 @@
 """On a real `ray start --head` cluster: SIGKILL the driver mid-run and rerun; SIGKILL an extraction
-actor mid-batch and let Ray restart it (with its vLLM engine); submit a job through the Ray Jobs API. Afterwards
-DuckDB checks input == rows + dead letters, ids unique."""
+actor mid-batch and let Ray restart it; SIGKILL it with no restarts left (one line, exit 3); submit a job through
+the Ray Jobs API. Afterwards DuckDB checks input == rows + dead letters, ids unique.
+
+All of them run the simulated engine: their subject is the driver, Ray's restarts and the cluster. A vLLM engine
+that dies, and its replacement on a fresh engine in the restarted actor, are test_engine_failures.py's."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import duckdb
 import psutil
 import pytest
 
+from pipeline import exit_codes
 from pipeline.tools.simbench import staged_rows
 from tests.conftest import ROOT, joining, processes_of_cluster, write_config, write_docs
 
@@ -41,13 +45,12 @@ def resume_dir(tmp_path_factory) -> Path:
     return folder
 
 
-# The driver-kill and submit tests are about the driver and the cluster, not the model: they run the simulated
-# engine (workers/simulated.py), slowed to about 2 s a batch so there is a moment to kill in. The actor-kill test
-# runs vLLM, whose engine must go down with its actor and come up in the replacement.
+# The tests here are about the driver, the actors and the cluster, not the model: they run the simulated engine
+# (workers/simulated.py), slowed to about 2 s a batch so there is a moment to kill in.
 SLOW_SIMULATION = {"tokens_per_s": 20.0, "output_tokens": 40}
 
 
-def config_for(folder: Path, output: str, simulated: dict | bool = False) -> Path:
+def config_for(folder: Path, output: str, simulated: dict | bool = False, **settings) -> Path:
     return write_config(
         folder, simulated=simulated, name="resume", schema="ticket_models:Ticket",
         prompt="Extract the support ticket from this message.\n{document}",
@@ -55,7 +58,7 @@ def config_for(folder: Path, output: str, simulated: dict | bool = False) -> Pat
            "model.max_tokens": 128, "model.max_model_len": 1024, "model.engine_kwargs": {"enforce_eager": True},
            # one batch at a time, so units land one by one and there is a moment to kill in (with all four
            # batches in flight they finish together, and the run can commit between two looks)
-           "workers.batch_size": 4, "workers.batches_in_flight": 1},
+           "workers.batch_size": 4, "workers.batches_in_flight": 1, **settings},
     )
 
 
@@ -154,7 +157,7 @@ def _mentions(proc: psutil.Process, text: str) -> bool:
 
 def test_actor_sigkill_mid_batch_is_restarted_and_the_batch_redone_once(ray_head, resume_dir):
     output = resume_dir / "out-actor"
-    config = config_for(resume_dir, str(output))
+    config = config_for(resume_dir, str(output), simulated=SLOW_SIMULATION)
     with running_driver(config, joining(ray_head)) as proc:
         wait_for(lambda: len(staged_units(output)) >= 1 and extraction_actor_pids(ray_head), proc)
         victims = extraction_actor_pids(ray_head)
@@ -169,6 +172,25 @@ def test_actor_sigkill_mid_batch_is_restarted_and_the_batch_redone_once(ray_head
     check_accounting(output)
     print(f"\nactor kill: killed {len(victims)} actor process(es); {len(manifest['actors'])} actors reported in; "
           f"rows {manifest['rows']} + dead letters {manifest['dead_letters']} = input {manifest['input_rows']}")
+
+
+def test_when_the_restarts_are_used_up_the_run_stops_in_one_line_with_exit_3(ray_head, resume_dir):
+    """An actor that dies with `workers.max_restarts: 0`: the driver sees Ray give up on it. An actor whose engine
+    died ends its process (`os._exit`, test_engine_failures.py) and reaches the driver the same way as this
+    SIGKILL does."""
+    output = resume_dir / "out-used-up"
+    config = config_for(resume_dir, str(output), simulated=SLOW_SIMULATION, **{"workers.max_restarts": 0})
+    with running_driver(config, joining(ray_head)) as proc:
+        wait_for(lambda: len(staged_units(output)) >= 1 and extraction_actor_pids(ray_head), proc)
+        for pid in extraction_actor_pids(ray_head):
+            os.kill(pid, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == exit_codes.ENGINE, out[-4000:]
+    errors = [line for line in out.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, out[-4000:]  # one line of ours, never a traceback
+    assert errors[0].startswith("error: an extraction actor died and Ray's restarts (workers.max_restarts) are used up")
+    assert "staged units are kept" in errors[0]
+    assert staged_units(output)  # what was staged before the death is kept for a rerun
 
 
 def test_submit_runs_the_job_on_the_cluster_with_the_config_folder_as_working_dir(ray_head, tmp_path):

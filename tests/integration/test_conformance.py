@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pipeline.tools import conformance as c
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_main
 from tests.fixtures.corpora import PRESENT, ROOTS, SHARED, TINY
 from tests.unit.test_conformance import user_folder
 
@@ -111,9 +111,9 @@ def test_quick_slice_writes_a_consistent_report(quick_run):
 
 
 @pytest.mark.parametrize("root", ROOTS)
-def test_unknown_subset_fails_in_one_line_before_anything_starts(tmp_path, cli_env, root):
-    result = run_cli(["conformance", c.BENCH, "--subset", "Github_nope", "--out", str(tmp_path)],
-                     {**cli_env, "EXTRACT_CORPORA": str(root)}, timeout=120)
+def test_unknown_subset_fails_in_one_line_before_anything_starts(tmp_path, root):
+    result = run_main(["conformance", c.BENCH, "--subset", "Github_nope", "--out", tmp_path],
+                      env={"EXTRACT_CORPORA": str(root)})
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: --subset 'Github_nope'")
     assert not (tmp_path / "conformance.json").exists()

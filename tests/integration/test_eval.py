@@ -12,7 +12,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import ROOT, SAMPLE, gold_answers, joining, run_cli, write_config
+from tests.conftest import ROOT, SAMPLE, gold_answers, joining, run_cli, run_main, write_config
 
 SAMPLE_GOLD = ROOT / "jobs" / "sample" / "invoices_gold.jsonl"
 ANSWERED = 4  # of the six documents scored, those the simulated engine answers with their gold record
@@ -102,15 +102,16 @@ def test_sample_eval_writes_consistent_reports(sample_eval):
 
 
 @pytest.mark.engine
-def test_scoring_an_existing_run_gives_the_same_numbers(sample_eval, cli_env_module):
+def test_scoring_an_existing_run_gives_the_same_numbers(sample_eval):
     folder, cfg, gold, _ = sample_eval
     (run_file,) = (folder / "out" / "_runs").glob("*.json")
-    again = run_cli(["eval", str(cfg), "--gold", str(gold), "--run", run_file.stem, "--out", str(folder / "again"),
-                     "--unordered", "items"], cli_env_module)
+    # Scoring a committed run starts no run: in this process (run_main)
+    again = run_main(["eval", cfg, "--gold", gold, "--run", run_file.stem, "--out", folder / "again",
+                      "--unordered", "items"])
     assert again.returncode == 0, again.stderr[-3000:]
     first = json.loads((folder / "out" / "_eval" / run_file.stem / "eval.json").read_text())
     second = json.loads((folder / "again" / "eval.json").read_text())
     for key in ("documents", "overall", "fields", "dead_letters_by_reason", "per_document"):
         assert first[key] == second[key]
-    missing = run_cli(["eval", str(cfg), "--gold", str(gold), "--run", "no-such-run"], cli_env_module)
+    missing = run_main(["eval", cfg, "--gold", gold, "--run", "no-such-run"])
     assert missing.returncode == 2 and "--run no-such-run: no such run" in missing.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from schemas.lint import lint
-from tests.conftest import run_cli
+from tests.conftest import run_main
 from tests.fixtures.corpora import ROOTS, TINY
 
 
@@ -31,14 +31,15 @@ def test_real_corpus_schemas(root: Path) -> None:
     assert len(items) > (0 if root == TINY else 100)
 
 
-def test_cli_schemas_lint(cli_env: dict, tmp_path: Path) -> None:
+def test_cli_schemas_lint(tmp_path: Path) -> None:
+    """`extract schemas lint` in this process (`run_main`): its lines and exit codes are the subject."""
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"type": "object", "properties": {"answer": {"type": "integer"},
                                                                  "reasoning": {"type": "string"}},
                                 "required": ["answer"]}))
-    done = run_cli(["schemas", "lint", str(path), "schemas.invoice:Invoice"], cli_env)
+    done = run_main(["schemas", "lint", path, "schemas.invoice:Invoice"])
     assert done.returncode == 0, done.stderr
     assert "no_escape_hatch at answer" in done.stdout and "answer_before_reasoning at reasoning" in done.stdout
     assert "schemas.invoice:Invoice: 0 warning(s)" in done.stdout
-    done = run_cli(["schemas", "lint", str(tmp_path / "missing.json")], cli_env)
+    done = run_main(["schemas", "lint", tmp_path / "missing.json"])
     assert done.returncode == 2 and "missing.json" in done.stderr

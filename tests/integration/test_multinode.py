@@ -1,5 +1,6 @@
-"""Scale-out: a two-node Ray cluster on this machine (two raylets), one extraction actor per node.
-The accounting must hold and every input document id must come out exactly once."""
+"""Scale-out: a three-node Ray cluster on this machine (three raylets, one cluster for the module), one extraction
+actor per node; then a worker node killed mid-run. The accounting must hold and every input document id must come
+out exactly once."""
 
 from __future__ import annotations
 
@@ -11,20 +12,30 @@ import sys
 import duckdb
 import pytest
 
-from tests.conftest import ROOT, joining, start_ray_head, stop_ray_head, write_config, write_docs
+from tests.conftest import ROOT, write_config, write_docs
 
 pytestmark = pytest.mark.engine
 
 
 @pytest.fixture(scope="module")
-def two_nodes():
-    # One CPU per node. An actor takes 0.75 of it, so two actors cannot share a node.
-    head = start_ray_head(cpus=1, worker_nodes=1, worker_cpus=1)
-    yield head
-    stop_ray_head(head)
+def nodes():
+    """One cluster for the module: a head and two worker raylets on loopback, one CPU each (an actor takes 0.75 of
+    it, so two actors cannot share a node), the GCS quick to find a dead node (FAST_NODE_DEATH), the dashboard for
+    Ray's state API (the bookkeeping test lists actors by node). The raylet-kill test, last in the file, takes a
+    worker node down; a test after it would still find two live nodes."""
+    from pipeline.tools.simbench import LocalCluster
+
+    cluster = LocalCluster([1, 1, 1], node_env=FAST_NODE_DEATH, dashboard=True)
+    yield cluster
+    cluster.stop()
 
 
-def test_one_actor_per_node_and_every_id_once(two_nodes, tmp_path):
+# The GCS looks at each node every second, not every 3 s (Ray's default), and still takes 5 failed looks in a row
+# for a death: the killed node is found dead about 10 s sooner, and a slow live node gets as many chances.
+FAST_NODE_DEATH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_initial_delay_ms": "1000"}
+
+
+def test_one_actor_per_node_and_every_id_once(nodes, tmp_path):
     docs = {f"m-{i:02d}": f"From user{i}@example.com: the {['Kettle', 'Lamp', 'Router'][i % 3]} is broken ({i})."
             for i in range(16)}
     write_docs(tmp_path / "docs.parquet", list(docs), list(docs.values()))
@@ -38,7 +49,7 @@ def test_one_actor_per_node_and_every_id_once(two_nodes, tmp_path):
            "model.max_tokens": 160, "model.max_model_len": 1024,
            "workers.actors": 2, "workers.cpus_per_actor": 0.75, "workers.batch_size": 4},
     )
-    env = joining(two_nodes)
+    env = nodes.driver_env()
     result = subprocess.run([sys.executable, "-m", "pipeline", "run", str(config)], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -71,11 +82,11 @@ print("desks on the driver's node:", sum(node == here for node in nodes.values()
 """
 
 
-def test_the_runs_bookkeeping_actor_is_on_the_drivers_node(two_nodes):
+def test_the_runs_bookkeeping_actor_is_on_the_drivers_node(nodes):
     """The run's desk (progress and the journal of in-flight batches) needs no CPU, so Ray could place it on any
     node; on a worker node that died it took a run down whose every document was committed. Twelve desks from a
-    driver on a two-node cluster: every one on the driver's node."""
-    done = subprocess.run([sys.executable, "-c", DESKS_SCRIPT], env=joining(two_nodes), cwd=ROOT,
+    driver on a three-node cluster: every one on the driver's node."""
+    done = subprocess.run([sys.executable, "-c", DESKS_SCRIPT], env=nodes.driver_env(), cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "desks on the driver's node: 12 of 12" in done.stdout, done.stdout + done.stderr[-2000:]
@@ -161,33 +172,26 @@ def _rerun_while_it_fails(command, cluster, returncode):
     return outcomes
 
 
-# The GCS looks at each node every second, not every 3 s (Ray's default), and still takes 5 failed looks in a row
-# for a death: the killed node is found dead about 10 s sooner, and a slow live node gets as many chances.
-FAST_NODE_DEATH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_initial_delay_ms": "1000"}
-
-
-def test_a_worker_raylet_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
+def test_a_worker_raylet_killed_mid_run_loses_and_duplicates_nothing(nodes, tmp_path):
     """A head and two worker raylets on loopback (one CPU each; an actor takes 0.75, so the two actors sit on two
     nodes and one node is free). The simulated engine runs the job; once outcomes are staged, the raylet of a
     worker node holding an actor is SIGKILLed (its workers with it). The run goes on or fails; a failed run is
     rerun as a user would. Every document is then committed exactly once."""
-    from pipeline.tools.simbench import LocalCluster
-
     ids, output, config = _simulated_job(tmp_path, 360)
-    cluster = LocalCluster([1, 1, 1], node_env=FAST_NODE_DEATH)
+    command = [sys.executable, "-m", "pipeline", "run", str(config)]
+    driver = subprocess.Popen(command, env=nodes.driver_env(), cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
     try:
-        command = [sys.executable, "-m", "pipeline", "run", str(config)]
-        driver = subprocess.Popen(command, env=cluster.driver_env(), cwd=ROOT, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
-        killed = _kill_an_actor_node_once_staged(cluster, driver, output)
+        killed = _kill_an_actor_node_once_staged(nodes, driver, output)
         first_log, _ = driver.communicate(timeout=300)
-        assert killed is not None, "no worker node held an actor while the run was going: nothing was killed"
-        # The run's bookkeeping actor (its journal) is on the driver's node, never on the worker node killed here.
-        assert "actor.journal_lost" not in first_log, first_log[-3000:]
-        # The run may survive the node or stop (its actors' restarts used up, a lost journal): either way what it
-        # staged is kept, and the reruns below finish the job. Only the end state is the test's.
-        outcomes = _rerun_while_it_fails(command, cluster, driver.returncode)
-        assert outcomes[-1] == 0, (outcomes, first_log[-3000:])
     finally:
-        cluster.stop()
+        if driver.poll() is None:
+            driver.kill()
+    assert killed is not None, "no worker node held an actor while the run was going: nothing was killed"
+    # The run's bookkeeping actor (its journal) is on the driver's node, never on the worker node killed here.
+    assert "actor.journal_lost" not in first_log, first_log[-3000:]
+    # The run may survive the node or stop (its actors' restarts used up, a lost journal): either way what it
+    # staged is kept, and the reruns below finish the job. Only the end state is the test's.
+    outcomes = _rerun_while_it_fails(command, nodes, driver.returncode)
+    assert outcomes[-1] == 0, (outcomes, first_log[-3000:])
     assert _ids(output) == ids  # every document once: none lost, none twice

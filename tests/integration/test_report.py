@@ -19,7 +19,7 @@ from pipeline.tools.report import (
     load_run,
     write_index,
 )
-from tests.conftest import SAMPLE, gold_answers, joining, run_cli, write_config, write_docs
+from tests.conftest import SAMPLE, gold_answers, joining, run_cli, run_main, write_config, write_docs
 from tests.unit.test_report import check_r1, chromium, write_output
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -111,16 +111,19 @@ def sample_run(tmp_path_factory, cli_env_module):
     again = run_cli(["run", str(config)], cli_env_module)
     assert again.returncode == 0, again.stderr[-3000:]
     report_dir = folder / "report"
-    reported = run_cli(["report", str(output), "--out", str(report_dir)], cli_env_module)
+    reported = run_main(["report", output, "--out", report_dir], env=WIDE)  # reading an output: in this process
     assert reported.returncode == 0, reported.stderr[-3000:]
     return {"folder": folder, "output": output, "record": record, "dir": report_dir / record["run_id"],
             "index": report_dir / "index.html", "stdout": reported.stdout}
 
 
+WIDE = {"COLUMNS": "160"}
+
+
 @pytest.fixture(scope="module")
 def cli_env_module(ray_head):
     """`cli_env` for the module's fixture: runs join the session's Ray cluster."""
-    return {**joining(ray_head), "COLUMNS": "160"}
+    return {**joining(ray_head), **WIDE}
 
 
 @pytest.mark.engine
@@ -162,14 +165,14 @@ def test_report_writes_summary_html_and_charts(sample_run):
 
 
 @pytest.mark.engine
-def test_report_run_selection_and_default_folder(sample_run, cli_env_module):
+def test_report_run_selection_and_default_folder(sample_run):
     run_id = sample_run["record"]["run_id"]
     cwd = sample_run["folder"] / "elsewhere"
     cwd.mkdir()
-    chosen = run_cli(["report", str(sample_run["output"]), "--run", run_id[:-2]], cli_env_module, cwd=cwd)
+    chosen = run_main(["report", sample_run["output"], "--run", run_id[:-2]], cwd=cwd, env=WIDE)
     assert chosen.returncode == 0, chosen.stderr[-2000:]
     assert (cwd / "out" / "report" / run_id / "report.html").is_file()
-    missing = run_cli(["report", str(sample_run["output"]), "--run", "no-such-run"], cli_env_module, cwd=cwd)
+    missing = run_main(["report", sample_run["output"], "--run", "no-such-run"], cwd=cwd, env=WIDE)
     assert missing.returncode == 2  # nothing to report on: a usage error, not a failed partition
     assert "error: run 'no-such-run' not found under" in missing.stderr
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import joining, run_cli, run_main
 from tests.fixtures.listings import HOSTILE, write_listing_job
 from tests.unit.test_report import chromium
 
@@ -26,22 +26,19 @@ needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no {CHROMIUM
 
 
 @pytest.fixture(scope="module")
-def listings(tmp_path_factory):
-    # One run only (eval and report start none), so its own local Ray cluster: no session head needed.
+def listings(tmp_path_factory, ray_head):
+    # The run joins the session's Ray cluster (no local cluster started and stopped for one run).
     folder = tmp_path_factory.mktemp("listings")
     config, gold = write_listing_job(folder, **{"output.cost": PRICE})
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env["PYTHONPATH"] = f"{Path(__file__).parents[2]}:{folder}"
-    steps = {}
-    for name, args in (("run", ["run", str(config)]), ("eval", ["eval", str(config), "--gold", str(gold)]),
-                       ("csv", ["eval", str(config), "--gold", str(gold), "--format", "csv"]),
-                       ("report", ["report", str(folder / "out"), "--out", str(folder / "report")])):
-        steps[name] = run_cli(args, env, cwd=folder)
-        for _ in range(2):  # Ray waits 30 s for its node, a bound a loaded machine overruns: not this test's subject
-            if "could not start a local cluster" not in steps[name].stderr:
-                break
-            steps[name] = run_cli(args, env, cwd=folder)
-        assert steps[name].returncode == 0, (name, steps[name].stderr[-3000:])
+    env = {**joining(ray_head), "PYTHONPATH": f"{Path(__file__).parents[2]}:{folder}"}
+    steps = {"run": run_cli(["run", str(config)], env, cwd=folder)}
+    # eval and report read the committed output and start nothing: in this process (run_main)
+    for name, args in (("eval", ["eval", config, "--gold", gold]),
+                       ("csv", ["eval", config, "--gold", gold, "--format", "csv"]),
+                       ("report", ["report", folder / "out", "--out", folder / "report"])):
+        steps[name] = run_main(args, cwd=folder)
+    for name, step in steps.items():
+        assert step.returncode == 0, (name, step.stderr[-3000:])
     records = [json.loads(p.read_text()) for p in (folder / "out" / "_runs").glob("*.json")]
     (record,) = [r for r in records if r["status"] == "committed"]  # eval started no run of its own, twice
     assert all(r["input_rows"] == 0 and r["status"] == "failed" for r in records if r is not record)  # a retry's

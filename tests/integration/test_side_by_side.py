@@ -1,10 +1,10 @@
 """Two jobs side by side on one machine (issue 27 item 6): each actor's CPU KV cache is sized from its job's need,
 not from `max_model_len` × the sequences in flight, so two engines fit where one used to take 5.6 GiB of cache.
 
-Two `extract run` processes start at once, each its own local Ray cluster, actor and vLLM engine on the bundled
-model, on the first four sample invoices at `max_tokens` 32. Job A's budget is sized by the rule
-(`workers.memory`: its input's p95 document rendered as its prompt, counted with the tokenizer, + max_tokens,
-the examples' prefix once); job B carries the same rule's figure as an explicit
+Two `extract run` processes start at once on the session's Ray cluster, each its own actor (one CPU of the two)
+and vLLM engine on the bundled model, on the first four sample invoices at `max_tokens` 32. Job A's budget is sized
+by the rule (`workers.memory`: its input's p95 document rendered as its prompt, counted with the tokenizer,
++ max_tokens, the examples' prefix once); job B carries the same rule's figure as an explicit
 `model.engine_kwargs.kv_cache_memory_bytes`, computed here before either starts. Both budgets are explicit
 numbers of 70-140 MiB whatever the machine's RAM (bfloat16 or float32, `workers.engine.precision`): the test
 asserts A's logged budget is that figure, and that both runs commit every document (no actor OOM-killed, no
@@ -35,8 +35,9 @@ from workers.memory import GIB, kv_budget, kv_shape, measure_need, read_sample
 pytestmark = pytest.mark.engine
 
 DOCS = 4
+# One CPU each, so the two actors run at once on the session's two-CPU cluster (the sample job's actor takes both).
 SETTINGS = {"input.limit": DOCS, "model.max_tokens": 32, "model.max_model_len": 2048, "workers.batch_size": 4,
-            "workers.batches_in_flight": 1}
+            "workers.batches_in_flight": 1, "workers.cpus_per_actor": 1}
 
 
 def _job(folder: Path, kv_bytes: int | None) -> Path:
@@ -68,12 +69,12 @@ def _rule_budget(config) -> tuple[int, int]:
             4 * 2048 * shape.bytes_per_token)
 
 
-def test_two_sample_jobs_with_small_budgets_run_side_by_side_and_commit_every_document(tmp_path, local_cli_env):
+def test_two_sample_jobs_with_small_budgets_run_side_by_side_and_commit_every_document(tmp_path, cli_env):
     a = _job(tmp_path / "a", None)
     budget, old_rule = _rule_budget(a)
     assert budget < 0.7 * old_rule  # the old rule: 4 × 2048 tokens (180 MiB in bfloat16); the sample's need is less
     b = _job(tmp_path / "b", budget)
-    env = dict(local_cli_env, EXTRACT_VERBOSE="1")  # each its own local cluster
+    env = dict(cli_env, EXTRACT_VERBOSE="1")  # both on the session's cluster: no local cluster started and stopped
     runs = [subprocess.Popen([sys.executable, "-m", "pipeline", "run", str(c)], cwd=ROOT, env=env, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for c in (a, b)]
     try:
