@@ -7,7 +7,7 @@ import json
 import duckdb
 import pytest
 
-from pipeline.tools.bench import COLUMNS
+from pipeline.tools.bench_report import COLUMNS
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.engine
