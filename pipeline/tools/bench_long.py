@@ -107,7 +107,10 @@ def _measure(extractor: Any, engine: TimedEngine, ids: list[str], texts: list[st
     generations = [g for c in engine.calls for g in c.generations]
     tokens = sum(g.output_tokens for g in generations)
     windows = [int(o.extra.get("windows") or 1) for o in outcomes]
+    generate_s = sum(c.ended - c.started for c in engine.calls)
     result = {"docs": len(ids), "requests": len(generations), "seconds": round(seconds, 3),
+              # in the engine's generate calls; the rest: prompts, windows, grounding, the merge, classifying
+              "generate_s": round(generate_s, 3), "other_s": round(seconds - generate_s, 3),
               "seconds_per_doc": round(seconds / len(ids), 3), "windows": windows,
               "prompt_tokens": sum(g.prompt_tokens for g in generations), "output_tokens": tokens,
               "output_tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else None,
