@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from pipeline import exit_codes
 
@@ -31,8 +32,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     docs = args.docs if args.docs is not None else (6 if args.quick else 1000)
     max_tokens = args.max_tokens or (96 if args.quick else None)  # a smoke run need not finish invoices
     rounds = args.price_rounds if args.price_rounds is not None else (1 if args.quick else 3)
+    long = _long_setup(args)
+    if args.long_only:
+        from pipeline.tools.bench import run_long_only
+
+        run_long_only(Path(args.config), docs, Path(args.out), max_tokens, long)
+        print((Path(args.out) / "bench-long.md").read_text())
+        print(f"wrote {args.out}/bench-long.json, bench-long.md, bench-windows.png")
+        return 0
     report = run_bench(Path(args.config), docs, Path(args.out), scaling=args.scaling, memory_scale=args.memory_scale,
-                       max_tokens=max_tokens, price_rounds=rounds, naive=args.naive)
+                       max_tokens=max_tokens, price_rounds=rounds, naive=args.naive,
+                       long=long if args.long else None)
     print((Path(args.out) / "bench.md").read_text())
     print(f"wrote {args.out}/bench.json, bench.md, bench.png")
     return 0 if report else 1
@@ -65,6 +75,13 @@ def _simulated(args: argparse.Namespace) -> int:
     return 0 if report["cells"] and all(c["exit"] == 0 for c in report["cells"]) else 1
 
 
+def _long_setup(args: argparse.Namespace) -> Any:  # a pipeline.tools.bench_long.LongSetup
+    from pipeline.tools.bench_long import LongSetup
+
+    curve = tuple(int(k) for k in args.curve.split(",")) if args.curve else LongSetup().curve
+    return LongSetup(window_tokens=args.window_tokens, windows=args.long_windows, curve=curve)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     bench = sub.add_parser("bench", help="benchmark the pipeline against the bare engine and a retry loop")
     bench.add_argument("config", nargs="?", help=f"the extract.yaml whose model, prompt and schema to use (default "
@@ -84,6 +101,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "(default 3; 1 with --quick)")
     bench.add_argument("--memory-scale", type=int, default=0, metavar="K",
                        help="also run the pipeline on K times the documents and report the driver's RSS ratio")
+    long = bench.add_argument_group("long documents (issue 56): one engine, the short documents, then long ones "
+                                    "made of them read in windows, then one document per point of the curve")
+    long.add_argument("--long", action="store_true", help="also run the long-document arm and the windows curve "
+                      "(OUT/bench-long.json, .md, bench-windows.png; the ratio long_over_short_tokens)")
+    long.add_argument("--long-only", action="store_true", help="run only the long-document arm and the curve")
+    long.add_argument("--window-tokens", type=int, default=512, metavar="N",
+                      help="input.window_tokens of the long documents' job (default 512)")
+    long.add_argument("--long-windows", type=int, default=4, metavar="K",
+                      help="about K windows per long document (default 4)")
+    long.add_argument("--curve", metavar="K,...", help="windows per document of the curve's points "
+                      "(default 1,2,5,10,20,50)")
     sim = bench.add_argument_group("--simulate: the pipeline at corpus scale, the engine simulated (no model)")
     sim.add_argument("--simulate", action="store_true", help="run the simulated grid instead of the model arms; "
                      "writes OUT (default out/bench-sim)/bench-sim.json, .md, .png")

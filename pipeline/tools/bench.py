@@ -20,6 +20,7 @@ cold prefix cache, and that time is subtracted. Writes DIR/bench.json, DIR/bench
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
@@ -35,19 +36,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import structlog
 
-from pipeline.config import LoadedConfig, load_config
-from pipeline.dataflow import actor_env
+from pipeline.config import SIMULATED, LoadedConfig, load_config
+from pipeline.dataflow import actor_env, build_spec
 from pipeline.output.manifest import committed, run_manifests
 from pipeline.output.tables import read_columns
 from pipeline.storage import Storage, storage_for
+from pipeline.tools.bench_long import LongSetup, run_long_arm, write_long
 from pipeline.tools.bench_naive import ARM as NAIVE
 from pipeline.tools.bench_naive import NAIVE_ENV, naive_arm, naive_ratios
+from pipeline.tools.bench_report import render_chart, render_markdown
 from pipeline.tools.bench_requests import ARM as SAME_REQUESTS
-from pipeline.tools.bench_requests import describe, same_requests_arm
+from pipeline.tools.bench_requests import same_requests_arm
 from pipeline.tools.bench_sampler import RssSampler, actor_cpu
 from pipeline.tools.bench_scoring import leaf_fields
 from pipeline.tools.child import run_in_child
-from pipeline.tools.machine import describe as describe_machine
 from pipeline.tools.machine import machine
 from pipeline.tools.synthetic import make_corpus
 from schemas.contract import RecordRejected, SchemaContract
@@ -55,7 +57,6 @@ from workers.bundled_model import resolve_model_path
 from workers.classify import classify, json_candidate
 from workers.engine import Generation, VllmEngine, engine_arguments, has_accelerator, speculates
 from workers.prompt import render_prompt
-from workers.stages import stage_lines
 
 log = structlog.get_logger(__name__)
 
@@ -75,9 +76,37 @@ def parse_free_text(text: str, contract: SchemaContract, document: str) -> tuple
 
 # -- the in-process arms -----------------------------------------------------------------------------
 
-def _timed(engine: VllmEngine, prompts: list[list[int]], schema: dict | None, max_tokens: int,
+def open_engine(loaded: LoadedConfig, sequences: int, engine_kwargs: dict[str, Any]) -> Any:
+    """The bench's bare engine for the job: vLLM's `LLM` (`VllmEngine`, no thread around it: the ceiling) with
+    `engine_kwargs`, or under `model.path: simulated` the engine the actor's factory gives
+    (`workers.actor.start_engine`), so the arms' plumbing runs without a model."""
+    if loaded.model_path == SIMULATED:
+        from workers.actor import start_engine
+
+        return start_engine(dataclasses.replace(build_spec(loaded, "bench"), sequences_in_flight=sequences), False)
+    return VllmEngine(**engine_arguments(resolve_model_path(loaded.model_path), loaded.config.model.max_model_len, 1,
+                                         engine_kwargs, has_accelerator(), sequences=sequences))
+
+
+def reset_prefix_cache(engine: Any) -> None:
+    """A cold prefix cache before a timed call (an engine without one, the simulated, has nothing to forget)."""
+    reset = getattr(engine, "reset_prefix_cache", None)
+    if reset is not None:
+        reset()
+
+
+def generate_exact(engine: Any, prompts: list[list[int]], lengths: list[int], temperature: float) -> list[Generation]:
+    """Free text of exactly `lengths[i]` tokens per prompt: vLLM's `generate_exact`; an engine without it (the
+    simulated) writes free text of at most each length, a request per prompt."""
+    exact = getattr(engine, "generate_exact", None)
+    if exact is not None:
+        return exact(prompts, lengths, temperature)
+    return [engine.generate([p], None, max(n, 1), temperature)[0] for p, n in zip(prompts, lengths, strict=True)]
+
+
+def _timed(engine: Any, prompts: list[list[int]], schema: dict | None, max_tokens: int,
            temperature: float) -> tuple[list[Generation], float]:
-    engine.reset_prefix_cache()
+    reset_prefix_cache(engine)
     started = time.perf_counter()
     generations = engine.generate(prompts, schema, max_tokens, temperature)
     return generations, time.perf_counter() - started
@@ -140,6 +169,8 @@ def _in_child(*args: Any, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def job_speculates(loaded: LoadedConfig) -> bool:
     cfg = loaded.config
+    if loaded.model_path == SIMULATED:
+        return False
     return speculates(engine_arguments("m", cfg.model.max_model_len, 1, dict(cfg.model.engine_kwargs),
                                        has_accelerator()))
 
@@ -179,8 +210,7 @@ def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict],
     kwargs = dict(cfg.model.engine_kwargs)
     if part == "price":
         kwargs["speculative_config"] = None
-    engine = VllmEngine(**engine_arguments(resolve_model_path(loaded.model_path), cfg.model.max_model_len, 1,
-                                           kwargs, has_accelerator(), sequences=len(texts)))
+    engine = open_engine(loaded, len(texts), kwargs)
     compile_s = engine.warm(schema)
     max_tokens, temperature, n = cfg.model.max_tokens, cfg.model.temperature, len(texts)
     # `LLM.chat` over every document: chat templating and tokenizing are part of the call, so they are timed
@@ -204,12 +234,13 @@ def in_process_arms(loaded: LoadedConfig, texts: list[str], golds: list[dict],
                                            price_rounds, max_tokens, temperature)
     if part in ("all", "main"):
         arms.update(_free_arms(engine, loaded, prompts, texts, golds, common))
+    engine.close()  # the simulated engine's scheduler thread; vLLM's engine core
     del engine
     gc.collect()
     return arms
 
 
-def _constraint_price(engine: VllmEngine, prompts: list[list[int]], schema: dict, gens: list[Generation],
+def _constraint_price(engine: Any, prompts: list[list[int]], schema: dict, gens: list[Generation],
                       gen_seconds: float, prefill_gen: float, rounds: int, max_tokens: int,
                       temperature: float) -> dict[str, Any]:
     """The price of the constraint, per decode step at equal work: free text forced to exactly the length
@@ -224,9 +255,9 @@ def _constraint_price(engine: VllmEngine, prompts: list[list[int]], schema: dict
             again, again_s = _timed(engine, prompts, schema, max_tokens, temperature)
             _warn_if_lengths_differ("bench.constrained_rerun_differs", again, lengths)
             constrained_s.append(again_s)
-        engine.reset_prefix_cache()
+        reset_prefix_cache(engine)
         started = time.perf_counter()
-        equal = engine.generate_exact(prompts, lengths, temperature)
+        equal = generate_exact(engine, prompts, lengths, temperature)
         free_s.append(time.perf_counter() - started)
         _warn_if_lengths_differ("bench.equal_lengths_missed", equal, lengths)
     _, prefill_free = _timed(engine, prompts, None, 1, temperature)
@@ -241,7 +272,7 @@ def _constraint_price(engine: VllmEngine, prompts: list[list[int]], schema: dict
     }
 
 
-def _free_arms(engine: VllmEngine, loaded: LoadedConfig, prompts: list[list[int]], texts: list[str],
+def _free_arms(engine: Any, loaded: LoadedConfig, prompts: list[list[int]], texts: list[str],
                golds: list[dict], common: dict[str, Any]) -> dict[str, Any]:
     """The unconstrained arm and the retry baseline."""
     cfg, contract = loaded.config, loaded.contract
@@ -256,7 +287,7 @@ def _free_arms(engine: VllmEngine, loaded: LoadedConfig, prompts: list[list[int]
     # The retry baseline asks for the schema in words and re-asks each failure with its error.
     retry_template = cfg.prompt + RETRY_SUFFIX
     base = [render_prompt(retry_template, t, schema_json) for t in texts]
-    engine.reset_prefix_cache()
+    reset_prefix_cache(engine)
     started = time.perf_counter()
     results: list[dict | None] = [None] * n
     errors = [""] * n
@@ -371,7 +402,8 @@ def _without_confidence(loaded: LoadedConfig) -> list[str]:
     return flags
 
 
-def ratios(arms: dict[str, dict[str, Any]], price: dict[str, Any]) -> dict[str, float | None]:
+def ratios(arms: dict[str, dict[str, Any]], price: dict[str, Any],
+           long: dict[str, Any] | None = None) -> dict[str, float | None]:
     def div(a: float | None, b: float | None) -> float | None:
         return round(a / b, 3) if a and b else None
 
@@ -403,103 +435,9 @@ def ratios(arms: dict[str, dict[str, Any]], price: dict[str, Any]) -> dict[str, 
         "confidence_over_plain_tokens": div(arms["pipeline"]["output_tokens_per_s"],
                                             arms.get("pipeline_no_confidence", {}).get("output_tokens_per_s")),
         **naive_ratios(arms),  # None without the naive arm
+        # Output tokens/s on windowed documents over short ones, one engine (None without --long: bench_long)
+        "long_over_short_tokens": long["long_over_short_tokens"] if long else None,
     }
-
-
-COLUMNS = [("docs/s", "docs_per_s"), ("tokens/s", "output_tokens_per_s"), ("ms/token", "ms_per_output_token"),
-           ("decode ms/token", "decode_ms_per_token"), ("valid", "valid_rate"), ("field acc.", "field_accuracy"),
-           ("correct leaves", "correct_leaves"), ("correct leaves/s", "correct_leaves_per_s"),
-           ("retries", "retries"), ("engine init s", "engine_init_s"), ("compile s", "schema_compile_s"),
-           ("first output s", "time_to_first_output_s"),
-           ("first commit s", "time_to_first_commit_s"), ("first output after ready s", "first_output_after_ready_s"),
-           ("first progress after ready s", "first_progress_after_ready_s"),
-           ("first document after ready s", "first_document_after_ready_s"),
-           ("driver RSS MB", "driver_peak_rss_mb"), ("engine CPU cores used", "cores_used"),
-           ("other processes CPU s", "others_cpu_s"),
-           ("worker RSS MB", "worker_peak_rss_mb")]
-
-
-def render_markdown(report: dict[str, Any]) -> str:
-    lines = [f"# extract bench: {report['docs']} documents, model {report['model']}", "",
-             "| arm | " + " | ".join(c for c, _ in COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
-    for name, arm in report["arms"].items():
-        cells = ["" if arm.get(key) is None else str(arm.get(key)) for _, key in COLUMNS]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    if report.get("scaling_2_over_1_actors"):
-        sc = report["scaling_2_over_1_actors"]
-        lines += ["", f"2 actors vs 1 on {sc['cpus']} CPUs: speed-up {sc['speedup']}, efficiency {sc['efficiency']}."]
-    if report.get("driver_memory"):
-        mem = report["driver_memory"]
-        lines += ["", f"Driver peak RSS at {mem['scale']}x the documents: {mem['driver_rss_mb_scaled']} MB vs "
-                  f"{mem['driver_rss_mb']} MB, ratio {mem['ratio']} (goal <= 1.2)."]
-    lines += ["", "| ratio | value | goal |", "|---|---|---|"]
-    goals = {"pipeline_over_engine": ">= 0.95",
-             "pipeline_over_engine_same_requests": "(docs/s over the pipeline's own requests in one engine call)",
-             "pipeline_over_engine_same_requests_tokens": ">= 0.95 (output tokens/s, the same requests)",
-             "constrained_over_unconstrained_per_token": "<= 1.05",
-             "pipeline_over_retry": ">= 1.5", "pipeline_over_engine_tokens": ">= 0.95 (output tokens/s)",
-             "engine_speculation_speedup": "(no goal: engine docs/s with the job's speculation over without)",
-             "confidence_over_plain": ">= 0.9 (docs/s with _confidence over without)",
-             "confidence_over_plain_tokens": "(output tokens/s with _confidence over without)",
-             "pipeline_over_naive": ">= 1.3 (docs/s over vLLM's defaults, the user's prompt, the plain grammar)",
-             "pipeline_over_naive_correct_leaves": ">= 10 (correct leaves/s, the same two arms)"}
-    for key, value in report["ratios"].items():
-        lines.append(f"| {key} | {value} | {goals[key]} |")
-    price = report["constraint_price"]
-    lines += ["", f"Constraint price (decode only, without speculation, median of {price['rounds']} alternating "
-              f"round(s) each): {price['constrained_decode_ms_per_token']} ms/token under the grammar vs "
-              f"{price['equal_length_unconstrained_decode_ms_per_token']} ms/token for free text forced to the same "
-              f"per-document lengths. Generation seconds per round: {price['constrained_s']} under the grammar, "
-              f"{price['equal_length_unconstrained_s']} free."]
-    for name, arm in report["arms"].items():
-        if name.startswith("pipeline") and arm.get("time_to_first_commit_s") is not None:
-            init = arm.get("engine_init_s") or 0.0
-            lines += ["", f"{name}: first committed row {arm['time_to_first_commit_s']} s after the run started "
-                      f"(goal: engine init + 5 s = {round(init + 5, 1)} s); first outcome at the driver "
-                      f"{arm.get('first_output_after_ready_s')} s after the engine was warm; first live counts on "
-                      f"screen (tokens/s) {arm.get('first_progress_after_ready_s')} s after it (goal: within 5 s), "
-                      f"the first finished documents {arm.get('first_document_after_ready_s')} s after it."]
-    lines += _stages(report["arms"])
-    lines += describe(report["arms"].get(SAME_REQUESTS))
-    wall = report["arms"]["pipeline"].get("wall_docs_per_s")
-    lines += ["", "Pipeline docs/s is measured from the last actor being ready to the commit (steady state); "
-              f"its wall-clock docs/s including Ray and engine start-up is {wall}.",
-              "Each arm runs once (the constraint price's two sides excepted, above): on a 2-core machine the "
-              "same arm varies by about 5% from run to run, so a ratio within that of its goal is not settled "
-              "by one run.", "", describe_machine(report.get("machine")), ""]
-    return "\n".join(lines)
-
-
-def _stages(arms: dict[str, Any]) -> list[str]:
-    """The pipeline arm's CPU per document beside the engine by stage (workers.stages), and the cores a GPU needs at
-    the engine arm's documents/s, 20 and 50."""
-    stages = arms["pipeline"].get("stage_cpu_ms")
-    if not stages:
-        return []
-    rates = tuple(r for r in (arms.get("engine", {}).get("docs_per_s"), 20.0, 50.0) if r)
-    return ["", *stage_lines(stages, rates)]
-
-
-def render_chart(report: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = [n for n in report["arms"] if n in ("engine", "unconstrained", "retry", "pipeline")]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for ax, (title, key) in zip(axes, [("documents / s", "docs_per_s"), ("ms per output token",
-                                                                           "ms_per_output_token"),
-                                        ("valid rows", "valid_rate")], strict=True):
-        values = [report["arms"][n].get(key) or 0 for n in names]
-        ax.bar(names, values, color=["#4c72b0", "#dd8452", "#c44e52", "#55a868"][: len(names)])
-        ax.set_title(title)
-        for i, v in enumerate(values):
-            ax.text(i, v, f"{v:.3g}", ha="center", va="bottom", fontsize=8)
-    fig.suptitle(f"extract bench: {report['docs']} documents")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def _scaling_arm(config: Path, out: Path, docs: int, golds: list[dict], extra: list[str],
@@ -536,9 +474,19 @@ def pipeline_settings(docs: int, loaded: LoadedConfig, corpus: Path) -> tuple[di
     return settings, extra
 
 
-def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_scale: int = 0,
-              max_tokens: int | None = None, price_rounds: int = 3, naive: bool = False) -> dict[str, Any]:
-    out = out.resolve()  # the pipeline arm's --output would otherwise resolve against the config's folder
+@dataclasses.dataclass
+class BenchInput:
+    """The bench's synthetic documents (written to OUT/corpus.parquet) and the job's overrides that read them."""
+
+    ids: list[str]
+    texts: list[str]
+    golds: list[dict]
+    corpus: Path
+    overrides: dict[str, Any]
+    loaded: LoadedConfig
+
+
+def bench_input(config: Path, docs: int, out: Path, max_tokens: int | None) -> BenchInput:
     out.mkdir(parents=True, exist_ok=True)
     ids, texts, golds = make_corpus(docs, SEED, prefix="bench")
     corpus = out / "corpus.parquet"
@@ -546,7 +494,26 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
     overrides: dict[str, Any] = {"input.uri": str(corpus.resolve()), "input.limit": None}
     if max_tokens:
         overrides["model.max_tokens"] = max_tokens
-    loaded = load_config(config, overrides)
+    return BenchInput(ids, texts, golds, corpus, overrides, load_config(config, overrides))
+
+
+def long_arm(config: Path, given: BenchInput, out: Path, setup: LongSetup) -> dict[str, Any]:
+    """The long-document arm (`pipeline.tools.bench_long`) at the pipeline arm's settings, in a child started with
+    the actor's environment; writes OUT/bench-long.json, .md and bench-windows.png."""
+    settings, _ = pipeline_settings(len(given.ids), given.loaded, given.corpus)
+    report = run_long_arm(config, {**given.overrides, **settings}, given.ids, given.texts, given.golds, out, setup,
+                          env=actor_env(given.loaded.config.workers.gpus_per_actor))
+    write_long(out, report)
+    return report
+
+
+def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_scale: int = 0,
+              max_tokens: int | None = None, price_rounds: int = 3, naive: bool = False,
+              long: LongSetup | None = None) -> dict[str, Any]:
+    """Every arm (the module's docstring); with `long`, also the long-document arm and the windows curve."""
+    out = out.resolve()  # the pipeline arm's --output would otherwise resolve against the config's folder
+    given = bench_input(config, docs, out, max_tokens)
+    texts, golds, corpus, overrides, loaded = given.texts, given.golds, given.corpus, given.overrides, given.loaded
     arms, price = engine_arms(config, overrides, texts, golds, price_rounds, job_speculates(loaded))
     # The engine arm uses every core and sees every document at once. So does the pipeline's one actor: its
     # documents come in 4 batches, all in flight together in its one engine. (The larger memory run feeds the
@@ -557,6 +524,7 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
                           env=actor_env(loaded.config.workers.gpus_per_actor)))
     if naive:  # vLLM's defaults: an engine of its own (bench_naive), so not in --quick unless asked
         arms.update(_in_child(str(config), overrides, texts, golds, price_rounds, NAIVE, env=NAIVE_ENV))
+    long_report = long_arm(config, given, out, long) if long else None
     (out / "bench.partial.json").write_text(json.dumps({"arms": arms, "constraint_price": price}, indent=2))
     arms["pipeline"] = pipeline_arm(Path(config), out / "pipeline-output", docs, golds, extra)
     if loaded.config.output.confidence:
@@ -568,9 +536,15 @@ def run_bench(config: Path, docs: int, out: Path, scaling: bool = False, memory_
     memory_report = _memory_arm(Path(config), out, docs, memory_scale, extra, arms) if memory_scale > 1 else None
     report = {"docs": docs, "model": loaded.config.model.path, "max_tokens": loaded.config.model.max_tokens,
               "engine_kwargs": loaded.config.model.engine_kwargs, "arms": arms, "constraint_price": price,
-              "ratios": ratios(arms, price),
+              "ratios": ratios(arms, price, long_report), "long_documents": long_report,
               "scaling_2_over_1_actors": scaling_report, "driver_memory": memory_report, "machine": machine()}
     (out / "bench.json").write_text(json.dumps(report, indent=2))
     (out / "bench.md").write_text(render_markdown(report))
     render_chart(report, out / "bench.png")
     return report
+
+
+def run_long_only(config: Path, docs: int, out: Path, max_tokens: int | None, setup: LongSetup) -> dict[str, Any]:
+    """`extract bench --long-only`: the long-document arm and the curve alone (one engine start)."""
+    out = out.resolve()
+    return long_arm(config, bench_input(config, docs, out, max_tokens), out, setup)

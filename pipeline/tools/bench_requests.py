@@ -133,7 +133,9 @@ def same_requests_arm(loaded: LoadedConfig, ids: list[str], texts: list[str]) ->
 
 def _prefill_plus_one(engine: TimedEngine, call: _Call) -> float:
     """The first call's requests again with max_tokens=1, from a cold prefix cache: prefill plus one step."""
-    engine.inner._engine.reset_prefix_cache()  # EngineThread's VllmEngine; the engine thread is idle here
+    reset = getattr(engine.inner, "reset_prefix_cache", None)  # EngineThread's; its thread is idle here
+    if reset is not None:  # (the simulated engine has no cache)
+        reset()
     started = time.perf_counter()
     engine.inner.generate(call.prompts, call.schemas, 1, call.temperature)
     return time.perf_counter() - started

@@ -47,7 +47,12 @@ from pipeline.tools.tune_stats import (
 )
 
 # The levers, in the order they are searched, and the values tried (the job's own value is always tried).
+WINDOW_TOKENS = "input.window_tokens"
 LEVERS: dict[str, tuple[Any, ...]] = {
+    # Windows of at most N document tokens (a long document's windows, or a shorter one cut to read in smaller
+    # pieces); `auto`: each document whole where it fits. A value no document tuned on is longer than decodes what
+    # `auto` decodes, and is not run (`Tuner.same_as_auto`): on short-document jobs the lever costs nothing.
+    WINDOW_TOKENS: ("auto", 512, 1024, 2048),
     "schema_policy.grounding": ("auto", "marked", "off"),
     "examples": ("job", False),
     "prompt_schema": ("auto", "json", "fields", "none"),
@@ -120,6 +125,7 @@ class Tuner:
         self.ids, self.texts, self.schemas = read_documents(self.loaded, set(golds), limit)
         self.engine: Any = None
         self.engine_starts = 0
+        self.longest_tokens: int | None = None  # the longest document's tokens (its prompt as a user message)
         self.trials: dict[str, Trial] = {}
         self.reach = self._reach()
 
@@ -148,17 +154,18 @@ class Tuner:
         return loaded
 
     def start_engine(self) -> None:
-        from pipeline.dataflow import actor_env
-        from workers.bundled_model import resolve_model_path
-        from workers.engine import VllmEngine, engine_arguments, has_accelerator
+        """The job's engine from the actor's factory (`workers.actor.start_engine`: vLLM, or the simulated engine
+        under `model.path: simulated`), sized for the documents tuned on, at most the job's sequences in flight."""
+        from pipeline.dataflow import actor_env, build_spec
+        from workers.actor import SIMULATED, start_engine
+        from workers.engine import has_accelerator
 
         cfg = self.loaded.config
         for key, value in actor_env(cfg.workers.gpus_per_actor).items():  # the same set-up as an actor's
             os.environ.setdefault(key, value)
-        self.engine = VllmEngine(**engine_arguments(
-            resolve_model_path(self.loaded.model_path), cfg.model.max_model_len, cfg.workers.tensor_parallel_size,
-            dict(cfg.model.engine_kwargs), has_accelerator(), cfg.schema_policy.backends[0],
-            sequences=min(len(self.ids), cfg.workers.batch_size * cfg.workers.batches_in_flight)))
+        spec = build_spec(self.loaded, "tune")
+        spec = dataclasses.replace(spec, sequences_in_flight=max(1, min(len(self.ids), spec.sequences_in_flight)))
+        self.engine = start_engine(spec, spec.model_path != SIMULATED and has_accelerator())
         self.engine_starts += 1
 
     def trial(self, setting: dict[str, Any]) -> Trial:
@@ -199,6 +206,18 @@ class Tuner:
         outcomes = extractor.outcomes(self.ids, self.texts, self.schemas)
         return outcomes, time.perf_counter() - started
 
+    def same_as_auto(self, lever: str, value: Any, tried: tuple[Any, ...]) -> str | None:
+        """Why a window size N is not run: no document tuned on has more than N tokens, so it decodes what `auto`
+        (tried too) decodes. None: run it."""
+        if lever != WINDOW_TOKENS or not isinstance(value, int) or "auto" not in tried:
+            return None
+        if self.longest_tokens is None:
+            self.longest_tokens = max((len(self.engine.prompt_token_ids(t)) for t in self.texts
+                                       if isinstance(t, str)), default=0)
+        if self.longest_tokens > value:
+            return None
+        return f"not run: no document is longer than {value} tokens (the longest, {self.longest_tokens}): as auto"
+
     def search(self, levers: dict[str, tuple[Any, ...]] = LEVERS, report: Any = None) -> Trial:
         """One lever at a time, from the job as written (first the fields grounding forbids most of their gold,
         as x-grounded: false); returns the best trial. Each trial is compared with the best before it."""
@@ -212,6 +231,10 @@ class Tuner:
                 if value == best_setting[lever]:
                     continue
                 candidate = {**best_setting, lever: value}
+                if note := self.same_as_auto(lever, value, (*values, best_setting[lever])):
+                    if report:
+                        report(Trial(candidate, "-"), note)
+                    continue
                 try:
                     trial = self.trial(candidate)
                 except ConfigError as exc:  # e.g. examples that this grounding refuses: not a setting to take

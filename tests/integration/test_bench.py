@@ -1,4 +1,5 @@
-"""`extract bench --quick`: a smoke run of every arm; asserts only that the report exists and is well formed."""
+"""`extract bench`: the quick bench's plumbing on the simulated engine (every arm, the report, the chart, the
+long-document arm and its curve), and the engine arms' own figures on a real engine."""
 
 from __future__ import annotations
 
@@ -7,16 +8,21 @@ import json
 import duckdb
 import pytest
 
-from pipeline.tools.bench import COLUMNS
-from tests.conftest import run_cli
+from pipeline.config import load_config
+from pipeline.tools.bench import SEED, _in_child, engine_arms, job_speculates
+from pipeline.tools.bench_report import COLUMNS
+from pipeline.tools.synthetic import make_corpus
+from tests.conftest import run_cli, write_config
 
 pytestmark = pytest.mark.engine
 
 ARMS = ("engine", "engine_same_requests", "unconstrained", "retry", "pipeline", "pipeline_no_confidence")
+# A simulated engine that takes time as a model would (per request and per token), so every arm's seconds, and
+# the decode-only figures that subtract a max_tokens=1 run, are above 0.
+SIMULATED = {"tokens_per_s": 200, "ttft_s": 0.01}
 
 
 def _check_arms(report):
-    # A job that speculates (the CPU default) also gets the engine arm without speculation.
     assert report["docs"] == 2 and set(ARMS) <= set(report["arms"]) <= {*ARMS, "engine_no_speculation"}
     for name in report["arms"]:
         arm = report["arms"][name]
@@ -28,14 +34,12 @@ def _check_arms(report):
 
 def _check_same_requests_arm(report):
     # The pipeline's own requests in one engine call: the same prompts as the pipeline's actor sent (the job's
-    # examples or schema in them, so longer than the engine arm's bare prompts), one grounded grammar per document,
-    # and the job's sampling (the sample's presence penalty, and log-probabilities for _confidence).
+    # examples or schema in them, so longer than the engine arm's bare prompts), and the job's sampling.
     same, pipeline = report["arms"]["engine_same_requests"], report["arms"]["pipeline"]
     assert same["prompt_tokens"] == pipeline["prompt_tokens"] > report["arms"]["engine"]["prompt_tokens"]
-    assert same["engine_calls"] == 1 and same["requests"] == same["distinct_grammars"] == 2
-    assert same["sampling"] == {"presence_penalty": 1.0, "logprobs": 0}
+    assert same["engine_calls"] == 1 and same["requests"] == 2 and same["sampling"] == {"logprobs": 0}
     assert same["output_tokens"] > 0 and same["generate_s"] > 0 and same["build_s"] >= 0
-    assert same["cpu_s"] > 0 and same["cores_used"] > 0  # the engine's process, over its timed call
+    assert same["cpu_s"] >= 0 and same["cores_used"] >= 0
     assert pipeline["cores_used"] is None or pipeline["cores_used"] > 0  # its actor, from ready to the commit
     assert same["sequences_in_flight"] == 4  # the pipeline arm's batches: 1 document each, 4 in flight
 
@@ -48,19 +52,22 @@ def _check_ratios(report, out):
                                      "pipeline_over_retry", "pipeline_over_engine_tokens",
                                      "engine_speculation_speedup", "confidence_over_plain",
                                      "confidence_over_plain_tokens",
-                                     "pipeline_over_naive", "pipeline_over_naive_correct_leaves"}
+                                     "pipeline_over_naive", "pipeline_over_naive_correct_leaves",
+                                     "long_over_short_tokens"}
     # The sample job has _confidence on (the default): the same run without it is an arm, whose rows carry none.
     assert report["ratios"]["confidence_over_plain"] is not None
     # The naive arm is `extract bench --naive` (an engine of its own), not part of the quick bench.
     assert "naive" not in report["arms"] and report["ratios"]["pipeline_over_naive"] is None
     plain_rows = sorted((out / "pipeline-plain-output" / "rows").rglob("*.parquet"))
-    if plain_rows:  # at 24 tokens most invoices are truncated: there may be no row to look at
+    if plain_rows:
         files = ", ".join(f"'{f}'" for f in plain_rows)
         n_confident, = duckdb.connect().execute(
             f"SELECT count(_confidence) FROM read_parquet([{files}], union_by_name=true)").fetchone()
         assert n_confident == 0
-    assert (report["ratios"]["engine_speculation_speedup"] is None) == ("engine_no_speculation" not in report["arms"])
-    assert all(v is None or v > 0 for v in report["ratios"].values())
+    # the simulated engine does not speculate: no arm without speculation, no speed-up
+    assert "engine_no_speculation" not in report["arms"] and report["ratios"]["engine_speculation_speedup"] is None
+    assert report["ratios"]["long_over_short_tokens"] == report["long_documents"]["long_over_short_tokens"]
+    assert all(v is None or v > 0 for v in report["ratios"].values()), report["ratios"]
 
 
 def _check_price_markdown_and_chart(report, out):
@@ -75,22 +82,58 @@ def _check_price_markdown_and_chart(report, out):
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def _check_long_arm(report, out):
+    """The long documents: made of the short ones, read in windows (about 2 each), one per point of the curve."""
+    long = report["long_documents"]
+    assert long == json.loads((out / "bench-long.json").read_text())
+    assert long["short"]["docs"] == 2 and long["short"]["windows"] == [1, 1] and long["window_tokens"] == 512
+    assert long["long"]["docs"] == 1 and long["long"]["windows"][0] >= 2
+    assert long["long"]["requests"] == long["long"]["windows"][0] and long["long"]["output_tokens"] > 0
+    points = [p["windows"] for p in long["curve_points"]]
+    assert points[0] == 1 and points == sorted(points) and points[-1] >= 4, points
+    assert long["curve_fit"]["slope"] is not None
+    assert "## Long documents: windows of 512 tokens" in (out / "bench.md").read_text()
+    assert "long ÷ short output tokens/s" in (out / "bench-long.md").read_text()
+    assert (out / "bench-windows.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
+    """Every arm's plumbing on the simulated engine (built by the same factory as an actor's): the engine arms,
+    the price's rounds, the same requests, both pipeline runs (Ray, actors, commit), the long-document arm."""
     out = tmp_path / "bench"
-    # 24 output tokens: every arm, the retry loop and both price rounds still run; what they time is not checked
-    # here, and the sample's outputs at --quick's 96 tokens made this the suite's slowest test (8 min on 2 busy
-    # cores).
-    # The timeout is a guard against a hang, not a figure: five engines start (the engine arms', the price's, the
-    # same requests' and one per pipeline run), and on 2 cores shared with other runs (load average 45) 900 s was
-    # not enough.
-    result = run_cli(["bench", "--quick", "--docs", "2", "--max-tokens", "24", "--price-rounds", "2",
-                      "--out", str(out)], cli_env, timeout=2400)
+    config = write_config(tmp_path, simulated=SIMULATED)
+    result = run_cli(["bench", str(config), "--quick", "--docs", "2", "--max-tokens", "24", "--price-rounds", "2",
+                      "--long", "--long-windows", "2", "--curve", "1,2,5", "--out", str(out)], cli_env, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "bench.json").read_text())
     _check_arms(report)
     _check_same_requests_arm(report)
     _check_ratios(report, out)
     _check_price_markdown_and_chart(report, out)
+    _check_long_arm(report, out)
+
+
+def test_engine_arms_figures_on_a_real_engine(tmp_path):
+    """The engine's own figures, on vLLM: the engine, unconstrained and retry arms, the constraint price (free text
+    forced to the constrained outputs' exact lengths, both sides twice), the arm without speculation when the job
+    speculates, and the pipeline's own requests (grounded grammars, one per document; the job's sampling)."""
+    config = write_config(tmp_path)
+    ids, texts, golds = make_corpus(2, SEED, prefix="bench")
+    overrides = {"model.max_tokens": 24, "workers.batch_size": 1, "workers.batches_in_flight": 4}
+    speculate = job_speculates(load_config(config, overrides))
+    arms, price = engine_arms(config, overrides, texts, golds, 2, speculate)
+    assert {"engine", "unconstrained", "retry"} <= set(arms)
+    assert ("engine_no_speculation" in arms) == speculate
+    for arm in arms.values():
+        assert arm["output_tokens"] > 0 and arm["prompt_tokens"] > 0 and arm["docs_per_s"] > 0
+    assert arms["engine"]["engine_init_s"] > 0 and arms["retry"]["retries"] >= 0
+    assert price["rounds"] == 2 and len(price["constrained_s"]) == len(price["equal_length_unconstrained_s"]) == 2
+    assert price["constrained_decode_ms_per_token"] > 0 and price["equal_length_unconstrained_decode_ms_per_token"] > 0
+    same = _in_child(str(config), overrides, texts, golds, 2, "same_requests")["engine_same_requests"]
+    assert same["engine_calls"] == 1 and same["requests"] == same["distinct_grammars"] == 2
+    assert same["sampling"] == {"presence_penalty": 1.0, "logprobs": 0}
+    assert same["prompt_tokens"] > arms["engine"]["prompt_tokens"] and same["output_tokens"] > 0
+    assert same["cpu_s"] > 0 and same["cores_used"] > 0 and same["sequences_in_flight"] == 4
 
 
 def test_simulated_bench_runs_its_cells_and_ceilings(tmp_path, cli_env):

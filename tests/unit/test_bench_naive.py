@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from pipeline.tools.bench import COLUMNS, ratios, render_markdown
+from pipeline.tools.bench import ratios
 from pipeline.tools.bench_naive import LEVERS, naive_engine_arguments, naive_ratios
+from pipeline.tools.bench_report import COLUMNS, render_markdown
 from pipeline.tools.bench_scoring import leaf_fields, leaf_scores
 from pipeline.tools.synthetic import contract_record, make_corpus
 from workers.engine import engine_arguments
