@@ -1,8 +1,7 @@
 """`BatchExtractor`: one batch of documents in, one outcome per document out, in the same order.
 
-It is the actor's whole job apart from owning the engine, so it takes the engine as an argument:
-anything with `prompt_token_ids(text)`, `warm(json_schema)` and
-`generate(prompts, json_schemas, max_tokens, temperature)` (and `seeds=`, for `model.retry.temperature` > 0).
+It is the actor's whole job apart from owning the engine, so it takes the engine as an argument: an
+`workers.engine.contract.Engine`, whose methods are all it calls.
 
 A job has one schema, or one per row (`input.schema_column`). Per-row schemas are resolved
 (`schemas.row_schema`, as the driver's routing does), bounded (`schemas.limits`) and compiled once per
@@ -18,7 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any
 
 import pyarrow as pa
 import structlog
@@ -38,7 +37,8 @@ from workers.classify import (
     error_json,
     settle,
 )
-from workers.engine import Generation, is_fatal
+from workers.engine import is_fatal
+from workers.engine.contract import Engine
 from workers.outcome import OUTCOME_FIELDS, Col, DeadLetterReason, Internal, Kind
 from workers.prompt import Chat, feedback_text, prompt_for, with_feedback
 from workers.spec import ExtractionSpec
@@ -47,22 +47,6 @@ from workers.windowed import Requests, max_characters, plan
 from workers.windows import WINDOWS, WindowPolicy
 
 log = structlog.get_logger(__name__)
-
-class Engine(Protocol):
-    def prompt_token_ids(self, text: str) -> list[int]: ...
-
-    def warm(self, json_schema: dict[str, Any]) -> float: ...
-
-    def compile(self, json_schema: dict[str, Any]) -> float | None:
-        """Compile a grammar beside a busy engine (seconds, or None where the engine cannot): optional, an engine
-        without it has its grammars compiled by the rows' own requests (`BatchExtractor.warm`)."""
-        ...
-
-    def generate(
-        self, prompts: list[list[int]], json_schemas: Sequence[dict[str, Any] | None], max_tokens: int,
-        temperature: float, seeds: Sequence[int | None] | None = None,
-    ) -> list[Generation]: ...
-
 
 class SchemaUnusable(Exception):
     """A row's schema cannot be used: the row becomes a dead letter with `reason`."""
@@ -82,7 +66,7 @@ class BatchExtractor:
         self.prompt = spec.prompt
         self.max_model_len = max_model_len
         # A text past this many characters cannot fit the context whatever its tokens: refused untokenized.
-        per_token = getattr(engine, "max_chars_per_token", None)
+        per_token = engine.max_chars_per_token
         self.max_chars = max_model_len * per_token if isinstance(per_token, int) and per_token > 0 else None
         # input.long_documents: windows: a document too long for one prompt is read in windows (workers.windows)
         self.windows = self.prompt.windows or WindowPolicy() if self.prompt.long_documents == WINDOWS else None
@@ -90,7 +74,7 @@ class BatchExtractor:
             self.max_chars = max_characters(max_model_len, per_token, self.windows)
         sampling = spec.engine
         if sampling.sampling or sampling.grammar_bounds != (None, None):  # model.sampling, schema_policy bounds
-            engine.use_sampling(sampling.sampling, sampling.grammar_bounds)  # type: ignore[attr-defined]
+            engine.use_sampling(sampling.sampling, sampling.grammar_bounds)
         self.backend = sampling.backend
         self._calibrator = TimedCalibrator(Calibrator.from_json(self.decode.calibration)) if self.decode.calibration \
             else None
@@ -129,9 +113,8 @@ class BatchExtractor:
             return
         if contract.hash in self.schemas.unsupported:
             return
-        compile_directly = getattr(self.engine, "compile", None) if self._serving else None
         with timed("grammar_compile"):
-            seconds = compile_directly(contract.json_schema) if compile_directly else self.engine.warm(
+            seconds = self.engine.compile(contract.json_schema) if self._serving else self.engine.warm(
                 contract.json_schema)
         if seconds is not None:
             with self._lock:
@@ -300,7 +283,7 @@ class BatchExtractor:
         with timed("grounding"):
             grounded = ground(contract.json_schema, text, self.decode.ground_numbers, self.decode.grounding,
                               self.decode.grounding_locale, self.decode.grounding_screens)
-            density = script_density(getattr(self.engine, "tokenizer", None), text)
+            density = script_density(self.engine.tokenizer, text)
         return {**grounded, DENSITY_KEY: density} if density is not None else grounded
 
     def _attempts(self, ids: list[Any], texts: list[str | None], chats: list[str | Chat],
