@@ -37,6 +37,7 @@ from workers.classify import (
     error_json,
     settle,
 )
+from workers.compiling import compile_in_engine
 from workers.engine import is_fatal
 from workers.engine.contract import Engine
 from workers.outcome import OUTCOME_FIELDS, Col, DeadLetterReason, Internal, Kind
@@ -103,19 +104,14 @@ class BatchExtractor:
             self.warm(self.schemas.contract)
 
     def warm(self, contract: SchemaContract) -> None:
-        """Compile `contract`'s grammar now (once per actor); a schema the engine rejects is unusable.
-
-        Before the first batch the engine is idle and a one-token request warms it (`Engine.warm`). Once
-        batches run, that request would queue behind every document the engine is decoding (minutes, on a
-        full KV cache), so the grammar is compiled directly where the engine can (`Engine.compile`). Where it
-        cannot, the rows' own requests compile it: vLLM decodes the other requests meanwhile."""
+        """Compile `contract`'s grammar now (once per actor; `workers.compiling.compile_in_engine`: a warm-up
+        request before the first batch, then beside the busy engine); a schema the engine rejects is unusable."""
         if contract.hash in self.compile_seconds or not self.decode.constrained:
             return
         if contract.hash in self.schemas.unsupported:
             return
         with timed("grammar_compile"):
-            seconds = self.engine.compile(contract.json_schema) if self._serving else self.engine.warm(
-                contract.json_schema)
+            seconds = compile_in_engine(self.engine, contract.json_schema, self._serving)
         if seconds is not None:
             with self._lock:
                 self.compile_seconds[contract.hash] = seconds
