@@ -2,7 +2,7 @@
 
 Every engine subclasses it, one per module: `VllmEngine` (`workers.engine.vllm_engine`: one vLLM `LLM`),
 `EngineThread` (`workers.engine.thread`: one `VllmEngine` on a thread of its own), `HostedEngine`
-(`workers.engine.hosted`: a shared host's engine, `EXTRACT_ENGINE_HOST=shared`) and `SimulatedEngine`
+(`workers.engine.host`: a shared host's engine, `EXTRACT_ENGINE_HOST=shared`) and `SimulatedEngine`
 (`workers.simulated`: `model.path: simulated`). The extractor calls nothing else on an engine, and asks nothing
 of it by probing (`getattr`, `hasattr`): what an engine cannot do has its answer here.
 
