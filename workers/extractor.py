@@ -1,6 +1,6 @@
 """`BatchExtractor`: one batch of documents in, one outcome per document out, in the same order.
 
-It is the actor's whole job apart from owning the engine, so it takes the engine as an argument: an
+It is the actor's whole job apart from owning the engine, so it takes the engine as an argument: a
 `workers.engine.contract.Engine`, whose methods are all it calls.
 
 A job has one schema, or one per row (`input.schema_column`). Per-row schemas are resolved
@@ -405,7 +405,7 @@ def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
 def script_density(tokenizer: Any, text: str | None, sample: int = 1000) -> float | None:
     """The document's tokens per character under the model's own tokenizer (its first `sample` characters), where
     it is over the bounds' English figure (`schemas.bounds.TOKENS_PER_CHAR`: a Chinese document), else None."""
-    if tokenizer is None or not text or not hasattr(tokenizer, "encode"):
+    if tokenizer is None or not text:  # an engine without a tokenizer here (`Engine.tokenizer`): no density
         return None
     part = text[:sample]
     density = len(tokenizer.encode(part, add_special_tokens=False)) / max(1, len(part))
