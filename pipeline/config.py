@@ -324,28 +324,15 @@ class LoadedConfig:
         first the grammar refuses. Runs where the job's schema is routed, before any actor starts."""
         if not self.examples or not self.config.model.constrained:
             return
-        from schemas.examples import ExampleError, check_grammar, examples_hash
-        from workers.bundled_model import cache_root, resolve_model_path
-        from workers.compiler import SchemaCompiler
+        from schemas.examples import ExampleError
+        from workers.compiling import check_examples_grammar
 
-        # A pass is remembered on disk (schema, examples, model, backend), so a nightly job pays the compile
-        # child once; a refusal is checked again every time.
-        ident = json.dumps([self.contract.hash, examples_hash(self.examples), self.model_path, backend])
-        passed = cache_root() / "example-checks" / f"{hashlib.sha256(ident.encode()).hexdigest()[:24]}.ok"
-        if passed.exists():
-            return
         policy = self.config.schema_policy
-        with SchemaCompiler(resolve_model_path(self.model_path), timeout_s=policy.compile_timeout_s,
-                            backends=(backend,), limits=self.schema_limits) as compiler:
-            try:
-                check_grammar(self.examples, self.contract.json_schema, compiler, backend)
-            except ExampleError as exc:
-                raise ConfigError(f"{self.path}: examples: {exc}") from None
-        try:
-            passed.parent.mkdir(parents=True, exist_ok=True)
-            passed.touch()
-        except OSError:
-            pass  # an unwritable cache only means checking again next time
+        try:  # through the compile lifecycle's owner: its child process, its cache of passes
+            check_examples_grammar(self.examples, self.contract, self.model_path, backend, policy.compile_timeout_s,
+                           self.schema_limits)
+        except ExampleError as exc:
+            raise ConfigError(f"{self.path}: examples: {exc}") from None
 
     def _contract(self) -> SchemaContract:
         cfg = self.config

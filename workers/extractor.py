@@ -1,8 +1,7 @@
 """`BatchExtractor`: one batch of documents in, one outcome per document out, in the same order.
 
-It is the actor's whole job apart from owning the engine, so it takes the engine as an argument:
-anything with `prompt_token_ids(text)`, `warm(json_schema)` and
-`generate(prompts, json_schemas, max_tokens, temperature)` (and `seeds=`, for `model.retry.temperature` > 0).
+It is the actor's whole job apart from owning the engine, so it takes the engine as an argument: a
+`workers.engine.contract.Engine`, whose methods are all it calls.
 
 A job has one schema, or one per row (`input.schema_column`). Per-row schemas are resolved
 (`schemas.row_schema`, as the driver's routing does), bounded (`schemas.limits`) and compiled once per
@@ -18,7 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any
 
 import pyarrow as pa
 import structlog
@@ -39,7 +38,9 @@ from workers.classify import (
     error_json,
     settle,
 )
-from workers.engine import Generation, is_fatal
+from workers.compiling import compile_in_engine
+from workers.engine import is_fatal
+from workers.engine.contract import Engine
 from workers.outcome import OUTCOME_FIELDS, Col, DeadLetterReason, Internal, Kind
 from workers.prompt import Chat, feedback_text, prompt_for, with_feedback
 from workers.spec import ExtractionSpec
@@ -48,22 +49,6 @@ from workers.windowed import Requests, max_characters, plan
 from workers.windows import WINDOWS, WindowPolicy
 
 log = structlog.get_logger(__name__)
-
-class Engine(Protocol):
-    def prompt_token_ids(self, text: str) -> list[int]: ...
-
-    def warm(self, json_schema: dict[str, Any]) -> float: ...
-
-    def compile(self, json_schema: dict[str, Any]) -> float | None:
-        """Compile a grammar beside a busy engine (seconds, or None where the engine cannot): optional, an engine
-        without it has its grammars compiled by the rows' own requests (`BatchExtractor.warm`)."""
-        ...
-
-    def generate(
-        self, prompts: list[list[int]], json_schemas: Sequence[dict[str, Any] | None], max_tokens: int,
-        temperature: float, seeds: Sequence[int | None] | None = None,
-    ) -> list[Generation]: ...
-
 
 class SchemaUnusable(Exception):
     """A row's schema cannot be used: the row becomes a dead letter with `reason`."""
@@ -83,7 +68,7 @@ class BatchExtractor:
         self.prompt = spec.prompt
         self.max_model_len = max_model_len
         # A text past this many characters cannot fit the context whatever its tokens: refused untokenized.
-        per_token = getattr(engine, "max_chars_per_token", None)
+        per_token = engine.max_chars_per_token
         self.max_chars = max_model_len * per_token if isinstance(per_token, int) and per_token > 0 else None
         # input.long_documents: windows: a document too long for one prompt is read in windows (workers.windows)
         self.windows = self.prompt.windows or WindowPolicy() if self.prompt.long_documents == WINDOWS else None
@@ -91,7 +76,7 @@ class BatchExtractor:
             self.max_chars = max_characters(max_model_len, per_token, self.windows)
         sampling = spec.engine
         if sampling.sampling or sampling.grammar_bounds != (None, None):  # model.sampling, schema_policy bounds
-            engine.use_sampling(sampling.sampling, sampling.grammar_bounds)  # type: ignore[attr-defined]
+            engine.use_sampling(sampling.sampling, sampling.grammar_bounds)
         self.backend = sampling.backend
         self._calibrator = TimedCalibrator(Calibrator.from_json(self.decode.calibration)) if self.decode.calibration \
             else None
@@ -120,20 +105,14 @@ class BatchExtractor:
             self.warm(self.schemas.contract)
 
     def warm(self, contract: SchemaContract) -> None:
-        """Compile `contract`'s grammar now (once per actor); a schema the engine rejects is unusable.
-
-        Before the first batch the engine is idle and a one-token request warms it (`Engine.warm`). Once
-        batches run, that request would queue behind every document the engine is decoding (minutes, on a
-        full KV cache), so the grammar is compiled directly where the engine can (`Engine.compile`). Where it
-        cannot, the rows' own requests compile it: vLLM decodes the other requests meanwhile."""
+        """Compile `contract`'s grammar now (once per actor; `workers.compiling.compile_in_engine`: a warm-up
+        request before the first batch, then beside the busy engine); a schema the engine rejects is unusable."""
         if contract.hash in self.compile_seconds or not self.decode.constrained:
             return
         if contract.hash in self.schemas.unsupported:
             return
-        compile_directly = getattr(self.engine, "compile", None) if self._serving else None
         with timed("grammar_compile"):
-            seconds = compile_directly(contract.json_schema) if compile_directly else self.engine.warm(
-                contract.json_schema)
+            seconds = compile_in_engine(self.engine, contract.json_schema, self._serving)
         if seconds is not None:
             with self._lock:
                 self.compile_seconds[contract.hash] = seconds
@@ -302,7 +281,7 @@ class BatchExtractor:
         with timed("grounding"):
             grounded = ground(contract.json_schema, text, self.decode.ground_numbers, self.decode.grounding,
                               self.decode.grounding_locale, self.decode.grounding_screens, mark_free=True)
-            density = script_density(getattr(self.engine, "tokenizer", None), text)
+            density = script_density(self.engine.tokenizer, text)
         return {**grounded, DENSITY_KEY: density} if density is not None else grounded
 
     def _attempts(self, ids: list[Any], texts: list[str | None], chats: list[str | Chat],
@@ -428,7 +407,7 @@ def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
 def script_density(tokenizer: Any, text: str | None, sample: int = 1000) -> float | None:
     """The document's tokens per character under the model's own tokenizer (its first `sample` characters), where
     it is over the bounds' English figure (`schemas.bounds.TOKENS_PER_CHAR`: a Chinese document), else None."""
-    if tokenizer is None or not text or not hasattr(tokenizer, "encode"):
+    if tokenizer is None or not text:  # an engine without a tokenizer here (`Engine.tokenizer`): no density
         return None
     part = text[:sample]
     density = len(tokenizer.encode(part, add_special_tokens=False)) / max(1, len(part))

@@ -146,25 +146,19 @@ def filter_worker_logs() -> None:
     """After `ray.init`: replace Ray's printer of worker output with one that drops `NOISE` (unless verbose),
     prints our own lines without Ray's "(MapWorker(...) pid=N)" prefix, and in JSON mode wraps any other
     line as JSON, so every line on the terminal is ours."""
-    try:
-        from ray._private import worker as ray_worker
-        from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
-    except ImportError:  # another Ray layout: leave Ray's printer alone
-        return
-    if not any(name == "ray_print_logs" for name, _ in dispatcher.handlers):
-        return  # log_to_driver is off, or the printer was already replaced
-    dispatcher.remove_handler("ray_print_logs")
-    dispatcher.add_handler("ray_print_logs", lambda data: _print_worker_lines(data, ray_worker))
+    from workers.ray_compat import replace_worker_printer
+
+    replace_worker_printer(_print_worker_lines)
 
 
-def _print_worker_lines(data: dict[str, Any], ray_worker: Any) -> None:
+def _print_worker_lines(data: dict[str, Any], ray_print: Any) -> None:
     loud = verbose()
     lines = [line for line in data.get("lines", []) if loud or not is_noise(line)]
     if not lines:
         return
     if (loud and not json_mode()) or not str(data.get("pid")).isdigit():
         # Ray's own printer: it keeps only the autoscaler's events and dedups the raylet's lines.
-        ray_worker.print_to_stdstream({**data, "lines": lines}, ignore_prefix=False)
+        ray_print({**data, "lines": lines})
         return
     for line in lines:
         print(worker_line(line, data), file=sys.stderr, flush=True)

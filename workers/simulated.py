@@ -1,4 +1,4 @@
-"""The simulated engine (`model.path: simulated`): the engine interface of `workers.engine.EngineThread`, no model.
+"""The simulated engine (`model.path: simulated`): the engine contract (`workers.engine.contract`), no model.
 
 It lets the real plan, actors, classify, staging and commit run at the scale of a nightly corpus on a machine
 without a GPU: no torch, no vLLM, a few MB per actor.
@@ -54,6 +54,7 @@ from schemas.contract import RecordRejected
 from schemas.examples import load_examples_file
 from schemas.refs import SchemaGraph, graph_for
 from workers.engine import REFUSED, Generation
+from workers.engine.contract import Engine
 from workers.engine.outputs import tell_hooks
 
 CHARS_PER_TOKEN = 4
@@ -83,9 +84,9 @@ def count_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
 
 
-class SimulatedEngine:
-    """`EngineThread`'s interface: prompt_token_ids, use_sampling, warm, compile, generate, close; max_model_len,
-    max_chars_per_token, init_seconds; on_request_done and on_tokens hooks."""
+class SimulatedEngine(Engine):
+    """The engine contract (`workers.engine.contract.Engine`) without a model: prompt_token_ids, use_sampling, warm,
+    compile, generate, close; max_model_len, max_chars_per_token, init_seconds; on_request_done and on_tokens."""
 
     def __init__(self, spec: Any, settings: dict[str, Any]) -> None:
         started = time.perf_counter()

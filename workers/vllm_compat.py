@@ -8,7 +8,10 @@ to read the hooks again, never something found out later from a count that silen
 `getattr` fallbacks here: a target that is gone raises.
 
 Nothing here imports vLLM at import time (the driver sizes KV budgets without it); each hook imports its
-target when used. `tests/unit/test_vllm_door.py` checks that no other source file names these privates.
+target when used. `tests/unit/test_vllm_door.py` checks, by module prefix, that no other source file under
+pipeline/, workers/ or schemas/ imports, reads or names a module of vLLM beyond `PUBLIC_API`, nor a private (`_`)
+module of XGrammar or llguidance; and that none names the private attributes these hooks reach. (Ray's door is
+`workers.ray_compat`.)
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 WRITTEN_FOR = "0.32.0"  # the vLLM every hook below was read against and tested on
+# vLLM's public API this project uses anywhere (the engine, a request's parameters, a token prompt): a name under one
+# of these is public; any other `vllm.` module is an internal, reached only from here.
+PUBLIC_API = ("vllm.LLM", "vllm.SamplingParams", "vllm.sampling_params", "vllm.inputs")
 
 
 class VllmCompatError(RuntimeError):
@@ -81,6 +87,16 @@ HOOKS: tuple[Hook, ...] = (
          "the rank of each sampled token's log-probability, a torch.compile'd one-liner that every process compiles "
          "at its first log-probability request (every _confidence job); a numba kernel in numba's disk cache "
          "counts the same, and took the sample's warm-up from 4.4-4.7 s to 3.2-3.6 s"),
+    Hook("tokenizer", "vllm.tokenizers:get_tokenizer",
+         "the compile child loads the model's tokenizer as the engine does, without starting one"),
+    Hook("validate_xgrammar", "vllm.v1.structured_output.backend_xgrammar:validate_xgrammar_grammar",
+         "the compile child runs vLLM's own request validation for XGrammar, so it refuses what a request would"),
+    Hook("validate_guidance", "vllm.v1.structured_output.backend_guidance:validate_guidance_grammar",
+         "the compile child runs vLLM's own request validation for llguidance, so it refuses what a request would"),
+    Hook("guidance_grammar", "vllm.v1.structured_output.backend_guidance:serialize_guidance_grammar",
+         "the compile child serialises a schema into llguidance's grammar exactly as vLLM's guidance backend does"),
+    Hook("structured_output_options", "vllm.v1.structured_output.backend_types:StructuredOutputOptions",
+         "the kind of grammar (JSON) vLLM's backends compile, named as they name it"),
     Hook("node_free_memory", "vllm.utils.cpu_resource_utils:get_memory_node_info",
          "the CPU worker checks a KV budget against node 0's free memory; workers.memory mirrors its rule"),
 )
@@ -194,10 +210,8 @@ def grammar_backend(llm: Any) -> Any:
 
 def compile_json(backend: Any, schema_text: str) -> None:
     """Compile a JSON Schema into `backend`'s cache, under the key a request with the same text uses."""
-    from vllm.v1.structured_output.backend_types import StructuredOutputOptions
-
     hook("compile_grammar")  # the method a backend implements, as vLLM's abstract base names it
-    backend.compile_grammar(StructuredOutputOptions.JSON, schema_text)
+    backend.compile_grammar(hook("structured_output_options").JSON, schema_text)
 
 
 def fatal_types() -> tuple[type[BaseException], ...]:
@@ -308,9 +322,45 @@ def _restore(name: str) -> None:
         _replace(name, _swapped.pop(name))
 
 
+# The grammar libraries that fill the token bitmask vLLM masks the logits with (XGrammar's matchers, or llguidance's
+# for the guidance backend), and the versions whose layout `workers.bitmask`'s kernel was written for and checked
+# against (tests/unit/test_bitmask.py, bit for bit): int32 words, bit j of word w allowing token 32*w + j. vLLM
+# 0.32 pins these ranges itself.
+BITMASK_LAYOUT_VERSIONS = {"xgrammar": (">=0.2.8,<0.3", "0.2.8"), "llguidance": (">=1.7.0,<1.8", "1.7.6")}
+
+
+def installed_package(name: str) -> str | None:
+    """The installed version of distribution `name`, or None where it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_bitmask_layout(version_of: Any = None) -> None:
+    """Raise `VllmCompatError`, one line naming the package and the range, if an installed grammar library is a
+    version whose token bitmask layout the fast mask kernel was not checked against (`version_of(name)`: its
+    version, None where it is not installed: a library that is absent fills no bitmask)."""
+    from packaging.specifiers import SpecifierSet
+
+    for name, (supported, tested) in BITMASK_LAYOUT_VERSIONS.items():
+        version = (version_of or installed_package)(name)
+        if version is not None and version not in SpecifierSet(supported):
+            raise VllmCompatError(
+                f"{name} {version} is installed, but the fast mask kernel (workers/bitmask.py) reads the token bitmask "
+                f"layout of {name}{supported} (tested on {tested}): install {name}=={tested}, or set "
+                f"EXTRACT_MASK_KERNEL=xgrammar, or check the layout and widen BITMASK_LAYOUT_VERSIONS in "
+                f"workers/vllm_compat.py")
+
+
 def install_mask_kernel(kernel: Any) -> Any:
     """Put `kernel` in place of XGrammar's `apply_token_bitmask_inplace` in this process (idempotent); returns
-    XGrammar's own kernel, which `kernel` hands what it does not handle."""
+    XGrammar's own kernel, which `kernel` hands what it does not handle. The grammar libraries installed must be
+    ones whose bitmask layout the kernel was written for (`check_bitmask_layout`), or nothing is swapped."""
+    if "mask_kernel" not in _swapped:
+        check_bitmask_layout()
     return _install("mask_kernel", kernel)
 
 
@@ -374,6 +424,36 @@ def xgrammar_compiler(tokenizer: Any, vocab_size: int) -> Any:
     return xgr.GrammarCompiler(info, max_threads=XGRAMMAR_MAX_THREADS, cache_enabled=False)
 
 
+def load_tokenizer(model_path: str) -> Any:
+    """The model's tokenizer as vLLM loads it for an engine (`vllm.tokenizers.get_tokenizer`)."""
+    return hook("tokenizer")(model_path)
+
+
+def check_json_nesting(schema_text: str) -> None:
+    """vLLM's own nesting bound on a request's JSON Schema text; raises past it."""
+    from vllm.sampling_params import check_json_nesting as check
+
+    check(schema_text)
+
+
+def validate_request(backend: str, schema_text: str) -> None:
+    """vLLM's request-time validation of a JSON Schema on `backend` (what `SamplingParams` runs when the engine is
+    configured with it: `validate_xgrammar_grammar`, `validate_guidance_grammar`); raises if vLLM rejects it."""
+    from vllm.sampling_params import SamplingParams, StructuredOutputsParams
+
+    params = SamplingParams(structured_outputs=StructuredOutputsParams(json=schema_text))
+    if backend == "xgrammar":
+        hook("validate_xgrammar")(params)
+    else:
+        hook("validate_guidance")(params, tokenizer=None)
+
+
+def guidance_grammar(schema_text: str, disable_any_whitespace: bool) -> Any:
+    """The llguidance grammar vLLM's guidance backend serialises for a JSON Schema request."""
+    json_option = hook("structured_output_options").JSON
+    return hook("guidance_grammar")(json_option, schema_text, disable_any_whitespace, False)
+
+
 def guidance_supports(tokenizer: Any) -> bool:
     """Whether vLLM's guidance backend takes this tokenizer (fast Hugging Face tokenizers only)."""
     return bool(hook("guidance_backend").is_tokenizer_supported(tokenizer))
@@ -405,3 +485,62 @@ def node_free_memory(node: int, root: Path = Path("/sys/devices/system/node")) -
         return meminfo["MemFree"] + meminfo["Active(file)"] + meminfo["Inactive(file)"] + meminfo["SReclaimable"]
     except KeyError:
         return None
+
+
+# -- the engine's arguments ----------------------------------------------------------------------------
+
+
+def engine_arg_names() -> frozenset[str]:
+    """The fields of the installed vLLM's `EngineArgs` dataclass, read from its source file without importing
+    vLLM: the import (torch, transformers) was nearly all of `extract validate`'s time, for a set of names (the
+    sample job on 2 cores: 24.1 s with it, 1.9 s without; docs/testing.md).
+    Where the source does not declare them as plain annotated fields of `class EngineArgs`, the dataclass is
+    imported and asked instead (`tests/integration/test_pins.py` checks that both give the same names). Here, in
+    the door: where the file sits inside vLLM and the class's shape are vLLM's internals."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")  # a top-level find_spec locates the package without running it
+    names = None
+    if spec is not None and spec.submodule_search_locations:
+        source = Path(list(spec.submodule_search_locations)[0]) / "engine" / "arg_utils.py"
+        names = dataclass_fields_in_source(source, "EngineArgs") if source.is_file() else None
+    if names:
+        return names
+    return imported_engine_arg_names()
+
+
+def imported_engine_arg_names() -> frozenset[str]:
+    import dataclasses
+
+    from vllm.engine.arg_utils import EngineArgs
+    return frozenset(f.name for f in dataclasses.fields(EngineArgs))
+
+
+def dataclass_fields_in_source(path: Path, class_name: str) -> frozenset[str] | None:
+    """The field names of the top-level `@dataclass class <class_name>` (no base classes) in the Python file
+    `path`: its annotated assignments, `ClassVar`s left out. None when the file has no such class."""
+    import ast
+
+    source = path.read_text(encoding="utf-8")
+    for _ in range(3):
+        try:
+            tree = ast.parse(source)
+            break
+        except SystemError:
+            # CPython 3.11 before 3.11.8 raises "AST constructor recursion depth mismatch" now and then in a
+            # process with other threads (python/cpython#106905; seen once in a clean-clone run beside Ray's
+            # threads). The parse is pure: try again, and else let the caller import the dataclass.
+            continue
+    else:
+        return None
+    for node in tree.body:
+        if not (isinstance(node, ast.ClassDef) and node.name == class_name):
+            continue
+        decorated = any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+        if not decorated or node.bases:
+            return None  # inherited or generated fields: only the import knows them
+        return frozenset(
+            stmt.target.id for stmt in node.body
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+            and "ClassVar" not in ast.unparse(stmt.annotation))
+    return None

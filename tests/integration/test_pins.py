@@ -60,7 +60,7 @@ def test_the_drafter_cache_is_not_turned_on_where_there_is_an_accelerator(clean_
 def test_engine_arg_names_read_from_the_source_are_the_dataclass_fields():
     """`extract validate` reads EngineArgs' fields from vLLM's source without importing it: the same names as the
     imported dataclass has, on the pinned vLLM."""
-    from workers.engine.args import engine_arg_names, imported_engine_arg_names
+    from workers.vllm_compat import engine_arg_names, imported_engine_arg_names
 
     static = engine_arg_names()
     assert static == imported_engine_arg_names()

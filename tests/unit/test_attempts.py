@@ -20,6 +20,7 @@ from pipeline.dataflow import build_spec
 from schemas.contract import SchemaContract
 from workers.classify import Outcome, dead_letter, settle
 from workers.engine import Generation
+from workers.engine.contract import Engine
 from workers.extractor import BatchExtractor, retry_seed
 from workers.prompt import Chat, feedback_text, with_feedback
 from workers.spec import ExtractionSpec, RetryPolicy
@@ -143,7 +144,7 @@ def test_resampling_without_feedback_is_allowed(tmp_path: Path) -> None:
 # -- the batch --------------------------------------------------------------------------------------------
 
 
-class ChatEngine:
+class ChatEngine(Engine):
     """Tokenizes a prompt (text or chat) by characters, and answers from `answer(document, turns, seed)`:
     `turns` is how many feedback turns the prompt carries."""
 

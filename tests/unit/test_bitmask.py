@@ -109,3 +109,47 @@ def test_use_switches_kernels_and_names_a_bad_one(monkeypatch):
     assert fast.use("xgrammar") == "xgrammar" and xgrammar.apply_token_bitmask_inplace is original
     with pytest.raises(ValueError, match="EXTRACT_MASK_KERNEL='triton'"):
         fast.use("triton")
+
+
+# -- the bitmask layout's versions (issue 53 item 4): the version strings are faked, the libraries are the real ones --
+
+
+def test_the_installed_grammar_libraries_are_versions_the_kernel_was_checked_against():
+    from workers import vllm_compat
+
+    vllm_compat.check_bitmask_layout()  # this environment's XGrammar and llguidance
+    assert vllm_compat.installed_package("xgrammar") is not None
+
+
+@pytest.mark.parametrize(("package", "version"), [("xgrammar", "0.3.0"), ("xgrammar", "0.2.7"),
+                                                  ("llguidance", "1.8.1")])
+def test_an_unknown_grammar_library_version_is_one_line_naming_it_and_the_range(package, version):
+    from workers import vllm_compat
+
+    versions = {"xgrammar": "0.2.8", "llguidance": "1.7.6", package: version}
+    with pytest.raises(vllm_compat.VllmCompatError) as refused:
+        vllm_compat.check_bitmask_layout(versions.get)
+    line = str(refused.value)
+    supported = vllm_compat.BITMASK_LAYOUT_VERSIONS[package][0]
+    assert "\n" not in line and f"{package} {version} is installed" in line and f"{package}{supported}" in line
+
+
+def test_an_absent_library_fills_no_bitmask_and_is_not_refused():
+    from workers import vllm_compat
+
+    vllm_compat.check_bitmask_layout({"xgrammar": "0.2.8"}.get)  # no llguidance installed
+
+
+def test_the_kernel_is_not_swapped_in_under_an_unknown_xgrammar(monkeypatch):
+    from workers import vllm_compat
+
+    fast.uninstall()
+    own = xgrammar.apply_token_bitmask_inplace
+    real = vllm_compat.installed_package
+    monkeypatch.setattr(vllm_compat, "installed_package", lambda name: "0.3.0" if name == "xgrammar" else real(name))
+    with pytest.raises(vllm_compat.VllmCompatError, match=r"xgrammar 0\.3\.0 is installed"):
+        fast.install()
+    assert xgrammar.apply_token_bitmask_inplace is own
+    monkeypatch.undo()
+    assert fast.install() and xgrammar.apply_token_bitmask_inplace is not own
+    fast.uninstall()

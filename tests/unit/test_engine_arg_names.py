@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workers.engine.args import dataclass_fields_in_source, engine_arg_names, unknown_engine_kwargs
+from workers.engine.args import unknown_engine_kwargs
+from workers.vllm_compat import dataclass_fields_in_source, engine_arg_names
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +57,7 @@ def test_a_class_with_bases_or_without_the_decorator_is_left_to_the_import(tmp_p
 
 def test_the_installed_vllm_is_read_without_importing_it():
     # In a fresh interpreter: in `make test` the integration tests have imported vLLM into this one already.
-    probe = ("import sys; from workers.engine.args import engine_arg_names; names = engine_arg_names(); "
+    probe = ("import sys; from workers.vllm_compat import engine_arg_names; names = engine_arg_names(); "
              "print(sorted(m for m in sys.modules if m == 'vllm' or m.startswith('vllm.'))); print(len(names))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -11,13 +11,14 @@ import pyarrow as pa
 from schemas.contract import SchemaContract
 from workers.classify import DEAD_LETTER_REASONS
 from workers.engine import Generation
+from workers.engine.contract import Engine
 from workers.extractor import BatchExtractor
 from workers.spec import ExtractionSpec
 
 GOOD = {"customer": {"name": "Ann"}, "product": "Kettle", "priority": "low", "summary": "Broken"}
 
 
-class ScriptedEngine:
+class ScriptedEngine(Engine):
     """Tokenizes by whitespace and answers from a script; `fail` makes generate raise."""
 
     def __init__(self, fail: bool = False, answers=None, refuse_titles=()) -> None:

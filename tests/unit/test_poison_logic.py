@@ -15,13 +15,14 @@ from transformers import PreTrainedTokenizerFast
 from schemas.contract import SchemaContract
 from workers.crashes import Gate, Journal, batch_key, crash_outcome
 from workers.engine import Generation, longest_token_chars
+from workers.engine.contract import Engine
 from workers.extractor import BatchExtractor
 from workers.spec import ExtractionSpec
 
 GOOD = {"customer": {"name": "Ann"}, "product": "Kettle", "priority": "low", "summary": "Broken"}
 
 
-class CountingEngine:
+class CountingEngine(Engine):
     """Tokenizes by whitespace, counting the characters it was asked to tokenize; answers every prompt with GOOD."""
 
     max_chars_per_token = 4

@@ -1,5 +1,6 @@
-"""`dataflow.slow_scheduler_tick` sets a private constant of Ray Data: on this Ray it is set (this test fails on a
-Ray upgrade that renames it), and where it is missing the run goes on with one warning line naming it."""
+"""`dataflow.slow_scheduler_tick` sets a private constant of Ray Data (through the Ray door, `workers.ray_compat`): on
+this Ray it is set (this test fails on a Ray upgrade that renames it), and where it is missing the run goes on with
+one warning line naming it."""
 
 from __future__ import annotations
 
@@ -8,16 +9,17 @@ import types
 import structlog
 
 import pipeline.dataflow as dataflow
+from workers import ray_compat
 
 
 def test_this_rays_scheduling_loop_wait_is_set(monkeypatch) -> None:
     import importlib
 
-    state = importlib.import_module(dataflow.TICK_MODULE)
-    monkeypatch.setattr(state, dataflow.TICK_CONSTANT, getattr(state, dataflow.TICK_CONSTANT))  # restored after
+    state = importlib.import_module(ray_compat.TICK_MODULE)
+    monkeypatch.setattr(state, ray_compat.TICK_CONSTANT, getattr(state, ray_compat.TICK_CONSTANT))  # restored after
     monkeypatch.delenv("EXTRACT_SCHEDULER_TICK_S", raising=False)
     assert dataflow.slow_scheduler_tick(0.25) is True
-    assert getattr(state, dataflow.TICK_CONSTANT) == 0.25
+    assert getattr(state, ray_compat.TICK_CONSTANT) == 0.25
 
 
 def _reads_it() -> float:

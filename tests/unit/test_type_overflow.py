@@ -14,6 +14,7 @@ from schemas.arrow import FieldTypeError, check_record, record_layout
 from schemas.contract import SchemaContract
 from workers.classify import DEAD_LETTER_REASONS
 from workers.engine import Generation
+from workers.engine.contract import Engine
 from workers.extractor import BatchExtractor
 from workers.spec import ExtractionSpec
 
@@ -24,7 +25,7 @@ SCHEMA = {"title": "counts", "type": "object", "required": ["label", "count"],
 HUGE = 2**70
 
 
-class AnswerByText:
+class AnswerByText(Engine):
     """An engine double that tokenizes by whitespace and answers each prompt with the record its text names."""
 
     def __init__(self, answers: dict[str, dict]) -> None:

@@ -1,19 +1,119 @@
-"""Issue 26 item 1: vLLM's, XGrammar's and llguidance's internals are reached through one door
-(`workers.vllm_compat`), which refuses, in one line naming a hook, a vLLM other than the one its hooks were
-written for; and "fatal" is decided by exception type."""
+"""Issue 26 item 1, issue 53 item 4: vLLM's, XGrammar's and llguidance's internals are reached through one door
+(`workers.vllm_compat`), Ray's through another (`workers.ray_compat`), checked by module prefix: a private module
+imported, read (`ray._private.worker`) or named in a string (`importlib.import_module("ray.data._internal...")`)
+anywhere else under pipeline/, workers/ or schemas/ fails, naming file:line. The vLLM door refuses, in one line
+naming a hook, a vLLM other than the one its hooks were written for; and "fatal" is decided by exception type."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-from workers import vllm_compat
+from workers import ray_compat, vllm_compat
 from workers.engine import EngineFatal, explain_start_failure, is_fatal
 
 ROOT = Path(__file__).resolve().parents[2]
 DOOR = ROOT / "workers" / "vllm_compat.py"
+# Each library whose internals a door holds, and its door.
+DOORS = {"vllm": "workers/vllm_compat.py", "xgrammar": "workers/vllm_compat.py",
+         "llguidance": "workers/vllm_compat.py", "ray": "workers/ray_compat.py"}
+_DOTTED = re.compile(rf"^(?:{'|'.join(DOORS)})(?:\.\w+)+(?::[\w.]+)?$")  # "vllm.v1.x", or "module:attribute"
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def is_private(name: str) -> bool:
+    """Whether a dotted name (a module, or a module's attribute) is past its library's public API: a part that starts
+    with `_` (not a dunder) in any of them; for vLLM anything not under the door's `PUBLIC_API`; for Ray, also its
+    door's `PRIVATE_MODULES`."""
+    parts = name.replace(":", ".").split(".")
+    if parts[0] not in DOORS or len(parts) == 1:
+        return False
+    if any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts[1:]):
+        return True
+    dotted = ".".join(parts)
+    if parts[0] == "vllm":
+        return not (parts[1].startswith("__") or any(_under(dotted, p) for p in vllm_compat.PUBLIC_API))
+    if parts[0] == "ray":
+        return any(_under(dotted, p) for p in ray_compat.PRIVATE_MODULES)
+    return False
+
+
+def _aliases(tree: ast.AST) -> dict[str, str]:
+    """Local name → the dotted name an import binds it to (`import xgrammar as xgr`: xgr → xgrammar)."""
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                bound[alias.asname or top] = alias.name if alias.asname else top
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return bound
+
+
+def reached(tree: ast.AST) -> set[tuple[str, int]]:
+    """Every dotted name of a door's library the code reaches, with its line: what an import names, what an
+    attribute chain reads from an imported name (through its alias), and a string that is a dotted module path."""
+    aliases = _aliases(tree)
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    found: set[tuple[str, int]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add((node.module, node.lineno))
+            found.update((f"{node.module}.{alias.name}", node.lineno) for alias in node.names)
+        elif isinstance(node, ast.Attribute) and id(node) not in inner:
+            chain = ast.unparse(node).split(".")
+            if chain[0] in aliases and all(part.isidentifier() for part in chain):
+                found.add((".".join([aliases[chain[0]], *chain[1:]]), node.lineno))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED.match(node.value):
+            found.add((node.value, node.lineno))
+    return found
+
+
+def door_offenders(path: Path, where: str) -> list[str]:
+    """`file:line name` for each private name of a library the file reaches without being that library's door."""
+    return sorted({f"{where}:{line} {name}" for name, line in reached(ast.parse(path.read_text()))
+                   if is_private(name) and DOORS[name.split(".")[0]] != where})
+
+
+def test_privates_of_vllm_ray_and_the_grammar_libraries_are_reached_only_through_their_doors():
+    offenders = [found for package in ("pipeline", "schemas", "workers")
+                 for path in sorted((ROOT / package).rglob("*.py"))
+                 for found in door_offenders(path, str(path.relative_to(ROOT)))]
+    assert offenders == [], "through the door (workers/vllm_compat.py, workers/ray_compat.py):\n" + "\n".join(
+        offenders)
+
+
+def test_the_prefix_rule_catches_every_way_in_and_lets_the_public_api_pass(tmp_path):
+    code = ("import ray\nimport xgrammar as xgr\nfrom vllm import LLM, SamplingParams\n"
+            "from vllm.sampling_params import StructuredOutputsParams\nfrom vllm.inputs import TokensPrompt\n"
+            "from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy\n"
+            "def f():\n"
+            "    from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar\n"  # 8
+            "    import ray._private.worker\n"  # 9
+            "    node = getattr(ray._private.worker, '_global_node', None)\n"  # 10
+            "    state = importlib.import_module('ray.data._internal.execution.streaming_executor_state')\n"  # 11
+            "    from vllm.tokenizers import get_tokenizer\n"  # 12
+            "    from ray.util.state import list_actors\n"  # 13
+            "    return xgr._private_kernel, xgr.GrammarMatcher, ray.data.read_parquet, vllm.__version__\n")  # 14
+    path = tmp_path / "m.py"
+    path.write_text(code)
+    lines = {int(found.split()[0].split(":")[1]) for found in door_offenders(path, "pipeline/m.py")}
+    assert lines == {8, 9, 10, 11, 12, 13, 14}
+    assert door_offenders(path, "workers/ray_compat.py") and all(  # the Ray door may reach Ray's, not vLLM's
+        not found.split()[1].startswith("ray") for found in door_offenders(path, "workers/ray_compat.py"))
+    assert not is_private("vllm.sampling_params.SamplingParams") and not is_private("ray.data.DataContext")
+    assert is_private("vllm.engine.arg_utils.EngineArgs") and is_private("ray._raylet")
+    assert is_private("vllm.v1.engine.core_client:InprocClient")  # a hook's target, as a string
 
 # The privates the issue lists, by name: only the door may name them in code (identifiers, attributes, imports,
 # or a string that is the bare name, as getattr would take it).

@@ -8,6 +8,7 @@ import pytest
 
 from schemas.contract import SchemaContract
 from workers.engine import Generation
+from workers.engine.contract import Engine
 from workers.extractor import BatchExtractor
 from workers.spec import ExtractionSpec
 from workers.windows import Splitter, TooManyWindows, WindowPolicy, paragraphs, sentences, window_policy
@@ -80,7 +81,7 @@ def test_window_policy_reads_the_input_keys():
 # -- through the extractor -------------------------------------------------------------------------------------
 
 
-class WindowEngine:
+class WindowEngine(Engine):
     """Tokenizes by whitespace; answers each window with the facts its text writes; `fail_on` ends the request of
     a window holding that word with an engine error (vLLM's finish_reason "error")."""
 

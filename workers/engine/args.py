@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -136,58 +135,6 @@ def usable_cores() -> int:
 def unknown_engine_kwargs(engine_kwargs: dict[str, Any]) -> list[str]:
     """The keys of a job's `engine_kwargs` that the installed vLLM's `EngineArgs` does not have (`LLM(...)`
     passes every keyword on to it). For `extract validate`, not for a run's driver."""
+    from workers.vllm_compat import engine_arg_names  # the installed vLLM's EngineArgs, through the door
+
     return sorted(set(engine_kwargs) - engine_arg_names())
-
-
-def engine_arg_names() -> frozenset[str]:
-    """The fields of the installed vLLM's `EngineArgs` dataclass, read from its source file without importing
-    vLLM: the import (torch, transformers) was nearly all of `extract validate`'s time, for a set of names (the
-    sample job on 2 cores: 24.1 s with it, 1.9 s without; docs/testing.md).
-    Where the source does not declare them as plain annotated fields of `class EngineArgs`, the dataclass is
-    imported and asked instead (`tests/integration/test_pins.py` checks that both give the same names)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("vllm")  # a top-level find_spec locates the package without running it
-    names = None
-    if spec is not None and spec.submodule_search_locations:
-        source = Path(list(spec.submodule_search_locations)[0]) / "engine" / "arg_utils.py"
-        names = dataclass_fields_in_source(source, "EngineArgs") if source.is_file() else None
-    if names:
-        return names
-    return imported_engine_arg_names()
-
-
-def imported_engine_arg_names() -> frozenset[str]:
-    from vllm.engine.arg_utils import EngineArgs
-
-    return frozenset(f.name for f in dataclasses.fields(EngineArgs))
-
-
-def dataclass_fields_in_source(path: Path, class_name: str) -> frozenset[str] | None:
-    """The field names of the top-level `@dataclass class <class_name>` (no base classes) in the Python file
-    `path`: its annotated assignments, `ClassVar`s left out. None when the file has no such class."""
-    import ast
-
-    source = path.read_text(encoding="utf-8")
-    for _ in range(3):
-        try:
-            tree = ast.parse(source)
-            break
-        except SystemError:
-            # CPython 3.11 before 3.11.8 raises "AST constructor recursion depth mismatch" now and then in a
-            # process with other threads (python/cpython#106905; seen once in a clean-clone run beside Ray's
-            # threads). The parse is pure: try again, and else let the caller import the dataclass.
-            continue
-    else:
-        return None
-    for node in tree.body:
-        if not (isinstance(node, ast.ClassDef) and node.name == class_name):
-            continue
-        decorated = any("dataclass" in ast.unparse(d) for d in node.decorator_list)
-        if not decorated or node.bases:
-            return None  # inherited or generated fields: only the import knows them
-        return frozenset(
-            stmt.target.id for stmt in node.body
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-            and "ClassVar" not in ast.unparse(stmt.annotation))
-    return None

@@ -32,11 +32,11 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from workers.engine.contract import NO_BOUNDS, Engine, GrammarBounds
 from workers.engine.errors import EngineFatal, EngineStartError, is_fatal
 from workers.engine.imports import model_tokenizer
 from workers.engine.outputs import Generation, tell_hooks
@@ -110,8 +110,8 @@ class EngineHost:
                 engine.reset_prefix_cache()
         return {"error": self.error, "pid": os.getpid(), "init_seconds": self.init_seconds,
                 "in_flight": self.in_flight,
-                "max_model_len": getattr(engine, "max_model_len", None),
-                "max_chars_per_token": getattr(engine, "max_chars_per_token", None)}
+                "max_model_len": engine.max_model_len if engine is not None else None,
+                "max_chars_per_token": engine.max_chars_per_token if engine is not None else None}
 
     def compile(self, json_schema: dict[str, Any]) -> float | None:
         return self._call(lambda: self.engine.compile(json_schema))
@@ -163,8 +163,9 @@ class EngineHost:
         threading.Thread(target=leave, name="engine-host-exit", daemon=True).start()
 
 
-class HostedEngine:
-    """`EngineThread`'s interface in an extraction actor, served by the shared `EngineHost` of its engine."""
+class HostedEngine(Engine):
+    """The engine contract in an extraction actor, served by the shared `EngineHost` of its engine. Its `tokenizer`
+    stays None (the contract's default): the model's tokenizer here only counts prompts (`prompt_token_ids`)."""
 
     def __init__(self, llm_args: dict[str, Any], sampling: dict[str, Any], bounds: Any) -> None:
         import ray
@@ -176,7 +177,7 @@ class HostedEngine:
         self.using: Sampling = (dict(sampling), tuple(bounds))  # sent with each call: the host has no run's own
         self.on_request_done: Any = None
         self.on_tokens: Any = None
-        self.tokenizer = SimpleNamespace(tokenizer=model_tokenizer(llm_args["model"]))
+        self._tokenizer = model_tokenizer(llm_args["model"])
         self._start = (llm_args, env, node)
         info = self._connect()
         self.max_model_len = int(info["max_model_len"])
@@ -186,11 +187,11 @@ class HostedEngine:
                  seconds=round(self.init_seconds, 2), host_init_s=round(info["init_seconds"], 2))
 
     def prompt_token_ids(self, prompt: Any) -> list[int]:
-        from workers.engine.vllm_engine import VllmEngine
+        from workers.engine.vllm_engine import chat_token_ids  # no vLLM import: only the chat template
 
-        return VllmEngine.prompt_token_ids(self.tokenizer, prompt)  # type: ignore[arg-type]
+        return chat_token_ids(self._tokenizer, prompt)
 
-    def use_sampling(self, options: dict[str, Any], grammar_bounds: Any = (None, None)) -> None:
+    def use_sampling(self, options: Any, grammar_bounds: GrammarBounds = NO_BOUNDS) -> None:
         """This run's sampling and grammar bounds, sent with each of its calls to the host."""
         self.using = (dict(options), tuple(grammar_bounds))
 

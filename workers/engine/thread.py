@@ -5,11 +5,12 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
 
+from workers.engine.contract import NO_BOUNDS, Engine, GrammarBounds
 from workers.engine.errors import EngineFatal, EngineStartError, explain_start_failure
 from workers.engine.outputs import Generation, Refused, generations
 from workers.engine.requests import Deltas, IdleSteps, add_requests
@@ -39,7 +40,7 @@ class _Job:
         self.done.set()
 
 
-class EngineThread:
+class EngineThread(Engine):
     """One vLLM engine driven by one thread of its own, shared by callers on other threads.
 
     Each caller's `generate` adds its requests to the running engine and waits for its own outputs. The
@@ -81,8 +82,8 @@ class EngineThread:
         with self._tokenizing:
             return self._engine.prompt_token_ids(prompt)
 
-    def use_sampling(self, options: dict[str, Any],
-                     grammar_bounds: tuple[int | str | None, int | str | None] = (None, None)) -> None:
+    def use_sampling(self, options: Mapping[str, Any], grammar_bounds: GrammarBounds = NO_BOUNDS) -> None:
+        """The run's sampling, kept by the engine that builds each request's `SamplingParams`."""
         assert self._engine is not None
         self._engine.use_sampling(options, grammar_bounds)
 

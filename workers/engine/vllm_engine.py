@@ -14,6 +14,7 @@ import structlog
 
 from workers import vllm_compat
 from workers.engine.args import has_accelerator, speculation_method
+from workers.engine.contract import Engine, GrammarBounds
 from workers.engine.cpu import cpu_patches
 from workers.engine.imports import collector_paused
 from workers.engine.outputs import Generation, generations, grammar_spec, longest_token_chars, structured_params
@@ -22,11 +23,32 @@ from workers.engine.requests import run_to_completion
 log = structlog.get_logger("workers.engine")
 
 # A run's sampling: `model.sampling`'s extra `SamplingParams` and the grammar-only bounds (`use_sampling`).
-Sampling = tuple[dict[str, Any], tuple[int | str | None, int | str | None]]
+Sampling = tuple[dict[str, Any], GrammarBounds]
 
 
-class VllmEngine:
+def chat_token_ids(tokenizer: Any, prompt: Any) -> list[int]:
+    """The chat-formatted prompt as token ids: one user message (text), or a `Chat` (system, few-shot turns,
+    document) under its own chat template, else the tokenizer's, else as a plain transcript."""
+    from workers.prompt import plain_transcript
+
+    if isinstance(prompt, str):
+        messages, template = [{"role": "user", "content": prompt}], None
+    else:
+        messages, template = list(prompt.messages), prompt.chat_template
+    template = template or getattr(tokenizer, "chat_template", None)  # a tokenizer's attribute, None when unset
+    if template:
+        ids = tokenizer.apply_chat_template(messages, chat_template=template, tokenize=True,
+                                            add_generation_prompt=True)
+        if isinstance(ids, dict) or hasattr(ids, "input_ids"):
+            ids = ids["input_ids"]
+        return list(ids)
+    return list(tokenizer.encode(plain_transcript(messages)))
+
+
+class VllmEngine(Engine):
     """One vLLM engine; `generate` takes token-id prompts and returns one `Generation` per prompt."""
+
+    backend = "xgrammar"  # the structured-output backend (the engine's `structured_outputs_config`)
 
     def __init__(self, accelerator: bool | None = None, **llm_args: Any) -> None:
         with collector_paused():  # some 2-3 s less of every engine start (workers.engine.imports)
@@ -53,29 +75,8 @@ class VllmEngine:
                   logprob_ranks=self.logprob_ranks, speculation=speculation_method(llm_args))
 
     def prompt_token_ids(self, prompt: Any) -> list[int]:
-        """The chat-formatted prompt as token ids: one user message (text), or a `Chat` (system, few-shot
-        turns, document) under its own chat template, else the tokenizer's, else as a plain transcript."""
-        from workers.prompt import plain_transcript
-
-        if isinstance(prompt, str):
-            messages, template = [{"role": "user", "content": prompt}], None
-        else:
-            messages, template = list(prompt.messages), prompt.chat_template
-        template = template or getattr(self.tokenizer, "chat_template", None)
-        if template:
-            ids = self.tokenizer.apply_chat_template(messages, chat_template=template, tokenize=True,
-                                                     add_generation_prompt=True)
-            if isinstance(ids, dict) or hasattr(ids, "input_ids"):
-                ids = ids["input_ids"]
-            return list(ids)
-        return list(self.tokenizer.encode(plain_transcript(messages)))
-
-    def use_sampling(self, options: dict[str, Any],
-                     grammar_bounds: tuple[int | str | None, int | str | None] = (None, None)) -> None:
-        """Extra `SamplingParams` (model.sampling: repetition_penalty, top_p, seed, stop, ...) for every request,
-        and the grammar-only string/array bounds (schema_policy.max_string_length / max_array_items)."""
-        self.sampling_options = dict(options)
-        self.grammar_bounds = grammar_bounds
+        """The chat-formatted prompt as token ids (`chat_token_ids` with the engine's tokenizer)."""
+        return chat_token_ids(self.tokenizer, prompt)
 
     def _sampling(self, json_schema: dict[str, Any] | None, max_tokens: int, temperature: float,
                   min_tokens: int = 0, seed: int | None = None, using: Sampling | None = None) -> Any:
@@ -86,12 +87,11 @@ class VllmEngine:
 
         from schemas.bounds import grammar_schema
 
-        options, bounds = using if using is not None else (
-            getattr(self, "sampling_options", {}), getattr(self, "grammar_bounds", (None, None)))
+        options, bounds = using if using is not None else (self.sampling_options, self.grammar_bounds)
         structured = None
         if json_schema is not None:
             bounded = grammar_schema(json_schema, *bounds, max_tokens=max_tokens)
-            structured = structured_params(bounded, getattr(self, "backend", "xgrammar"))
+            structured = structured_params(bounded, self.backend)
         extra = dict(options)
         if seed is not None:  # this request's own seed (a resampling attempt), over model.sampling.seed
             extra["seed"] = seed

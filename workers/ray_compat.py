@@ -1,0 +1,71 @@
+"""The one door to Ray's internals: everything in this project that reaches past Ray's public API is here.
+
+`tests/unit/test_vllm_door.py` checks it by module prefix: outside this module (and `workers.vllm_compat`, vLLM's
+door) no file under pipeline/, workers/ or schemas/ imports, reads or names a private Ray module (a path part that
+starts with `_`: `ray._private`, `ray._raylet`, `ray.data._internal`, ...; or one of `PRIVATE_MODULES`).
+
+Each use says what it does where Ray has another layout: the run goes on without it (a quieter console, Ray's own
+scheduling tick, no record of a session folder), never fails for it. Nothing here imports Ray at import time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+# Ray modules that are not underscored and yet not an API a product should lean on (alpha, internal state).
+PRIVATE_MODULES = ("ray.util.state",)
+
+# Ray Data's executor waits this long between looks at its tasks; its driver thread's CPU scales with 1 / wait.
+TICK_MODULE = "ray.data._internal.execution.streaming_executor_state"
+TICK_CONSTANT = "WAIT_FOR_TASK_COMPLETION_TIMEOUT_S"
+WORKER_PRINTER = "ray_print_logs"  # the handler name Ray's driver prints its workers' output with
+
+
+def session_dir() -> str | None:
+    """The session folder of the Ray cluster this process started or joined (`ray._private.worker._global_node`),
+    or None where there is none (or this Ray keeps it elsewhere)."""
+    try:
+        import ray._private.worker as ray_worker
+    except ImportError:
+        return None
+    node = getattr(ray_worker, "_global_node", None)  # None before ray.init
+    return node.get_session_dir_path() if node is not None else None
+
+
+def replace_worker_printer(printer: Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], None]) -> bool:
+    """Put `printer(data, ray_print)` in place of Ray's printer of its workers' output (`ray_print`: Ray's own,
+    for what `printer` hands back). False where there is nothing to replace: log_to_driver off, the printer
+    replaced already, or another Ray layout (Ray's printer is left alone)."""
+    try:
+        from ray._private import worker as ray_worker
+        from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+    except ImportError:
+        return False
+    if not any(name == WORKER_PRINTER for name, _ in dispatcher.handlers):
+        return False
+
+    def ray_print(data: dict[str, Any]) -> None:
+        ray_worker.print_to_stdstream(data, ignore_prefix=False)
+
+    dispatcher.remove_handler(WORKER_PRINTER)
+    dispatcher.add_handler(WORKER_PRINTER, lambda data: printer(data, ray_print))
+    return True
+
+
+def set_scheduler_tick(seconds: float, state: Any = None) -> str | None:
+    """Set Ray Data's scheduling-loop wait (`TICK_CONSTANT` of `TICK_MODULE`, or of `state`) to `seconds`. None
+    if it is set; else why not (the module, the constant, or any function reading it is gone), one line."""
+    if state is None:
+        try:
+            state = importlib.import_module(TICK_MODULE)
+        except ImportError as exc:
+            return f"no module {TICK_MODULE} ({exc})"
+    if not isinstance(getattr(state, TICK_CONSTANT, None), (int, float)):
+        return f"{TICK_MODULE} has no number {TICK_CONSTANT}"
+    if not any(TICK_CONSTANT in f.__code__.co_names for f in vars(state).values() if inspect.isfunction(f)):
+        return f"no function of {TICK_MODULE} reads {TICK_CONSTANT}"
+    setattr(state, TICK_CONSTANT, seconds)
+    return None
