@@ -230,7 +230,7 @@ def staged_rows(output: Path, footers: dict[Path, int] | None = None) -> int:
     units: dict[str, int] = {}
     slices: dict[str, list[Slice]] = defaultdict(list)
     staging = staging_dir(output)
-    for path in staging.rglob("*.parquet") if staging.exists() else []:
+    for path in staging.rglob("*.*") if staging.exists() else []:  # slices (.arrow; .parquet before) and unit files
         if (found := parse_slice(str(path))) is not None:
             slices[found.unit_id].append(found)
         elif (unit_id := unit_file_id(path.name)) is not None:

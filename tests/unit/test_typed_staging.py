@@ -5,6 +5,7 @@ same rows."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -83,3 +84,29 @@ def test_the_staged_typed_column_is_the_records_columns_and_no_json_text():
     assert table.schema.field("_typed").type == pa.struct([("n", pa.int64()), ("when", pa.date32())])
     assert [json.loads(json.dumps(v, default=str)) for v in table.column("_typed").to_pylist()] == [
         {"n": 3, "when": "2020-01-02"}, None]
+
+
+def test_a_unit_staged_in_an_arrow_slice_and_an_earlier_versions_parquet_slice_commits_each_row_once(tmp_path):
+    """A rerun after an upgrade: rows 0-2 of the unit were staged by an earlier version (Parquet, records as JSON
+    text), rows 2-4 by this one (an Arrow IPC file, records typed)."""
+    from pipeline.output.slices import SliceWriter, parse_slice, read_staged
+
+    folder = tmp_path / "slices"
+    folder.mkdir()
+    docs = write_docs(folder / "docs.parquet", ["a", "b", "c", "d"], ["A-1", "B-2", "c", "d"])
+    loaded, storage, layout, p, pinput, committer = committer_for(write_config(folder, **{"input.uri": str(docs)}),
+                                                                  "run")
+    committer.prepare(p, fresh=True)
+    unit = pinput.units[0]
+    old = committer.slice_path(p, unit.id, 0, 2).removesuffix(".arrow") + ".parquet"
+    Path(old).parent.mkdir(parents=True)
+    pq.write_table(outcomes(loaded.contract.hash, ROWS, {}).append_column("_run_id", pa.array(["old"] * 2)), old)
+    new = committer.slice_path(p, unit.id, 2, 4)
+    SliceWriter(storage, "run").write(new, _typed_outcomes(loaded.contract, {}, DEAD))
+    assert new.endswith(".arrow") and read_staged(open(new, "rb").read()).num_rows == 2
+    committer.commit(pinput, 0.0, 0, {unit.id: [parse_slice(old), parse_slice(new)]})
+    manifest = committer.committed(p)
+    rows, dead = (pq.read_table(manifest.uri(kind, layout.root)) for kind in ("rows", "dead_letters"))
+    assert rows.column("doc_id").to_pylist() == ["a", "b"] and dead.column("doc_id").to_pylist() == ["c", "d"]
+    assert rows.column("_run_id").to_pylist() == ["old", "old"] and rows.column("items").to_pylist()[1] == ["Kettle",
+                                                                                                              "Tea"]
