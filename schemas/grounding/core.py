@@ -36,7 +36,7 @@ import jsonschema
 
 from schemas.cells import MAX_WORDS
 from schemas.grounding.finders import FALLBACK
-from schemas.grounding.index import DocumentIndex
+from schemas.grounding.index import DocumentIndex, document_index
 from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_names, has_grounded
 from schemas.grounding.locale import AUTO, Locale
 from schemas.grounding.normal import normal_forms
@@ -294,7 +294,7 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
     work = copy.deepcopy(json_schema)
     definitions = {key: json_schema[key] for key in ("$defs", "definitions") if isinstance(json_schema.get(key), dict)}
     cache: dict[str, Any] = {"definitions": definitions}
-    index = DocumentIndex(document, locale)
+    index = document_index(document, locale)
     nodes = dict(iter_subschemas(work))
     named = {path: frozenset(field_words(field_names(path))) for path in kinds}  # for labels: each field's words
     for path, kind in kinds.items():
