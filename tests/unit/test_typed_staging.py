@@ -49,8 +49,15 @@ ROWS = {"a": invoice("A-1"), "b": {**invoice("B-2"), "total": 12.5, "due_date": 
 DEAD = {"c": "truncated", "d": "empty_input"}
 
 
-def test_typed_staging_commits_the_rows_json_staging_commits(tmp_path):
-    typed_rows, typed_dead = _commit(tmp_path, "typed", lambda c: _typed_outcomes(c, ROWS, DEAD))
+def test_typed_staging_commits_the_rows_json_staging_commits(tmp_path, monkeypatch):
+    from schemas.arrow import RecordLayout
+
+    def parsed(*_):
+        raise AssertionError("a typed record was parsed or typed again at commit")
+
+    with monkeypatch.context() as patched:  # no typed record is read back from JSON at commit
+        patched.setattr(RecordLayout, "from_json", parsed)
+        typed_rows, typed_dead = _commit(tmp_path, "typed", lambda c: _typed_outcomes(c, ROWS, DEAD))
     json_rows, json_dead = _commit(tmp_path, "json", lambda c: outcomes(c.hash, ROWS, DEAD))
     assert typed_rows.schema == json_rows.schema
     assert typed_rows.num_rows == 2 and typed_dead.num_rows == 2
