@@ -288,7 +288,7 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
             screens: tuple[str, ...] = DEFAULT_SCREENS) -> dict[str, Any]:
     if document is None or mode == "off" or (mode == "marked" and not (all_numbers or has_grounded(json_schema))):
         return json_schema
-    kinds = {path: kind for path, kind in field_kinds(json_schema, mode, all_numbers).items() if kind is not None}
+    kinds, named = _fields(json_schema, mode, all_numbers)
     if not kinds:
         return json_schema
     work = copy.deepcopy(json_schema)
@@ -296,7 +296,6 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
     cache: dict[str, Any] = {"definitions": definitions}
     index = document_index(document, locale)
     nodes = dict(iter_subschemas(work))
-    named = {path: frozenset(field_words(field_names(path))) for path in kinds}  # for labels: each field's words
     for path, kind in kinds.items():
         node = nodes[path]
         field = FieldContext(kind, _nullable(node), named[path],
@@ -305,3 +304,22 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
         node.clear()
         node.update(grounded)
     return work
+
+
+_FIELDS: dict[str, tuple[dict[Any, str], dict[Any, frozenset[str]]]] = {}  # by the schema's text, mode, all_numbers
+_FIELDS_KEPT = 64
+
+
+def _fields(json_schema: dict[str, Any], mode: str, all_numbers: bool
+            ) -> tuple[dict[Any, str], dict[Any, frozenset[str]]]:
+    """The grounded fields of a schema (path → kind) and each one's words (for labels), worked out once per schema:
+    they depend on the schema alone, and walking it for them was about a fifth of a short document's grounding."""
+    key = json.dumps([json_schema, mode, all_numbers], sort_keys=True, default=str)
+    found = _FIELDS.get(key)
+    if found is None:
+        kinds = {path: kind for path, kind in field_kinds(json_schema, mode, all_numbers).items() if kind is not None}
+        found = kinds, {path: frozenset(field_words(field_names(path))) for path in kinds}
+        if len(_FIELDS) >= _FIELDS_KEPT:
+            _FIELDS.clear()
+        _FIELDS[key] = found
+    return found
