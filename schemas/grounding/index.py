@@ -91,7 +91,7 @@ class DocumentIndex:
 
     def _label_index(self, kind: str) -> LabelIndex:
         if kind not in OFFSET_KINDS:
-            return label_index(self.finder(kind), self.document)
+            return label_index(self.finder(kind), self.document, self.labels())
         regions = self.labels()
         if not regions:
             return set(), {}
