@@ -131,10 +131,12 @@ def label_texts(text: str) -> set[str]:
 LabelIndex = tuple[set[str], dict[str, list[set[str]]]]
 
 
-def label_index(finder: Callable[[str], list[Any]], document: str) -> LabelIndex:
+def label_index(finder: Callable[[str], list[Any]], document: str,
+                regions: list[tuple[set[str], int, int]] | None = None) -> LabelIndex:
     """For one kind of value (`finder`, e.g. `schemas.grounding.dates`): (the values the document writes outside
-    every labelled value, value → the words of each label it stands under), values as JSON text."""
-    regions = labelled(document)
+    every labelled value, value → the words of each label it stands under), values as JSON text. `regions`: the
+    document's `labelled` values, where the caller has them already."""
+    regions = labelled(document) if regions is None else regions
     if not regions:  # prose: nothing is labelled, so nothing is left out (`named_only` reads no free value then)
         return set(), {}
     blanked = list(document)

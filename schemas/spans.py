@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from schemas.grounding.index import DocumentIndex as GroundingIndex
+from schemas.grounding.index import document_index
 
 MAX_PLACES = 8
 ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -45,10 +45,13 @@ class DocumentIndex:
 
     def __init__(self, document: str, locale: str | None = "auto") -> None:
         self.document = document
-        self._index = GroundingIndex(document, locale)
+        self._index = document_index(document, locale)  # grounding's, when it read the document just before
+        self._numbers: list[tuple[float, int, int]] | None = None
 
     def numbers(self) -> list[tuple[float, int, int]]:
-        return [(float(v), s, e) for v, s, e in self._index.readings("number")]
+        if self._numbers is None:  # read once: each numeric leaf of a record looks its value up in them
+            self._numbers = [(float(v), s, e) for v, s, e in self._index.readings("number")]
+        return self._numbers
 
     def dates(self) -> list[tuple[str, int, int]]:
         return list(self._index.readings("date"))

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import structlog
 
+from schemas.arrow import RecordLayout
 from schemas.bounds import DENSITY_KEY, TOKENS_PER_CHAR
 from schemas.contract import SchemaContract
 from schemas.grounding import ground
@@ -41,7 +42,7 @@ from workers.classify import (
 from workers.compiling import compile_in_engine
 from workers.engine import is_fatal
 from workers.engine.contract import Engine
-from workers.outcome import OUTCOME_FIELDS, Col, DeadLetterReason, Internal, Kind
+from workers.outcome import OUTCOME_FIELDS, Col, DeadLetterReason, Internal, Kind, typed_column
 from workers.prompt import Chat, feedback_text, prompt_for, with_feedback
 from workers.spec import ExtractionSpec
 from workers.stages import TimedCalibrator, timed
@@ -364,7 +365,7 @@ class BatchExtractor:
         drop = [self.spec.text_column] + ([column] if column else [])
         drop += [c for c in (BACKEND_COLUMN, INVALID_INPUT_COLUMN) if c in batch.column_names]
         with timed("staging"):
-            return outcome_table(batch.drop_columns(drop), outcomes)
+            return outcome_table(batch.drop_columns(drop), outcomes, self.schemas.contract.layout)
 
 
 def retry_seed(base: int, document_id: Any, attempt: int) -> int:
@@ -377,11 +378,12 @@ def retry_seed(base: int, document_id: Any, attempt: int) -> int:
 BACKEND_COLUMN = Internal.BACKEND  # which actor pool (structured-output backend) a row is routed to
 
 
-def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
+def outcome_table(passthrough: pa.Table, outcomes: list[Outcome], layout: RecordLayout) -> pa.Table:
+    """The outcomes beside `passthrough`: `OUTCOME_FIELDS`, then each row's record typed by the job's `layout`
+    (`Col.TYPED`), as it is staged and committed."""
     now = datetime.now(timezone.utc)
     columns: dict[str, list[Any]] = {
         Col.KIND: [Kind.ROW.value if o.is_row else Kind.DEAD_LETTER.value for o in outcomes],
-        Col.RECORD: [json.dumps(o.record, ensure_ascii=False) if o.is_row else None for o in outcomes],
         Col.REASON: [None if o.reason is None else str(o.reason) for o in outcomes],
         Col.ERROR: [error_json(o.error) for o in outcomes],
         Col.RAW_OUTPUT: [o.raw_output for o in outcomes],
@@ -401,7 +403,8 @@ def outcome_table(passthrough: pa.Table, outcomes: list[Outcome]) -> pa.Table:
     table = passthrough.combine_chunks()
     for f in OUTCOME_FIELDS:
         table = table.append_column(f, pa.array(columns[f.name], type=f.type))
-    return table
+    typed = typed_column(layout, [o.record if o.is_row else None for o in outcomes])
+    return table.append_column(pa.field(Col.TYPED, typed.type), typed)
 
 
 def script_density(tokenizer: Any, text: str | None, sample: int = 1000) -> float | None:

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import pyarrow as pa
 
+from schemas.arrow import RecordLayout
 from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE
 
 WINDOW_OF_TYPE = pa.map_(pa.string(), pa.int32())  # leaf path → window index (Col.WINDOW_OF)
@@ -63,7 +65,8 @@ class Col:
     """The outcome table's columns, as an actor returns them and a unit is staged."""
 
     KIND = "_kind"
-    RECORD = "_record"  # a row's record, JSON text
+    RECORD = "_record"  # a row's record, JSON text: staging written before typed staging (read at commit)
+    TYPED = "_typed"  # a row's record typed as its columns (`typed_column`): a struct, null for a dead letter
     REASON = "_reason"
     ERROR = "_error"  # JSON text
     RAW_OUTPUT = "_raw_output"
@@ -81,7 +84,6 @@ class Col:
 
 OUTCOME_FIELDS = [
     pa.field(Col.KIND, pa.string(), nullable=False),
-    pa.field(Col.RECORD, pa.string()),
     pa.field(Col.REASON, pa.string()),
     pa.field(Col.ERROR, pa.string()),
     pa.field(Col.RAW_OUTPUT, pa.string()),
@@ -95,6 +97,32 @@ OUTCOME_FIELDS = [
     pa.field(Col.WINDOWS, pa.int32()),
     pa.field(Col.WINDOW_OF, WINDOW_OF_TYPE),
 ]
+
+
+def typed_type(layout: RecordLayout) -> pa.StructType:
+    """`Col.TYPED`'s type: the record's columns (`RecordLayout.schema`), each nullable (a dead letter's is null)."""
+    return pa.struct([f.with_nullable(True) for f in layout.schema])
+
+
+def typed_column(layout: RecordLayout, records: list[Any]) -> pa.Array:
+    """`Col.TYPED` of a batch: each row's record (JSON form) typed by `layout.to_columns`, once, on the actor; null
+    where the record is None (a dead letter). The commit takes its fields as the rows table's columns: no record is
+    serialised, parsed or typed again (issue 53)."""
+    kind = typed_type(layout)
+    rows = [r for r in records if r is not None]
+    if not rows:
+        return pa.nulls(len(records), kind)
+    columns = layout.to_columns(rows)
+    struct = pa.StructArray.from_arrays([columns[f.name] for f in kind], fields=list(kind))
+    if len(rows) == len(records):
+        return struct
+    return scatter(struct, [r is not None for r in records])
+
+
+def scatter(values: pa.Array, present: list[bool]) -> pa.Array:
+    """`values` (one per True of `present`, in order) spread over `present`'s positions, null at the others."""
+    at = iter(range(len(values)))
+    return values.take(pa.array([next(at) if p else None for p in present], pa.int64()))
 
 
 class Internal:

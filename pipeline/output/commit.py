@@ -164,7 +164,7 @@ class _Tally:
         """Staged outcome tables, split into typed rows and dead letters together (a split has a cost of its own
         per call: a slice at a time, it was three quarters of a commit), written and counted."""
         if pieces:
-            staged = pa.concat_tables(pieces, promote_options="default")
+            staged = pa.concat_tables([tables.typed(p) for p in pieces], promote_options="default").combine_chunks()
             self.add(*tables.split(staged), writers, staged)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -13,7 +14,17 @@ from pipeline.storage import Storage
 from schemas.arrow import parse_records
 from schemas.contract import SchemaContract
 from workers.confidence import CONFIDENCE_TYPE, SPANS_TYPE, minimum
-from workers.outcome import DEAD_LETTER_COLUMNS, ROW_LINEAGE_COLUMNS, WINDOW_OF_TYPE, Col, DeadCol, Kind, RowCol
+from workers.outcome import (
+    DEAD_LETTER_COLUMNS,
+    ROW_LINEAGE_COLUMNS,
+    WINDOW_OF_TYPE,
+    Col,
+    DeadCol,
+    Kind,
+    RowCol,
+    scatter,
+    typed_type,
+)
 
 __all__ = ["DEAD_LETTER_COLUMNS", "ROW_LINEAGE_COLUMNS", "RecordTables", "column_names", "dead_letter_schema",
            "parse_records", "read_columns", "row_schema"]
@@ -69,7 +80,20 @@ class RecordTables:
         self.rows_schema = row_schema(contract, id_field)
         self.dead_schema = dead_letter_schema(id_field)
 
+    def typed(self, staged: pa.Table) -> pa.Table:
+        """Staged outcomes with their records typed (`Col.TYPED`) as the actors stage them: staging written before
+        typed staging holds each record as JSON text (`Col.RECORD`), read here, once."""
+        if Col.TYPED in staged.column_names or Col.RECORD not in staged.column_names:
+            return staged
+        is_row = pc.equal(staged.column(Col.KIND), Kind.ROW.value)
+        kind = typed_type(self.contract.layout)
+        columns = self.contract.layout.from_json(staged.column(Col.RECORD).filter(is_row))
+        struct = pa.StructArray.from_arrays([columns[f.name] for f in kind], fields=list(kind))
+        typed = scatter(struct, is_row.to_pylist())
+        return staged.drop_columns([Col.RECORD]).append_column(pa.field(Col.TYPED, kind), typed)
+
     def split(self, outcomes: pa.Table) -> tuple[pa.Table, pa.Table]:
+        outcomes = self.typed(outcomes)
         is_row = pc.equal(outcomes.column(Col.KIND), Kind.ROW.value)
         return self.typed_rows(outcomes.filter(is_row)), self.dead_letters(outcomes.filter(pc.invert(is_row)))
 
@@ -91,7 +115,8 @@ class RecordTables:
     def typed_rows(self, rows: pa.Table) -> pa.Table:
         n = rows.num_rows
         columns: dict[str, Any] = {self.id_column: rows.column(self.id_column)}
-        columns.update(self.contract.layout.from_json(rows.column(Col.RECORD)))
+        typed = rows.column(Col.TYPED).combine_chunks()  # the actors typed each record (`workers.outcome`)
+        columns.update(zip(typed.type.names, typed.flatten(), strict=True))
         confidence = rows.column(Col.CONFIDENCE) if Col.CONFIDENCE in rows.column_names else pa.nulls(
             n, CONFIDENCE_TYPE)
         columns.update({
@@ -132,12 +157,27 @@ class RecordTables:
         return pa.table(columns, schema=self.dead_schema)
 
 
+_ENTRY = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.float64())])
+
+
 def _minimums(confidence: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Each row's least confident leaf (`workers.confidence.minimum`); a column of nulls (no confidence asked
-    for) without a Python object per row."""
-    if confidence.null_count == len(confidence):
-        return pa.nulls(len(confidence), pa.float64())
-    return pa.array([minimum(dict(c or ())) for c in confidence.to_pylist()], pa.float64())
+    """Each row's least confident leaf (`workers.confidence.minimum`: null for a null or empty map), by Arrow and
+    numpy, without a Python object per row (a dict a row was the commit's largest cost per document left with
+    confidences on, the default). A NaN among the values goes through `minimum`, whose answer depends on order."""
+    n = len(confidence)
+    if confidence.null_count == n:
+        return pa.nulls(n, pa.float64())
+    maps = confidence.combine_chunks() if isinstance(confidence, pa.ChunkedArray) else confidence
+    maps = maps.cast(pa.list_(_ENTRY))  # a map as a list of its entries: the list kernels take it
+    values = pc.list_flatten(maps).field("value").to_numpy(zero_copy_only=False)
+    if np.isnan(values).any():
+        return pa.array([minimum(dict(c or ())) for c in confidence.to_pylist()], pa.float64())
+    rows = pc.list_parent_indices(maps).to_numpy(zero_copy_only=False)
+    least = np.full(n, np.inf)
+    np.minimum.at(least, rows, values)
+    has = np.zeros(n, bool)
+    has[rows] = True
+    return pa.array(least, pa.float64(), mask=~has)
 
 
 def column_names(storage: Storage, uri: str) -> list[str]:

@@ -230,7 +230,7 @@ def staged_rows(output: Path, footers: dict[Path, int] | None = None) -> int:
     units: dict[str, int] = {}
     slices: dict[str, list[Slice]] = defaultdict(list)
     staging = staging_dir(output)
-    for path in staging.rglob("*.parquet") if staging.exists() else []:
+    for path in staging.rglob("*.*") if staging.exists() else []:  # slices (.arrow; .parquet before) and unit files
         if (found := parse_slice(str(path))) is not None:
             slices[found.unit_id].append(found)
         elif (unit_id := unit_file_id(path.name)) is not None:
@@ -323,7 +323,7 @@ def run_cell(out: Path, cluster: LocalCluster, docs: int, actors: int, partition
 
 # -- the two ceilings ----------------------------------------------------------------------------------
 
-def _synthetic_outcomes(plans: list[Any], schema_hash: str) -> list[tuple[Any, Any, pa.Table]]:
+def _synthetic_outcomes(plans: list[Any], contract: Any) -> list[tuple[Any, Any, pa.Table]]:
     """Per unit of `plans`: a table of row outcomes for its documents (one template per unit size, its ids set)."""
     import pyarrow.compute as pc
 
@@ -342,8 +342,8 @@ def _synthetic_outcomes(plans: list[Any], schema_hash: str) -> list[tuple[Any, A
                 outcomes = [Outcome(record=dict(record), finish_reason="stop", prompt_tokens=60, output_tokens=30,
                                     raw_output=json.dumps(record)) for _ in range(n)]
                 for o in outcomes:
-                    o.extra["schema_hash"] = schema_hash
-                templates[n] = outcome_table(pa.table({"doc_id": pa.array([""] * n)}), outcomes)
+                    o.extra["schema_hash"] = contract.hash
+                templates[n] = outcome_table(pa.table({"doc_id": pa.array([""] * n)}), outcomes, contract.layout)
             ids = pc.cast(ids_by_file[unit.path].slice(unit.start, n), pa.string())
             tables.append((pinput, unit, templates[n].set_column(0, "doc_id", ids)))
     return tables
@@ -371,7 +371,7 @@ def commit_ceiling(out: Path, docs: int, partitions: int, checkpoint_rows: int) 
     storage = storage_for(loaded.output_uri, loaded.s3_settings)
     committer = PartitionCommitter(storage, OutputLayout(loaded.output_uri), loaded.contract, "simulated",
                                    loaded.output_hash, "ceiling-run", parts=output_parts(loaded.decisive))
-    tables = _synthetic_outcomes(plans, loaded.contract.hash)
+    tables = _synthetic_outcomes(plans, loaded.contract)
     commits = []
     started = time.perf_counter()
     for pinput in plans:

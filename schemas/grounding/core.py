@@ -36,7 +36,7 @@ import jsonschema
 
 from schemas.cells import MAX_WORDS
 from schemas.grounding.finders import FALLBACK
-from schemas.grounding.index import DocumentIndex
+from schemas.grounding.index import DocumentIndex, document_index
 from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_names, has_grounded
 from schemas.grounding.locale import AUTO, Locale
 from schemas.grounding.normal import normal_forms
@@ -292,15 +292,14 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
             screens: tuple[str, ...] = DEFAULT_SCREENS, mark_free: bool = False) -> dict[str, Any]:
     if document is None or mode == "off" or (mode == "marked" and not (all_numbers or has_grounded(json_schema))):
         return json_schema
-    kinds = {path: kind for path, kind in field_kinds(json_schema, mode, all_numbers).items() if kind is not None}
+    kinds, named = _fields(json_schema, mode, all_numbers)
     if not kinds:
         return json_schema
     work = copy.deepcopy(json_schema)
     definitions = {key: json_schema[key] for key in ("$defs", "definitions") if isinstance(json_schema.get(key), dict)}
     cache: dict[str, Any] = {"definitions": definitions}
-    index = DocumentIndex(document, locale)
+    index = document_index(document, locale)
     nodes = dict(iter_subschemas(work))
-    named = {path: frozenset(field_words(field_names(path))) for path in kinds}  # for labels: each field's words
     for path, kind in kinds.items():
         node = nodes[path]
         field = FieldContext(kind, _nullable(node), named[path],
@@ -309,3 +308,22 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
         node.clear()
         node.update(grounded)
     return work
+
+
+_FIELDS: dict[str, tuple[dict[Any, str], dict[Any, frozenset[str]]]] = {}  # by the schema's text, mode, all_numbers
+_FIELDS_KEPT = 64
+
+
+def _fields(json_schema: dict[str, Any], mode: str, all_numbers: bool
+            ) -> tuple[dict[Any, str], dict[Any, frozenset[str]]]:
+    """The grounded fields of a schema (path → kind) and each one's words (for labels), worked out once per schema:
+    they depend on the schema alone, and walking it for them was about a fifth of a short document's grounding."""
+    key = json.dumps([json_schema, mode, all_numbers], sort_keys=True, default=str)
+    found = _FIELDS.get(key)
+    if found is None:
+        kinds = {path: kind for path, kind in field_kinds(json_schema, mode, all_numbers).items() if kind is not None}
+        found = kinds, {path: frozenset(field_words(field_names(path))) for path in kinds}
+        if len(_FIELDS) >= _FIELDS_KEPT:
+            _FIELDS.clear()
+        _FIELDS[key] = found
+    return found

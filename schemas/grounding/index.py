@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
@@ -89,7 +91,7 @@ class DocumentIndex:
 
     def _label_index(self, kind: str) -> LabelIndex:
         if kind not in OFFSET_KINDS:
-            return label_index(self.finder(kind), self.document)
+            return label_index(self.finder(kind), self.document, self.labels())
         regions = self.labels()
         if not regions:
             return set(), {}
@@ -119,3 +121,39 @@ class DocumentIndex:
         if key not in self._cache:
             self._cache[key] = make()
         return self._cache[key]
+
+
+RECENT = 64  # documents whose index `document_index` keeps: a batch's, between its grounding and its spans
+
+
+class _Recent:
+    """The indexes of the last `RECENT` documents read, by (text, locale): grounding reads a document before its
+    generation, `schemas.spans` after; each made its own index (two language detections and two number scans a
+    document: a sixth of an actor's CPU beside the engine on the sample). An index only adds what it derives from
+    its document, so one serves both."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # a batch's threads share it (workers.batches_in_flight)
+        self._indexes: OrderedDict[tuple[str, Any], DocumentIndex] = OrderedDict()
+
+    def get(self, document: str, locale: str | Locale | None) -> DocumentIndex:
+        key = (document, locale)
+        with self._lock:
+            found = self._indexes.get(key)
+            if found is not None:
+                self._indexes.move_to_end(key)
+                return found
+        made = DocumentIndex(document, locale)
+        with self._lock:
+            self._indexes[key] = made
+            while len(self._indexes) > RECENT:
+                self._indexes.popitem(last=False)
+        return made
+
+
+_recent = _Recent()
+
+
+def document_index(document: str, locale: str | Locale | None = "auto") -> DocumentIndex:
+    """The document's index (`DocumentIndex`), the one made for it last if it is among the `RECENT` read."""
+    return _recent.get(document, locale)

@@ -79,7 +79,7 @@ def running_driver(config: Path, env: dict[str, str]):
 def staged_units(output: Path) -> list[Path]:
     """The units staged: here each batch is a whole unit (`batch_size` = `checkpoint_rows`), so each slice is one."""
     staging = output / "_staging"
-    return sorted([*staging.rglob("unit-*.parquet"), *staging.rglob("slice-*.parquet")]) if staging.exists() else []
+    return sorted([*staging.rglob("unit-*.parquet"), *staging.rglob("slice-*.arrow")]) if staging.exists() else []
 
 
 def wait_for(predicate, proc: subprocess.Popen, timeout: float = 300) -> None:

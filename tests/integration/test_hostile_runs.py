@@ -80,7 +80,7 @@ def changed_input_job(ray_cluster, tmp_path_factory):
             run_job(load_config(cfg))
     finally:
         patch.undo()
-    assert list((output / "_staging").rglob("slice-*.parquet"))  # the dead run's outcomes are staged
+    assert list((output / "_staging").rglob("slice-*.arrow"))  # the dead run's outcomes are staged
 
     bad = pa.array([b"caf\xe9 \xff\xfe not UTF-8"], pa.binary()).view(pa.string())
     new_ids = ids[30:35] + ["inv-bad"]  # as many rows as before: the same units, by position

@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from pipeline.config import load_config
 from pipeline.output.commit import PartitionCommitter
 from pipeline.output.query import connect
-from pipeline.output.slices import parse_slice
+from pipeline.output.slices import parse_slice, read_slice
 from pipeline.run import run_job
 from pipeline.storage import storage_for
 from tests.conftest import ROOT, s3_client, write_config, write_docs
@@ -54,7 +53,7 @@ def config_for(folder: Path, output: str, **overrides) -> Path:
 def staged(storage, output: str) -> list[str]:
     """The unit files and slices staged for the output (not scratch files or commit records)."""
     return [p for p in storage.list_files(f"{output}/_staging")
-            if p.rsplit("/", 1)[-1].startswith(("unit-", "slice-")) and p.endswith(".parquet")]
+            if p.rsplit("/", 1)[-1].startswith(("unit-", "slice-")) and p.endswith((".parquet", ".arrow"))]
 
 
 def documents_generated(manifest) -> int:
@@ -92,7 +91,8 @@ def test_a_rerun_takes_the_batches_the_actors_staged_and_generates_only_the_rest
     slices = sorted((parse_slice(p) for p in files if parse_slice(p)), key=lambda s: (s.unit_id, s.start))
     assert not units and len(slices) == 4, files  # each batch staged by its actor; the driver writes no unit file
     for s in slices:  # a slice holds what the unit file holds for its rows, stamped with the run that made it
-        table = pq.read_table(storage.arrow_path(s.path), filesystem=storage.arrow_fs())
+        table = read_slice(storage, s)  # an Arrow IPC file, its records typed (`_typed`)
+        assert s.path.endswith(".arrow") and "_typed" in table.column_names and "_record" not in table.column_names
         assert table.num_rows == 4 and set(table.column("_run_id").to_pylist()) == {first}
         assert "_unit" not in table.column_names and "_slice" not in table.column_names
 

@@ -4,6 +4,7 @@ parsing the rows' records, the rows' least confidence, and the progress's dead-l
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pyarrow as pa
@@ -62,8 +63,13 @@ def test_parse_records_raises_as_json_loads_on_a_bad_text(texts: list[str]) -> N
 
 def test_minimums_nulls_and_values() -> None:
     assert _minimums(pa.nulls(3, CONFIDENCE_TYPE)).to_pylist() == [None, None, None]
-    mixed = pa.array([[("x", 0.5), ("y", 0.25)], None, []], CONFIDENCE_TYPE)
-    assert _minimums(mixed).to_pylist() == [0.25, None, None]
+    mixed = pa.array([[("x", 0.5), ("y", 0.25)], None, [], [("z", 1.0)]], CONFIDENCE_TYPE)
+    assert _minimums(mixed).to_pylist() == [0.25, None, None, 1.0]
+    assert _minimums(mixed.slice(1)).to_pylist() == [None, None, 1.0]  # a slice of the staged column
+    chunked = pa.chunked_array([mixed.slice(0, 2), mixed.slice(2)])
+    assert _minimums(chunked).to_pylist() == [0.25, None, None, 1.0]
+    nan_first = pa.array([[("x", float("nan")), ("y", 0.5)], [("x", 0.5), ("y", float("nan"))]], CONFIDENCE_TYPE)
+    assert [math.isnan(v) for v in _minimums(nan_first).to_pylist()] == [True, False]  # as Python's min, in order
 
 
 def test_progress_counts_dead_letters_by_reason() -> None:

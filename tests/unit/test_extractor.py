@@ -66,7 +66,7 @@ def test_one_outcome_per_document_in_order_with_only_eligible_documents_generate
     assert out.column("_kind").to_pylist() == ["row", "dead_letter", "dead_letter", "dead_letter", "row"]
     assert engine.calls == [3]
     assert {r for r in out.column("_reason").to_pylist() if r} <= set(DEAD_LETTER_REASONS)
-    assert json.loads(out.column("_record")[0].as_py())["product"] == "Kettle"
+    assert out.column("_typed")[0].as_py()["product"] == "Kettle"
 
 
 def test_engine_exception_dead_letters_the_generated_documents_only():
@@ -103,7 +103,7 @@ def test_per_row_schemas_resolve_inline_or_by_key_compile_once_and_dead_letter_b
     reasons = out.column("_reason").to_pylist()
     assert reasons == [None, None, None, "schema_invalid", "schema_invalid", "schema_invalid",
                        "schema_violation", "schema_invalid"]
-    records = [json.loads(r) if r else None for r in out.column("_record").to_pylist()]
+    records = [json.loads(r["record"]) if r else None for r in out.column("_typed").to_pylist()]  # per-row: JSON
     assert records[:3] == [{"name": "Ann"}, {"city": "Oslo"}, {"name": "Ann"}]
     assert "max_depth" in json.loads(out.column("_error")[5].as_py())["message"]
     # maxLength is enforced by the full post-check whatever the engine did: named keyword and path

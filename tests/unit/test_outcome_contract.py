@@ -29,8 +29,10 @@ def test_the_reasons_are_the_published_ones_in_their_order():
 
 
 def test_an_actors_outcome_table_has_the_contracts_columns_and_a_reason_as_plain_text():
-    table = outcome_table(pa.table({"id": [1]}), [dead_letter(DeadLetterReason.TRUNCATED, "cut")])
-    assert table.schema.names == ["id", *(f.name for f in OUTCOME_FIELDS)]
+    layout = SchemaContract.from_dict({"type": "object", "properties": {"a": {"type": "string"}}}).layout
+    table = outcome_table(pa.table({"id": [1]}), [dead_letter(DeadLetterReason.TRUNCATED, "cut")], layout)
+    assert table.schema.names == ["id", *(f.name for f in OUTCOME_FIELDS), "_typed"]
+    assert table.column("_typed").to_pylist() == [None]  # a dead letter has no typed record
     assert table.column("_reason").to_pylist() == ["truncated"]
     assert type(table.column("_reason").to_pylist()[0]) is str
 

@@ -57,7 +57,7 @@ def test_every_document_a_row_by_default_and_the_same_on_rerun(tmp_path):
     first = extractor(batch)
     assert first.column("_kind").to_pylist() == ["row"] * 20
     again = extractor(batch)
-    assert first.column("_record").to_pylist() == again.column("_record").to_pylist()
+    assert first.column("_typed").to_pylist() == again.column("_typed").to_pylist()
 
 
 def test_the_mix_runs_every_path_of_classify(tmp_path):
@@ -77,7 +77,7 @@ def test_gold_outputs_are_matched_by_document(tmp_path):
     gold.write_text("".join(json.dumps({"document": d, "output": r}) + "\n" for d, r in records.items()))
     _, _, _, extractor = _extractor(tmp_path, outputs=str(gold))
     batch = pa.table({"doc_id": list(range(5)), "text": list(records)})
-    out = [json.loads(r) for r in extractor(batch).column("_record").to_pylist()]
+    out = extractor(batch).column("_typed").to_pylist()
     assert [o["title"] for o in out] == [f"T{i}" for i in range(5)]
 
 

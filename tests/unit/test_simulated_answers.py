@@ -42,9 +42,9 @@ def test_valid_answers_pass_the_sample_validators_where_mix_does_not(tmp_path):
     assert mixed == {"semantic_invalid": 50, "empty_input": 1, "input_too_long": 1}, mixed
     assert _reasons(valid) == {None: 50, "empty_input": 1, "input_too_long": 1}, _reasons(valid)
     texts = dict(zip(DOCS.column("doc_id").to_pylist(), DOCS.column("text").to_pylist(), strict=True))
-    for doc_id, record in zip(valid.column("doc_id").to_pylist(), valid.column("_record").to_pylist(), strict=True):
-        if record is not None and json.loads(record)["invoice_number"] is not None:
-            assert json.loads(record)["invoice_number"] in texts[doc_id]  # derived from the document
+    for doc_id, record in zip(valid.column("doc_id").to_pylist(), valid.column("_typed").to_pylist(), strict=True):
+        if record is not None and record["invoice_number"] is not None:
+            assert record["invoice_number"] in texts[doc_id]  # derived from the document
 
 
 def test_valid_answers_keep_the_mix_shares(tmp_path):

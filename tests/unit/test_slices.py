@@ -35,7 +35,8 @@ def s(start: int, stop: int, unit: str = "ab12") -> Slice:
 
 def test_a_slice_name_reads_back_and_other_files_are_not_slices():
     assert parse_slice("s3://b/out/_staging/all/h/" + slice_name("0f3a", 8, 12)) == Slice(
-        "0f3a", 8, 12, "s3://b/out/_staging/all/h/slice-0f3a-8-12.parquet")
+        "0f3a", 8, 12, "s3://b/out/_staging/all/h/slice-0f3a-8-12.arrow")
+    assert parse_slice("/o/slice-0f3a-8-12.parquet") == Slice("0f3a", 8, 12, "/o/slice-0f3a-8-12.parquet")  # earlier
     for other in ("unit-0f3a.parquet", "slice-0f3a-8-8.parquet", "slice-0f3a-9-8.parquet",
                   ".slice-0f3a-8-12.parquet.1.tmp", "slice-0f3a-8-12.parquet.tmp", "slice-XYZ-8-12.parquet"):
         assert parse_slice(f"/o/{other}") is None, other
@@ -69,7 +70,7 @@ def test_read_tasks_name_each_batchs_slice_and_skip_the_rows_slices_hold():
     assert [(t["unit_id"], t["start"], t["stop"], t["step"]) for t in tasks] == [
         (a.id, 4, 8, 3), (b.id, 8, 10, 3), (b.id, 12, 16, 3)]
     assert [[parse_slice(p) for p in t["slices"]] for t in tasks][0] == [
-        Slice(a.id, 4, 7, f"/stage/slice-{a.id}-4-7.parquet"), Slice(a.id, 7, 8, f"/stage/slice-{a.id}-7-8.parquet")]
+        Slice(a.id, 4, 7, f"/stage/slice-{a.id}-4-7.arrow"), Slice(a.id, 7, 8, f"/stage/slice-{a.id}-7-8.arrow")]
     assert [(parse_slice(p).start, parse_slice(p).stop) for p in tasks[2]["slices"]] == [(12, 15), (15, 16)]
     assert batch_slices(3, tasks[2]["slices"], 4).to_pylist() == [tasks[2]["slices"][0]] * 3 + [tasks[2]["slices"][1]]
 
@@ -117,7 +118,7 @@ def test_the_writer_stages_a_batch_as_the_driver_would_its_unit(tmp_path):
     table, = read_slices(LocalStorage(), [parse_slice(path)])
     assert table.column_names == ["doc_id", "_kind", "_reason", "_run_id"]  # no unit column; the run that made it
     assert table.column("_run_id").to_pylist() == ["run-1"] * 3
-    assert sorted(f.name for f in (tmp_path / "out").rglob("*") if f.is_file()) == ["slice-ab-0-3.parquet"]
+    assert sorted(f.name for f in (tmp_path / "out").rglob("*") if f.is_file()) == ["slice-ab-0-3.arrow"]
 
 
 def test_a_bench_counts_a_unit_from_its_file_or_else_its_slices(tmp_path):
@@ -282,7 +283,7 @@ def test_a_slice_is_written_whole_in_one_call_and_read_back_in_one(tmp_path):
     path = f"{tmp_path}/{slice_name('ab', 0, 3)}"
     SliceWriter(store, "run-1").write(path, outcomes(3))
     assert store.calls == ["write_bytes"]
-    assert [f.name for f in tmp_path.iterdir()] == ["slice-ab-0-3.parquet"]  # nothing left beside it
+    assert [f.name for f in tmp_path.iterdir()] == ["slice-ab-0-3.arrow"]  # nothing left beside it
     table, = read_slices(store, [parse_slice(path)])
     assert store.calls == ["write_bytes", "read_bytes"] and table.num_rows == 3
 
@@ -384,7 +385,7 @@ def test_a_rerun_checks_earlier_slices_side_by_side_and_drops_those_that_do_not_
             return super().read_bytes(uri)
 
     assert _readable(SimpleNamespace(storage=TwoAtOnce()), "all", groups) == [True, False, True]
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["slice-aa-0-4.parquet", "slice-cc-0-4.parquet"]
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["slice-aa-0-4.arrow", "slice-cc-0-4.arrow"]
 
 
 def test_a_staged_units_slices_are_kept_packed_and_unpack_as_they_were():

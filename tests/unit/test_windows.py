@@ -140,13 +140,13 @@ def test_a_long_document_is_one_row_merged_from_its_windows():
     assert [r["_kind"] for r in rows] == ["row", "row"] and [r["_windows"] for r in rows][0] == 1
     windows = rows[1]["_windows"]
     assert windows > 3 and engine.calls == [1 + windows]  # the document's windows go to the engine together
-    record = json.loads(rows[1]["_record"])
-    assert record["effective_date"] == "2020-03-04" and record["jurisdiction"] == "Ohio"
+    record = rows[1]["_typed"]  # typed on the actor (workers.outcome.typed_column)
+    assert str(record["effective_date"]) == "2020-03-04" and record["jurisdiction"] == "Ohio"
     assert record["parties"] == ["Acme Inc.", "Beta LLC", "Acme Inc."]  # named again at the end: kept
     which = dict(rows[1]["_window_of"])
     assert which["jurisdiction"] == windows - 1 and which["effective_date"] == 0
     for path, places in rows[1]["_spans"]:  # offsets into the whole document
-        value = record[path] if "[" not in path else record["parties"][int(path[8:-1])]
+        value = str(record[path]) if "[" not in path else record["parties"][int(path[8:-1])]
         assert all(text[p["start"]:p["end"]] == value for p in places)
     assert len(json.loads(rows[1]["_raw_output"])) == windows  # every window's output is kept
 
@@ -228,7 +228,7 @@ def test_a_set_window_size_windows_a_document_that_fits_and_auto_leaves_it_whole
     small = ExtractionSpec(**{**nda_spec().__dict__, "windows": WindowPolicy(window_tokens=30)})
     cut = BatchExtractor(WindowEngine(), small, 400)(table([text])).to_pylist()[0]
     assert cut["_kind"] == "row" and cut["_windows"] > 1
-    assert json.loads(cut["_record"])["effective_date"] == "2020-03-04"
+    assert str(cut["_typed"]["effective_date"]) == "2020-03-04"
 
 
 def test_validate_says_which_window_it_will_use(tmp_path):
