@@ -106,3 +106,30 @@ def test_the_contract_imports_no_vllm_and_an_attached_actor_needs_none():
             "print('vllm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_an_actors_engine_thread_gives_the_script_density_its_tokenizer_one_caller_at_a_time():
+    """The actor's engines hold the model's tokenizer (`Engine.tokenizer`), so a Chinese document's grammar bounds
+    use its own tokens per character on a run, not only where a bare VllmEngine is held (bench, tune)."""
+    import threading
+    from types import SimpleNamespace
+
+    from workers.extractor import script_density
+
+    class Lock:
+        def __init__(self) -> None:
+            self.inner, self.taken = threading.Lock(), 0
+
+        def __enter__(self) -> None:
+            self.inner.acquire()
+            self.taken += 1
+
+        def __exit__(self, *exc: object) -> None:
+            self.inner.release()
+
+    four = SimpleNamespace(encode=lambda text, add_special_tokens=True: [0] * (2 * len(text)))  # 2 tokens a char
+    thread = EngineThread.__new__(EngineThread)
+    thread._engine, thread._tokenizing = SimpleNamespace(tokenizer=four), Lock()
+    assert script_density(thread.tokenizer, "发票总额") == 2.0
+    assert thread._tokenizing.taken == 1
+    assert script_density(Engine.tokenizer, "发票总额") is None  # an engine holding none: no density

@@ -165,7 +165,7 @@ class EngineHost:
 
 class HostedEngine(Engine):
     """The engine contract in an extraction actor, served by the shared `EngineHost` of its engine. Its `tokenizer`
-    stays None (the contract's default): the model's tokenizer here only counts prompts (`prompt_token_ids`)."""
+    is the model's, loaded here: it counts prompts (`prompt_token_ids`) and the document's script density."""
 
     def __init__(self, llm_args: dict[str, Any], sampling: dict[str, Any], bounds: Any) -> None:
         import ray
@@ -178,6 +178,7 @@ class HostedEngine(Engine):
         self.on_request_done: Any = None
         self.on_tokens: Any = None
         self._tokenizer = model_tokenizer(llm_args["model"])
+        self.tokenizer = self._tokenizer
         self._start = (llm_args, env, node)
         info = self._connect()
         self.max_model_len = int(info["max_model_len"])

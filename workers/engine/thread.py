@@ -40,6 +40,17 @@ class _Job:
         self.done.set()
 
 
+class _OneAtATime:
+    """A tokenizer whose `encode` takes the engine thread's tokenizing lock (see `EngineThread._tokenizing`)."""
+
+    def __init__(self, tokenizer: Any, lock: Any) -> None:
+        self._tokenizer, self._lock = tokenizer, lock
+
+    def encode(self, text: str, **kwargs: Any) -> list[int]:
+        with self._lock:
+            return list(self._tokenizer.encode(text, **kwargs))
+
+
 class EngineThread(Engine):
     """One vLLM engine driven by one thread of its own, shared by callers on other threads.
 
@@ -76,6 +87,12 @@ class EngineThread(Engine):
         self.max_chars_per_token = self._engine.max_chars_per_token
 
     # -- the caller's side ---------------------------------------------------------------------------
+
+    @property
+    def tokenizer(self) -> Any:
+        """The engine's tokenizer, one caller at a time (the document's script density, `Engine.tokenizer`)."""
+        assert self._engine is not None
+        return _OneAtATime(self._engine.tokenizer, self._tokenizing)
 
     def prompt_token_ids(self, prompt: Any) -> list[int]:
         assert self._engine is not None
