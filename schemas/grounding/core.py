@@ -20,8 +20,10 @@ only under another field's label is left out where it labels another value with 
 (`schemas.labels`: `issue_date` loses `Payment due: 01 Mar 2026` beside `Date of issue: January 30, 2026`).
 A `null` the field allowed stays allowed (the honest "not stated"). Candidates the field's own bounds refuse
 (`maxLength`, `minimum`, ...) are left out. A field whose document holds no candidate keeps its schema as
-written (or only `null`, when it is nullable). Like `schema_policy.max_string_length`, this shapes the
-grammar only: the user's schema, the validators and the output columns stay as written.
+written, within bounds no real value passes, and a nullable one keeps `null` (never forbidden; the value the model
+writes there is null after decoding when it is unsure of it: `schemas.grounding.unsure`). Like
+`schema_policy.max_string_length`, this shapes the grammar only: the user's schema, the validators and the
+output columns stay as written.
 """
 
 from __future__ import annotations
