@@ -23,6 +23,24 @@ def schema_for(name: str) -> dict:
     return json.loads(json.dumps(CONST).replace("{name}", name))
 
 
+def records_of(out) -> list[dict | None]:
+    """Each row's record in its JSON form, from the outcome table's `_typed` column (typed on the actor): dates
+    as ISO text, decimals as floats, as the model wrote them."""
+    import datetime
+    import decimal
+
+    def plain(value):
+        if isinstance(value, dict):
+            return {key: plain(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [plain(item) for item in value]
+        if isinstance(value, datetime.date):
+            return value.isoformat()
+        return float(value) if isinstance(value, decimal.Decimal) else value
+
+    return [plain(record) for record in out.column("_typed").to_pylist()]
+
+
 HOG_BYTES = 4 << 30
 
 
@@ -238,8 +256,7 @@ def test_each_document_decodes_under_its_own_grounded_grammar_in_one_batch(engin
     texts = {"a": "Order QX-11 for a kettle: 12.50 EUR.", "b": "Order ZR-73 for a toaster: 74.25 USD."}
     out = BatchExtractor(engine, spec, 1024)(pa.table({"id": list(texts), "text": list(texts.values())}))
     assert out.column("_kind").to_pylist() == ["row", "row"], out.column("_error").to_pylist()
-    for doc_id, record in zip(out.column("id").to_pylist(), out.column("_record").to_pylist(), strict=True):
-        record = json.loads(record)
+    for doc_id, record in zip(out.column("id").to_pylist(), records_of(out), strict=True):
         assert record["amount"] in {"a": (11, 12.5), "b": (73, 74.25)}[doc_id], (doc_id, record)
         assert record["code"] in words(texts[doc_id]), (doc_id, record)
 
@@ -267,8 +284,8 @@ def test_auto_grounding_decodes_a_plain_schema_from_each_documents_own_values(en
              "b": "Customer: Northwind Traders | Date: May 7, 2026 | Toasters x 3 | 74.25 USD"}
     out = BatchExtractor(engine, spec, 1024)(pa.table({"id": list(texts), "text": list(texts.values())}))
     assert out.column("_kind").to_pylist() == ["row", "row"], out.column("_error").to_pylist()
-    for doc_id, record in zip(out.column("id").to_pylist(), out.column("_record").to_pylist(), strict=True):
-        record, text = json.loads(record), texts[doc_id]
+    for doc_id, record in zip(out.column("id").to_pylist(), records_of(out), strict=True):
+        text = texts[doc_id]
         assert record["customer"] in spans(text), (doc_id, record)
         assert record["amount"] in numbers(text), (doc_id, record)
         assert record["ordered"] is None or record["ordered"] in dates(text), (doc_id, record)
@@ -303,7 +320,7 @@ def test_a_long_documents_text_field_decodes_under_the_substring_grammar(engine)
         model_name="m", max_tokens=48, temperature=0.0, max_model_len=1024, grounding="auto")
     out = BatchExtractor(engine, spec, 1024)(pa.table({"id": ["long"], "text": [text]}))
     assert out.column("_kind").to_pylist() == ["row"], out.column("_error").to_pylist()
-    value = json.loads(out.column("_record").to_pylist()[0])["codename"]
+    value = records_of(out)[0]["codename"]
     assert 1 <= len(value.split()) <= 12 and any(value in sentence for sentence in sentences_of(text)), value
 
 
@@ -329,7 +346,7 @@ def test_auto_bounds_fit_free_strings_into_a_small_budget_on_the_real_engine(eng
         grammar_bounds=("auto", "auto"))
     out = BatchExtractor(engine, spec, 1024)(pa.table({"id": ["p"], "text": ["Parcel UPS_M_119018_M, two boxes."]}))
     assert out.column("_kind").to_pylist() == ["row"], out.column("_error").to_pylist()
-    record = json.loads(out.column("_record").to_pylist()[0])
+    record = records_of(out)[0]
     assert all(len(value) <= bound for value in record.values()), (bound, record)
     engine.use_sampling({}, (None, None))  # the module's later tests decode without bounds
 
