@@ -112,8 +112,9 @@ def test_quick_slice_writes_a_consistent_report(quick_run):
 
 @pytest.mark.parametrize("root", ROOTS)
 def test_unknown_subset_fails_in_one_line_before_anything_starts(tmp_path, root):
-    result = run_main(["conformance", c.BENCH, "--subset", "Github_nope", "--out", tmp_path],
-                      env={"EXTRACT_CORPORA": str(root)})
+    # in-process, the corpora's root is named on the command line (EXTRACT_CORPORA is read at import)
+    result = run_main(["conformance", c.BENCH, "--subset", "Github_nope", "--out", tmp_path,
+                       "--corpora-root", str(root)])
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: --subset 'Github_nope'")
     assert not (tmp_path / "conformance.json").exists()
