@@ -177,8 +177,7 @@ class HostedEngine(Engine):
         self.using: Sampling = (dict(sampling), tuple(bounds))  # sent with each call: the host has no run's own
         self.on_request_done: Any = None
         self.on_tokens: Any = None
-        self._tokenizer = model_tokenizer(llm_args["model"])
-        self.tokenizer = self._tokenizer
+        self.tokenizer = model_tokenizer(llm_args["model"])
         self._start = (llm_args, env, node)
         info = self._connect()
         self.max_model_len = int(info["max_model_len"])
@@ -190,7 +189,7 @@ class HostedEngine(Engine):
     def prompt_token_ids(self, prompt: Any) -> list[int]:
         from workers.engine.vllm_engine import chat_token_ids  # no vLLM import: only the chat template
 
-        return chat_token_ids(self._tokenizer, prompt)
+        return chat_token_ids(self.tokenizer, prompt)
 
     def use_sampling(self, options: Any, grammar_bounds: GrammarBounds = NO_BOUNDS) -> None:
         """This run's sampling and grammar bounds, sent with each of its calls to the host."""
