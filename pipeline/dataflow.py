@@ -35,6 +35,10 @@ READ_TASK_CPUS = 0.0
 # throughput, and at 0.1 s that was most of the driver's CPU per outcome of a simulated run (issue 27). A finished
 # batch waits at most this long to reach the driver; each actor has its next batch queued meanwhile.
 SCHEDULER_TICK_S = 0.5
+# Ray Data's map operators keep each output block's stats for the run's life and its iterator pickles them all every
+# few seconds (`workers.ray_compat.bound_block_stats`): kept to the last this many, the driver's memory and CPU per
+# outcome stop growing with the run.
+BLOCK_STATS_KEPT = 1000
 FORWARDED_ENV = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE",
                  "VLLM_ENABLE_V1_MULTIPROCESSING", "HF_HUB_OFFLINE", "EXTRACT_CACHE_DIR", "EXTRACT_LOG_FORMAT",
                  "EXTRACT_LOG_LEVEL", "EXTRACT_MASK_KERNEL", "EXTRACT_PENALTY_KERNEL", "EXTRACT_VERBOSE",
@@ -131,6 +135,7 @@ def build_dataset(
     ctx.execution_options.preserve_order = False
     ctx.enable_progress_bars = False
     slow_scheduler_tick()
+    bound_block_stats()
     staging = slices if not split else None  # a split run filters each batch per pool: no batch is one range
     documents = _documents(units, storage, id_field, cfg.input, cfg.workers, routes, split, staging)
     # A document that kills its actor is isolated and dead-lettered (workers.crashes); that takes restarts.
@@ -164,6 +169,26 @@ def slow_scheduler_tick(seconds: float = SCHEDULER_TICK_S, state: Any = None) ->
         log.warning(f"Ray Data's scheduling loop keeps Ray's own wait between looks, not {seconds} s: {problem} "
                     f"(ray {ray.__version__}); the run goes on, with more of the driver's CPU per outcome; "
                     f"workers/ray_compat.py set_scheduler_tick needs this Ray's name for it")
+    return False
+
+
+_stats_warned = False
+
+
+def bound_block_stats(keep: int = BLOCK_STATS_KEPT, state: Any = None) -> bool:
+    """Bound what Ray Data keeps per output block to the last `keep` (through the Ray door,
+    `workers.ray_compat.bound_block_stats`; `state`: the module to patch). Where this Ray keeps them otherwise,
+    the run goes on (its driver's memory and CPU then grow with its blocks) and says so once per process.
+    True if bounded."""
+    global _stats_warned
+    problem = ray_compat.bound_block_stats(keep, state)
+    if problem is None:
+        return True
+    if not _stats_warned:
+        _stats_warned = True
+        log.warning(f"Ray Data keeps every output block's stats for the run: {problem} (ray {ray.__version__}); "
+                    f"the run goes on, its driver's memory growing with its blocks; workers/ray_compat.py "
+                    f"bound_block_stats needs this Ray's names for them")
     return False
 
 

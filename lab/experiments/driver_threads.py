@@ -131,7 +131,7 @@ def profile_text(stats: Path) -> str:
 
 
 def start_driver(out: Path, cluster: simbench.LocalCluster, docs: int, actors: int, batch_size: int, cwd: Path,
-                 cprofile: bool) -> tuple[subprocess.Popen[bytes], Path, float]:
+                 cprofile: bool, checkpoint_rows: int | None = None) -> tuple[subprocess.Popen[bytes], Path, float]:
     """The cell (its corpus under OUT/corpus, its config, log and output under OUT/cell, afresh) and its driver
     started on `cluster` (under cProfile with `cprofile`): the driver, the cell's output and when it started."""
     corpus = out / "corpus" / f"{docs}-1"
@@ -140,8 +140,8 @@ def start_driver(out: Path, cluster: simbench.LocalCluster, docs: int, actors: i
     shutil.rmtree(cell, ignore_errors=True)
     cell.mkdir(parents=True)
     output = cell / "output"
-    config = simbench.write_config(cell / "extract.yaml", corpus, info, output, actors, batch_size, batch_size,
-                                   {})
+    config = simbench.write_config(cell / "extract.yaml", corpus, info, output, actors, batch_size,
+                                   checkpoint_rows or batch_size, {})
     started = time.perf_counter()
     with (cell / "driver.log").open("w") as log:
         command = simbench.driver_command(config, info)
@@ -197,13 +197,13 @@ def rss_peaks(samples: list[tuple[float, dict[str, int]]]) -> dict[str, int]:
 
 
 def run(docs: int, actors: int, batch_size: int, out: Path, cwd: Path, spy: bool = False,
-        cprofile: bool = False) -> dict[str, Any]:
+        cprofile: bool = False, checkpoint_rows: int | None = None) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("py-spy.txt", "driver.prof"):
         (out / stale).unlink(missing_ok=True)
     cluster = simbench.LocalCluster([actors + 1])
     try:
-        proc, output, started = start_driver(out, cluster, docs, actors, batch_size, cwd, cprofile)
+        proc, output, started = start_driver(out, cluster, docs, actors, batch_size, cwd, cprofile, checkpoint_rows)
         recorder = spy_recorder(proc.pid, out) if spy else None
         sampler = Sampler(proc, started)
         sampler.start()
@@ -232,13 +232,14 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--actors", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=10_000)
+    parser.add_argument("--checkpoint-rows", type=int, help="output.checkpoint_rows (default: the batch size)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--cwd", type=Path, default=Path(__file__).resolve().parents[2])
     parser.add_argument("--py-spy", action="store_true", help="record the driver's stacks (py-spy on PATH)")
     parser.add_argument("--cprofile", action="store_true", help="the driver's main thread under cProfile")
     args = parser.parse_args()
     print(json.dumps(run(args.docs, args.actors, args.batch_size, args.out.resolve(), args.cwd, args.py_spy,
-                         args.cprofile), indent=2))
+                         args.cprofile, args.checkpoint_rows), indent=2))
 
 
 if __name__ == "__main__":
