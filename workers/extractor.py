@@ -217,7 +217,8 @@ class BatchExtractor:
             if early is None and not self._over_window(len(token_ids), contract):
                 batch.add(i, doc_id, text, chat, token_ids, contract)
             elif early is None or self.windows is not None and early.reason == DeadLetterReason.INPUT_TOO_LONG:
-                early = self._windowed(i, doc_id, text, contract, batch)
+                with timed("prompt"):  # a long document's windows: its pieces counted, each window's prompt made
+                    early = self._windowed(i, doc_id, text, contract, batch)
         if early is not None:
             early.extra["schema_hash"] = contract.hash
         return early
