@@ -32,6 +32,7 @@ from workers.calibrator import Calibrator
 from workers.classify import (
     INVALID_INPUT_COLUMN,
     Outcome,
+    check_batch_types,
     check_input,
     check_types,
     classify,
@@ -269,10 +270,11 @@ class BatchExtractor:
                 outcome = classify(generation, contract, {"document": text, "document_id": doc_id},
                                    self.decode.constrained, self.decode.repeated_items, self.decode.min_confidence,
                                    self._calibrator, free=unsure)
-                if not self.schemas.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
-                    outcome = check_types(outcome, contract)
             outcome.extra["schema_hash"] = contract.hash
             outcomes.append(outcome)
+        if not self.schemas.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
+            with timed("classify_validate"):
+                outcomes = check_batch_types(outcomes, self.schemas.contract)
         return outcomes
 
     def _grammar(self, contract: SchemaContract, text: str | None) -> dict[str, Any] | None:
