@@ -49,8 +49,8 @@ from workers.confidence import leaf_confidence, row_confidence
 from workers.engine import REFUSED, EngineFatal, Generation
 from workers.outcome import DEAD_LETTER_REASONS, DeadLetterReason, Internal
 
-__all__ = ["DEAD_LETTER_REASONS", "INVALID_INPUT_COLUMN", "DeadLetterReason", "Outcome", "check_input", "check_types",
-           "classify", "dead_letter", "error_json", "settle"]
+__all__ = ["DEAD_LETTER_REASONS", "INVALID_INPUT_COLUMN", "DeadLetterReason", "Outcome", "check_batch_types",
+           "check_input", "check_types", "classify", "dead_letter", "error_json", "settle"]
 
 INVALID_INPUT_COLUMN = Internal.INVALID_INPUT  # set by the reader on a row it could not decode: why, else null
 
@@ -229,6 +229,20 @@ def check_types(outcome: Outcome, contract: SchemaContract) -> Outcome:
         outcome.error = {"message": str(exc), "field": exc.field,
                          "errors": [{"loc": [exc.field], "msg": str(exc), "type": outcome.reason}]}
     return outcome
+
+
+def check_batch_types(outcomes: list[Outcome], contract: SchemaContract) -> list[Outcome]:
+    """`check_types` of each outcome, the batch's rows typed together, once: a value fails the batch's typing exactly
+    when it fails its own row's (each value goes through its field's converter into an array of the field's type),
+    so only then is each row typed alone, to find which ones."""
+    rows = [o.record for o in outcomes if o.record is not None]
+    if not rows:
+        return outcomes
+    try:
+        contract.layout.convert_rows(rows)
+    except Exception:  # noqa: BLE001 - some row's value does not fit: each row is checked on its own
+        return [check_types(o, contract) for o in outcomes]
+    return outcomes
 
 
 def settle(attempts: list[Outcome]) -> Outcome:

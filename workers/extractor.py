@@ -32,6 +32,7 @@ from workers.calibrator import Calibrator
 from workers.classify import (
     INVALID_INPUT_COLUMN,
     Outcome,
+    check_batch_types,
     check_input,
     check_types,
     classify,
@@ -217,7 +218,8 @@ class BatchExtractor:
             if early is None and not self._over_window(len(token_ids), contract):
                 batch.add(i, doc_id, text, chat, token_ids, contract)
             elif early is None or self.windows is not None and early.reason == DeadLetterReason.INPUT_TOO_LONG:
-                early = self._windowed(i, doc_id, text, contract, batch)
+                with timed("prompt"):  # a long document's windows: its pieces counted, each window's prompt made
+                    early = self._windowed(i, doc_id, text, contract, batch)
         if early is not None:
             early.extra["schema_hash"] = contract.hash
         return early
@@ -249,7 +251,8 @@ class BatchExtractor:
                   seeds: list[int] | None = None) -> list[Outcome] | Exception:
         """One attempt: an outcome per prompt, or the (non-fatal) exception that failed the whole generation."""
         grammars = [self._grammar(c, text) for c, text in zip(contracts, texts, strict=True)]
-        free = [free_fields(g)[1] if g is not None else () for g in grammars]  # marks off, before the engine
+        with timed("grounding"):  # the grounded grammars' marks taken off, before the engine
+            free = [free_fields(g)[1] if g is not None else () for g in grammars]
         seeded = {"seeds": seeds} if seeds is not None else {}  # only a resampling attempt seeds each request
         try:
             self._stage("generating")
@@ -268,10 +271,11 @@ class BatchExtractor:
                 outcome = classify(generation, contract, {"document": text, "document_id": doc_id},
                                    self.decode.constrained, self.decode.repeated_items, self.decode.min_confidence,
                                    self._calibrator, free=unsure)
-                if not self.schemas.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
-                    outcome = check_types(outcome, contract)
             outcome.extra["schema_hash"] = contract.hash
             outcomes.append(outcome)
+        if not self.schemas.contract.per_row:  # typed here: a value its column cannot hold is this row's fault
+            with timed("classify_validate"):
+                outcomes = check_batch_types(outcomes, self.schemas.contract)
         return outcomes
 
     def _grammar(self, contract: SchemaContract, text: str | None) -> dict[str, Any] | None:

@@ -4,7 +4,8 @@ What an actor's batch thread spends besides generation decides how many CPU core
 timed in the thread's own CPU time (`time.thread_time`: the engine thread and the other batches' threads are not
 counted), per batch:
 
-- `prompt`: the prompt built and tokenized (retry feedback prompts included);
+- `prompt`: the prompt built and tokenized (retry feedback prompts included; a long document's windows planned:
+  its pieces counted, each window's prompt made);
 - `grounding`: each document's grounded schema (`schemas.grounding.ground`);
 - `grammar_compile`: schemas compiled by the actor (a per-row schema's first appearance; the job's own schema is
   compiled before the first batch and reported as the actors' `schema_compile_s`). The grammar of each grounded

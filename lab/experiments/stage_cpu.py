@@ -66,8 +66,10 @@ def main() -> None:
     if args.tokenizer:
         from transformers import AutoTokenizer
 
+        from workers.engine.vllm_engine import chat_token_ids
+
         tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(args.tokenizer))
-        engine.prompt_token_ids = lambda text: tokenizer(text if isinstance(text, str) else str(text)).input_ids
+        engine.prompt_token_ids = lambda prompt: chat_token_ids(tokenizer, prompt)  # as vLLM's engine counts it
     extractor = BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
     extractor.prepare()
     batch_size = loaded.config.workers.batch_size

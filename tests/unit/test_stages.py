@@ -101,3 +101,38 @@ def test_a_batch_through_the_extractor_is_timed_in_its_stages():
     for stage in ("prompt", "grounding", "classify_validate", "staging"):
         assert clock.seconds[stage] > 0, stage
     assert clock.seconds["calibration"] == 0  # the job has no calibration
+
+
+def test_a_long_documents_windows_are_planned_in_the_prompt_stage(monkeypatch):
+    """Every prompt a windowed document's planning tokenizes (its pieces counted, each window's prompt) is made
+    inside the `prompt` stage: before, planning ran in no stage and its CPU was counted nowhere."""
+    from contextlib import contextmanager
+
+    import workers.extractor as extractor_module
+    from tests.unit.test_windows import WindowEngine, long_nda, nda_spec, table
+    from workers.extractor import BatchExtractor
+
+    open_stages: list[str] = []
+    real = extractor_module.timed
+
+    @contextmanager
+    def naming(stage):
+        open_stages.append(stage)
+        try:
+            with real(stage):
+                yield
+        finally:
+            open_stages.pop()
+
+    monkeypatch.setattr(extractor_module, "timed", naming)
+    seen: list[tuple[str, ...]] = []
+
+    class Recording(WindowEngine):
+        def prompt_token_ids(self, prompt):
+            seen.append(tuple(open_stages))
+            return super().prompt_token_ids(prompt)
+
+    with batch_clock():
+        out = BatchExtractor(Recording(), nda_spec(), 120)(table([long_nda()]))
+    assert out.column("_windows")[0].as_py() > 3
+    assert len(seen) > 4 and all(stages[-1:] == ("prompt",) for stages in seen), seen

@@ -82,3 +82,24 @@ def test_a_value_of_a_kind_its_column_cannot_take_is_semantic_invalid_and_one_pa
     too_big = check_types(Outcome(record={"label": "a", "count": -(2**63) - 1}), contract)
     assert too_big.reason == "type_overflow" and too_big.error["errors"][0]["loc"] == ["count"]
     assert check_types(Outcome(record={"label": "a", "count": -(2**63)}), contract).is_row
+
+
+def test_the_batch_typed_at_once_gives_each_row_the_outcome_typed_alone_gives_it():
+    """`check_batch_types` (the batch's rows typed together, row by row only when one fails) against `check_types`
+    row by row: the same rows and the same dead letters, on batches with no failing value and with some."""
+    import copy
+
+    from workers.classify import Outcome, check_batch_types, check_types, dead_letter
+
+    contract = SchemaContract.from_dict(SCHEMA)
+    records = [{"label": "a", "count": 1, "parts": [{"n": 2}]}, {"label": "b", "count": 2**63 - 1},
+               {"label": "c", "count": HUGE}, {"label": "d", "count": "seven"}, {"label": "e", "count": 3},
+               {"label": "f", "count": 1, "parts": [{"n": 2**64}]}]
+    batches = [records[:2] + records[4:5], records, records[2:4], [None], records[:1] + [None] + records[3:4]]
+    for batch in batches:
+        outcomes = [Outcome(record=dict(r)) if r is not None else dead_letter("truncated", "cut") for r in batch]
+        alone = [check_types(o, contract) for o in copy.deepcopy(outcomes)]
+        together = check_batch_types(outcomes, contract)
+        assert [(o.record, o.reason, o.error) for o in together] == [(o.record, o.reason, o.error) for o in alone]
+    assert [o.reason for o in check_batch_types([Outcome(record=dict(r)) for r in records], contract)] == \
+        [None, None, "type_overflow", "semantic_invalid", None, "type_overflow"]

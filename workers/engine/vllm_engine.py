@@ -29,6 +29,7 @@ Sampling = tuple[dict[str, Any], GrammarBounds]
 def chat_token_ids(tokenizer: Any, prompt: Any) -> list[int]:
     """The chat-formatted prompt as token ids: one user message (text), or a `Chat` (system, few-shot turns,
     document) under its own chat template, else the tokenizer's, else as a plain transcript."""
+    from workers.chat_tokens import chat_tokens
     from workers.prompt import plain_transcript
 
     if isinstance(prompt, str):
@@ -36,12 +37,8 @@ def chat_token_ids(tokenizer: Any, prompt: Any) -> list[int]:
     else:
         messages, template = list(prompt.messages), prompt.chat_template
     template = template or getattr(tokenizer, "chat_template", None)  # a tokenizer's attribute, None when unset
-    if template:
-        ids = tokenizer.apply_chat_template(messages, chat_template=template, tokenize=True,
-                                            add_generation_prompt=True)
-        if isinstance(ids, dict) or hasattr(ids, "input_ids"):
-            ids = ids["input_ids"]
-        return list(ids)
+    if template:  # the part before the document tokenized once (workers.chat_tokens): the same ids
+        return chat_tokens.ids(tokenizer, messages, template)
     return list(tokenizer.encode(plain_transcript(messages)))
 
 
