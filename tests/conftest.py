@@ -382,9 +382,39 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(line)
 
 
+# Test modules that start real vLLM engines. Under `make test`'s two test processes (pytest-xdist, `--dist
+# loadgroup`) they form one group, run one after the other in one process: two vLLM CPU engines side by side slow
+# each other more than they overlap (the lab's journal). Every other module is a group of its own, so a module's
+# fixtures (its engine, its cluster, its S3 server) start once, in one process.
+REAL_ENGINE_MODULES = frozenset({
+    "test_bench", "test_conformance", "test_contracts", "test_engine_failures", "test_engine_host",
+    "test_engine_thread", "test_first_job", "test_noise", "test_per_row_schemas", "test_pipeline_e2e",
+    "test_side_by_side", "test_vllm_version"})
+
+
+def xdist_group(item) -> str:
+    """The pytest-xdist group of `item`: `real-engines` for a module of REAL_ENGINE_MODULES, else its module."""
+    path = Path(str(item.fspath))
+    return "real-engines" if path.stem in REAL_ENGINE_MODULES else path.relative_to(ROOT).as_posix()
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, the controller makes sure a Ray auth token exists before its test processes start: two
+    of them making the first one at once (`ray start`, a local `ray.init`) could each write their own."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        if not os.environ.get("RAY_AUTH_TOKEN") and not Path("~/.ray/auth_token").expanduser().exists():
+            from pipeline.tools.localcluster import ensure_auth_token
+
+            env = {**os.environ, "RAY_AUTH_MODE": "token"}
+            ensure_auth_token(str(Path(sys.executable).parent / "ray"), env)
+
+
 def pytest_collection_modifyitems(config, items):
     misplaced = []
+    grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
+        if grouped:
+            item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
         fixtures = set(getattr(item, "fixturenames", ()))
         if HEAVY_FIXTURES & fixtures:
             item.add_marker(pytest.mark.engine)
