@@ -382,20 +382,27 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(line)
 
 
-# Test modules that start real vLLM engines. Under `make test`'s two test processes (pytest-xdist, `--dist
-# loadgroup`) they form one group, run one after the other in one process: two vLLM CPU engines side by side slow
-# each other more than they overlap (the lab's journal). Every other module is a group of its own, so a module's
-# fixtures (its engine, its cluster, its S3 server) start once, in one process.
-REAL_ENGINE_MODULES = frozenset({
-    "test_bench", "test_conformance", "test_contracts", "test_engine_failures", "test_engine_host",
-    "test_engine_thread", "test_first_job", "test_noise", "test_per_row_schemas", "test_pipeline_e2e",
-    "test_side_by_side", "test_vllm_version"})
+# The tests that start real vLLM engines: a whole module, or one test of a module (`module.py::test`, with every
+# parameter). Under `make test`'s two test processes (pytest-xdist, `--dist loadgroup`) they form one group, run one
+# after the other in one process: two vLLM CPU engines side by side slow each other more than they overlap (the
+# lab's journal). Every other test is in its module's group, so a module's fixtures (its cluster, its S3 server,
+# its compile child) start once, in one process; a module named here as a whole keeps its fixtures the same way.
+REAL_ENGINE_TESTS = frozenset({
+    "test_bench.py::test_engine_arms_figures_on_a_real_engine",
+    "test_conformance.py::test_quick_slice_writes_a_consistent_report",
+    "test_contracts.py", "test_engine_failures.py", "test_engine_host.py", "test_engine_thread.py",
+    "test_first_job.py::test_first_job_page_runs_as_written",
+    "test_noise.py::test_a_run_prints_our_lines_and_the_summary_only",
+    "test_per_row_schemas.py", "test_pipeline_e2e.py", "test_side_by_side.py", "test_vllm_version.py"})
 
 
 def xdist_group(item) -> str:
-    """The pytest-xdist group of `item`: `real-engines` for a module of REAL_ENGINE_MODULES, else its module."""
+    """The pytest-xdist group of `item`: `real-engines` for a test of REAL_ENGINE_TESTS, else its module's path."""
     path = Path(str(item.fspath))
-    return "real-engines" if path.stem in REAL_ENGINE_MODULES else path.relative_to(ROOT).as_posix()
+    name = getattr(item, "originalname", None) or item.name
+    if path.name in REAL_ENGINE_TESTS or f"{path.name}::{name}" in REAL_ENGINE_TESTS:
+        return "real-engines"
+    return path.relative_to(ROOT).as_posix()
 
 
 def pytest_configure(config):
