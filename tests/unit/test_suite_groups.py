@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.conftest import REAL_ENGINE_TESTS, ROOT, xdist_group
+from tests.conftest import REAL_ENGINE_TESTS, ROOT, group_of
 
 INTEGRATION = ROOT / "tests" / "integration"
 
@@ -27,15 +27,9 @@ def test_every_entry_names_an_existing_module_and_test():
     assert not missing, f"REAL_ENGINE_TESTS names what tests/integration does not have: {missing}"
 
 
-class _Item:
-    def __init__(self, path: Path, name: str) -> None:
-        self.fspath, self.name, self.originalname = path, f"{name}[x]", name
-
-
 def test_a_named_test_joins_the_group_and_its_neighbours_keep_their_module():
-    bench = INTEGRATION / "test_bench.py"
-    assert xdist_group(_Item(bench, "test_engine_arms_figures_on_a_real_engine")) == "real-engines"
-    assert xdist_group(_Item(bench, "test_quick_bench_writes_json_markdown_and_chart")) == \
-        "tests/integration/test_bench.py"
-    assert xdist_group(_Item(INTEGRATION / "test_engine_thread.py", "anything")) == "real-engines"
-    assert xdist_group(_Item(ROOT / "tests" / "unit" / "test_config.py", "test_x")) == "tests/unit/test_config.py"
+    bench = "tests/integration/test_bench.py"
+    assert group_of(f"{bench}::test_engine_arms_figures_on_a_real_engine") == "real-engines"
+    assert group_of(f"{bench}::test_quick_bench_writes_json_markdown_and_chart") == bench
+    assert group_of("tests/integration/test_engine_thread.py::test_x[a/b::c]") == "real-engines"
+    assert group_of("tests/unit/test_config.py::TestX::test_y[1]") == "tests/unit/test_config.py"
