@@ -408,11 +408,14 @@ def group_of(nodeid: str) -> str:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadgroup` with the groups of `group_of`, sent to the test processes whole, the largest first.
-    The groups are told to the scheduler here, from the test ids: pytest-xdist 3.8's own `xdist_group` marks are
-    lost under pytest 9.2, whose test ids it can no longer suffix (pytest-xdist issue 1386)."""
+    """`--dist loadgroup` with the groups of `group_of`, each sent whole to one test process, in the order of
+    collection: the real-engine group among the first, tests/integration's long modules next and tests/unit's
+    short ones last, to fill the end (xdist's default order, most tests first, would leave a long module of few
+    tests to run alone at the end). The groups are told to the scheduler from the test ids: pytest-xdist 3.8's own
+    `xdist_group` marks are lost under pytest 9.2, whose test ids it can no longer suffix (its issue 1386)."""
     if config.getvalue("dist") != "loadgroup":
         return None
+    config.option.loadscopereorder = False
     from xdist.scheduler import LoadGroupScheduling
 
     class ByTestGroup(LoadGroupScheduling):
