@@ -20,9 +20,13 @@ run: $(STAMP)  # runs the sample job, then scores its rows against the sample go
 browser:
 	bash infra/install-chromium.sh
 
+# Two test processes (pytest-xdist): the modules that start real vLLM engines run one after the other in one of
+# them, every other module as a whole in either (tests/conftest.py, REAL_ENGINE_MODULES). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
 	bash infra/install-chromium.sh --if-possible
-	$(PY) -m pytest -q --durations=30  # the 30 slowest tests, to see where the time goes
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30  # the 30 slowest, to see where the time goes
 
 # The first tier: pure logic, in under a minute. tests/integration holds the tests marked (or auto-marked by
 # their fixtures) `engine` (a vLLM engine, a Ray cluster, a compile child) or `slow` (an S3 server, child

@@ -382,6 +382,60 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(line)
 
 
+# The tests that start real vLLM engines: a whole module, or one test of a module (`module.py::test`, with every
+# parameter). Under `make test`'s two test processes (pytest-xdist, `--dist loadgroup`) they form one group, run one
+# after the other in one process: two vLLM CPU engines side by side slow each other more than they overlap (the
+# lab's journal). Every other test is in its module's group, so a module's fixtures (its cluster, its S3 server,
+# its compile child) start once, in one process; a module named here as a whole keeps its fixtures the same way.
+REAL_ENGINE_TESTS = frozenset({
+    "test_bench.py::test_engine_arms_figures_on_a_real_engine",
+    "test_conformance.py::test_quick_slice_writes_a_consistent_report",
+    "test_contracts.py", "test_engine_failures.py", "test_engine_host.py", "test_engine_thread.py",
+    "test_first_job.py::test_first_job_page_runs_as_written",
+    "test_noise.py::test_a_run_prints_our_lines_and_the_summary_only",
+    "test_per_row_schemas.py", "test_pipeline_e2e.py", "test_side_by_side.py", "test_vllm_version.py"})
+
+
+def group_of(nodeid: str) -> str:
+    """The group of the test `nodeid` (`tests/x/test_m.py::test_name[param]`): `real-engines` for a test of
+    REAL_ENGINE_TESTS, else its module's path."""
+    path, _, rest = nodeid.partition("::")
+    module, name = path.rsplit("/", 1)[-1], rest.split("::")[-1].split("[")[0]
+    if module in REAL_ENGINE_TESTS or f"{module}::{name}" in REAL_ENGINE_TESTS:
+        return "real-engines"
+    return path
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` with the groups of `group_of`, each sent whole to one test process, in the order of
+    collection: the real-engine group among the first, tests/integration's long modules next and tests/unit's
+    short ones last, to fill the end (xdist's default order, most tests first, would leave a long module of few
+    tests to run alone at the end). The groups are told to the scheduler from the test ids: pytest-xdist 3.8's own
+    `xdist_group` marks are lost under pytest 9.2, whose test ids it can no longer suffix (its issue 1386)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    config.option.loadscopereorder = False
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ByTestGroup(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return ByTestGroup(config, log)
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, the controller makes sure a Ray auth token exists before its test processes start: two
+    of them making the first one at once (`ray start`, a local `ray.init`) could each write their own."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        if not os.environ.get("RAY_AUTH_TOKEN") and not Path("~/.ray/auth_token").expanduser().exists():
+            from pipeline.tools.localcluster import ensure_auth_token
+
+            env = {**os.environ, "RAY_AUTH_MODE": "token"}
+            ensure_auth_token(str(Path(sys.executable).parent / "ray"), env)
+
+
 def pytest_collection_modifyitems(config, items):
     misplaced = []
     for item in items:

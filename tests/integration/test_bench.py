@@ -20,6 +20,8 @@ ARMS = ("engine", "engine_same_requests", "unconstrained", "retry", "pipeline", 
 # A simulated engine that takes time as a model would (per request and per token), so every arm's seconds, and
 # the decode-only figures that subtract a max_tokens=1 run, are above 0.
 SIMULATED = {"tokens_per_s": 200, "ttft_s": 0.01}
+# `extract bench --simulate`'s cells: documents per cell (its own grids hold 2,000 and more; the plumbing is the same)
+SIM_DOCS = 400
 
 
 def _check_arms(report):
@@ -139,18 +141,19 @@ def test_engine_arms_figures_on_a_real_engine(tmp_path):
 def test_simulated_bench_runs_its_cells_and_ceilings(tmp_path, cli_env):
     """`extract bench --simulate` with two small cells (one and two partitions): real runs on the simulated engine,
     every document an outcome, and the two ceilings measured in the same bench run."""
-    out = tmp_path / "sim"
-    result = run_cli(["bench", "--simulate", "--sim-cells", "2000:1:1,2000:2:2", "--out", str(out)], cli_env,
-                     timeout=900)
+    out, docs = tmp_path / "sim", SIM_DOCS
+    # batches and checkpoints of 100 rows (the bench's default is 500): several of each per cell, as at 2,000
+    result = run_cli(["bench", "--simulate", "--sim-cells", f"{docs}:1:1,{docs}:2:2", "--sim-batch-size", "100",
+                      "--sim-checkpoint-rows", "100", "--out", str(out)], cli_env, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads((out / "bench-sim.json").read_text())
     cells = {(c["docs"], c["actors"], c["partitions"]): c for c in report["cells"]}
-    assert set(cells) == {(2000, 1, 1), (2000, 2, 2)}
+    assert set(cells) == {(docs, 1, 1), (docs, 2, 2)}
     for cell in cells.values():
-        assert cell["exit"] == 0 and cell["outcomes"] == 2000 and cell["status"] == "committed"
+        assert cell["exit"] == 0 and cell["outcomes"] == docs and cell["status"] == "committed"
         assert cell["driver_cpu_s"] > 0 and cell["driver_peak_rss_mb"] > 0 and cell["staging_files_peak"] >= 0
     assert report["commit_ceiling"]["outcomes_per_s"] > 0 and report["commit_ceiling_partitions"]["partitions"] == 2
-    assert report["ray_ceiling"]["rows"] == 2000
-    assert "| 2000 | 2 | 2 | 0 |" in (out / "bench-sim.md").read_text()
+    assert report["ray_ceiling"]["rows"] == docs
+    assert f"| {docs} | 2 | 2 | 0 |" in (out / "bench-sim.md").read_text()
     assert report["machine"]["usable_cpus"] >= 1 and "\nMachine: " in (out / "bench-sim.md").read_text()
     assert (out / "bench-sim.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
