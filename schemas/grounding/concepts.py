@@ -75,7 +75,8 @@ def phrases(languages: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict[st
         body = r"[ \t]+".join(re.escape(part) for part in phrase.split(" "))
         whole = len(phrase) < 4 or not phrase[-1].isalpha()
         parts.append(body + (r"(?![^\W\d_])" if whole else ""))
-    return re.compile(r"(?<![^\W\d_])(?i:" + "|".join(parts) + ")"), concept_of
+    initials = "".join(sorted({re.escape(c) for p in concept_of for c in (p[0].lower(), p[0].upper())}))
+    return re.compile(rf"(?<![^\W\d_])(?=[{initials}])(?i:" + "|".join(parts) + ")"), concept_of
 
 
 class DocumentConcepts:
@@ -87,6 +88,7 @@ class DocumentConcepts:
         # (the label's start, its value's start, its value's end) of each `label: value` pair
         self.pairs = [(m.start("label"), m.start("value"), m.end("value")) for m in LABELLED.finditer(document)]
         self._at: dict[int, str | None] = {}
+        self._lines: dict[int, list[tuple[int, int, str | None]]] = {}
 
     def at(self, start: int) -> str | None:
         """The concept the label before offset `start` names (None: no label phrase there)."""
@@ -97,9 +99,19 @@ class DocumentConcepts:
             for label_start, value_start, value_end in self.pairs:
                 if value_start <= start <= value_end and label_start >= window:
                     window = label_start
-            match = self.pattern.search(self.document, window, start)
-            self._at[start] = self.concept_of.get(_normal(match.group())) if match else None
+            found = [c for first, end, c in self._matches(window) if end <= start]
+            self._at[start] = found[0] if found else None
         return self._at[start]
+
+    def _matches(self, window: int) -> list[tuple[int, int, str | None]]:
+        """The label phrases from `window` to its line's end, each (start, end, concept), made once per window."""
+        if window not in self._lines:
+            line_end = self.document.find("\n", window)
+            line_end = len(self.document) if line_end < 0 else line_end
+            assert self.pattern is not None
+            self._lines[window] = [(m.start(), m.end(), self.concept_of.get(_normal(m.group())))
+                                   for m in self.pattern.finditer(self.document, window, line_end)]
+        return self._lines[window]
 
 
 def key(value: Any) -> str:
