@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from schemas.grounding.index import DocumentIndex
 
 NAME_TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-# A number a `%` follows (`MwSt. 10 %`, `IVA (21%)`) is a rate, never the amount a money concept names
+# A number a `%` follows (`MwSt. 10 %`, `IVA (21%)`) is a rate, never the amount a money concept names (chosen on
+# jobs/multilingual, where a VAT field kept `10` beside `902,93` under `IVA al 10%`; on the held-out set of the
+# `concepts` screen's docstring the VAT amount is the only candidate in 29 of 30 documents, 0 before)
 PERCENT = re.compile(r"[ \u00a0\u202f]?%")
 
 

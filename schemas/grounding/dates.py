@@ -65,8 +65,9 @@ def order_evidence(numeric: list[re.Match[str]]) -> bool | None:
     """Whether the document's own numeric dates say it writes the day first (True) or the month first (False):
     each of its dates that only one order reads (`24/07/2026`, `07/24/2026`) agrees; else None (both readings
     stay). A date with dots (`06.03.2026`) is read day first in any case: no CLDR locale writes the month first
-    with dots. Chosen on jobs/multilingual (13 ambiguous issue or due dates of 49 documents); on the English
-    sample and the tickets, where every numeric date is ISO or has a part over 12, nothing changes."""
+    with dots. Chosen on jobs/multilingual: the dots gave one reading to 6 of its 28 ambiguous issue or due dates
+    (the documents' own dates decided none there); the tickets' and DeepJSONEval's (first 32) grammars do not
+    change, and the English sample's dates are the only candidate in 50 of 50 documents as before."""
     orders = {int(m.group(1)) > 12 for m in numeric if max(int(m.group(1)), int(m.group(3))) > 12}
     return orders.pop() if len(orders) == 1 else None
 

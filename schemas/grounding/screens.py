@@ -113,9 +113,13 @@ def concepts(candidates: list[Any], field: FieldContext, index: DocumentIndex) -
 
     Chosen on jobs/multilingual (49 invoices and receipts in de, fr, es, it, nl, pt-BR and en-GB, written by
     make_invoices.py, its gold not read from any finder): the model chose a neighbouring label's value for 14 issue
-    dates, 29 totals and nearly every net and VAT amount. What it is worth there and where it was not chosen (the
-    English sample, marked and unmarked, and the tickets, whose fields hold no concept): /work/notes/wip-ml-docs.md
-    and the commit that added it."""
+    dates, 29 totals and nearly every net and VAT amount. There the gold value became the only candidate for 49 of
+    49 nets, VAT amounts and totals (0 before), 43 issue dates (15), 45 invoice numbers (1), reach 1.000. Where it
+    was not chosen: on the unmarked English sample the only candidate for 50 of 50 totals (0 before) and 42
+    invoice numbers (12), reach 1.000; on a held-out set of 30 invoices in six languages written after the word
+    lists (other wording, distractor dates and numbers), reach 1.000 and the only candidate for 30/30 numbers and
+    due dates, 25-29/30 amounts, 13/30 issue dates (0/30 each before); the tickets and DeepJSONEval en/zh (first
+    32): no grammar changes (their fields hold no concept)."""
     if field.concept is None or field.kind not in CONCEPT_KINDS or not candidates:
         return candidates
     found = value_concepts(index, field.kind, candidates)
