@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-DEFAULT_SCREENS = ["placeholders", "sent", "labels"]  # schemas.grounding.screens.DEFAULT_SCREENS
+DEFAULT_SCREENS = ["placeholders", "sent", "labels", "concepts"]  # schemas.grounding.screens.DEFAULT_SCREENS
 
 
 def checked_locale(value: str | None) -> str | None:

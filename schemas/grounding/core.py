@@ -37,9 +37,10 @@ from typing import Any
 import jsonschema
 
 from schemas.cells import MAX_WORDS
+from schemas.grounding.concepts import field_concept
 from schemas.grounding.finders import FALLBACK
 from schemas.grounding.index import DocumentIndex, document_index
-from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_names, has_grounded
+from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_name, field_names, has_grounded
 from schemas.grounding.locale import AUTO, Locale
 from schemas.grounding.normal import normal_forms
 from schemas.grounding.screens import DEFAULT_SCREENS, FieldContext, screen
@@ -302,14 +303,21 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
     cache: dict[str, Any] = {"definitions": definitions}
     index = document_index(document, locale)
     nodes = dict(iter_subschemas(work))
+    concepts = _concepts(kinds)
     for path, kind in kinds.items():
         node = nodes[path]
         field = FieldContext(kind, _nullable(node), named[path],
-                             tuple(words_ for other, words_ in named.items() if other != path))
+                             tuple(words_ for other, words_ in named.items() if other != path), concepts.get(path),
+                             frozenset(c for other, c in concepts.items() if other != path and c))
         grounded = _grounded(node, kind, index, cache, field, tuple(screens), mark_free)
         node.clear()
         node.update(grounded)
     return work
+
+
+def _concepts(kinds: dict[Any, str]) -> dict[Any, str | None]:
+    """Each grounded field's concept by its own name (`schemas.grounding.concepts.field_concept`)."""
+    return {path: field_concept(field_name(path)) for path in kinds}
 
 
 _FIELDS: dict[str, tuple[dict[Any, str], dict[Any, frozenset[str]]]] = {}  # by the schema's text, mode, all_numbers

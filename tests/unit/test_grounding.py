@@ -43,16 +43,16 @@ def test_an_ambiguous_numeric_date_offers_both_readings() -> None:
 
 def test_a_grounded_field_becomes_an_enum_of_the_candidates_its_own_bounds_allow_and_keeps_null() -> None:
     schema = {"type": "object", "properties": {
-        "total": {"anyOf": [{"type": "number", "minimum": 100}, {"type": "null"}], "x-grounded": "number"},
+        "figure": {"anyOf": [{"type": "number", "minimum": 100}, {"type": "null"}], "x-grounded": "number"},
         "code": {"type": "string", "maxLength": 8, "x-grounded": "word"},
         "note": {"type": "string"}}}
     grounded = ground(schema, DOC)
-    assert grounded["properties"]["total"] == {"anyOf": [{"enum": [94105, 2026, 7186, 420.6, 1872.6], "x-literals": [
+    assert grounded["properties"]["figure"] == {"anyOf": [{"enum": [94105, 2026, 7186, 420.6, 1872.6], "x-literals": [
         "94105", "2026", "7186", "420.6", "1872.6"]}, {"type": "null"}]}
     assert "ACM-2026-7186" not in grounded["properties"]["code"]["enum"]  # longer than maxLength 8
     assert "Acme" in grounded["properties"]["code"]["enum"]
     assert grounded["properties"]["note"] == {"type": "string"}  # unmarked: as written
-    assert schema["properties"]["total"]["x-grounded"] == "number"  # the schema itself is not changed
+    assert schema["properties"]["figure"]["x-grounded"] == "number"  # the schema itself is not changed
 
 
 def test_no_candidate_keeps_the_fields_plain_type_never_only_null() -> None:

@@ -205,7 +205,7 @@ def test_the_policy_takes_a_locale_and_screens_and_keeps_the_hash_at_its_default
     plain = load_config(job)
     assert plain.config.grounding_locale == "auto"
     mapped = load_config(job, {"schema_policy.grounding": {"mode": "auto", "screens": ["placeholders", "sent",
-                                                                                      "labels"]}})
+                                                                                      "labels", "concepts"]}})
     assert mapped.output_hash == plain.output_hash
     german = load_config(job, {"input.locale": "de_DE"})
     assert german.config.grounding_locale == "de_DE" and german.output_hash != plain.output_hash

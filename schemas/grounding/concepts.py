@@ -1,0 +1,165 @@
+"""Concepts: what a document's label says a value is, in any language with a word list, and which concept a
+schema's field holds.
+
+An invoice or receipt writes each of its key values under a label: `Rechnungsdatum:`, `Échéance :`, `Summe netto`,
+`TVA 20 %`, `Totale da pagare`, `Te betalen voor:`. The same few concepts recur in every language (the issue
+date, the due date, the document's number, the net amount, the tax, the total, the issuer's tax id), and each
+language prints them with its own words. Those words are data, one list per language and concept
+(`data/<lang>.json`, key `concepts`); the English names a schema's fields have when they hold a concept are data
+too (`data/en.json`, key `concept_fields`: `issue_date`, `vat`, `net`, `total`, ...).
+
+A value's concept is the one whose label phrase starts first in the text before it: on its line, or from the
+label's start where the value stands in a `label: value` pair (`schemas.labels`), so that `Date: 5 March  Due:
+19 March` gives each date its own. Where two phrases start at the same place the longer one wins (`Total HT` is
+the net amount, `Total TTC` the total, `Date d'échéance` the due date, `USt-IdNr.` a tax id, not the tax). A
+phrase matches at a word's start: `netto` in `Nettobetrag`, `totale` in `Totale documento` (one of three letters
+or fewer, `tax`, `iva`, `ht`, `due`, must be a whole word).
+
+`schemas.grounding.screens.concepts` uses this to keep, for a field that holds a concept, the candidates the
+document labels with it (chosen on jobs/multilingual; what it is worth elsewhere: that screen's docstring).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from schemas.grounding.locale import LANGUAGES, words
+from schemas.labels import LABELLED
+
+if TYPE_CHECKING:
+    from schemas.grounding.index import DocumentIndex
+
+NAME_TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# A number a `%` follows (`MwSt. 10 %`, `IVA (21%)`) is a rate, never the amount a money concept names (chosen on
+# jobs/multilingual, where a VAT field kept `10` beside `902,93` under `IVA al 10%`; on the held-out set of the
+# `concepts` screen's docstring the VAT amount is the only candidate in 29 of 30 documents, 0 before)
+PERCENT = re.compile(r"[ \u00a0\u202f]?%")
+
+
+@lru_cache(maxsize=1)
+def _fields() -> dict[str, str]:
+    """A field's name (its words, lower case, joined by a space) → the concept it holds."""
+    return {name: concept for concept, names in words("en").get("concept_fields", {}).items() for name in names}
+
+
+def field_concept(name: str | None) -> str | None:
+    """The concept a field holds by its name (`issue_date`, `InvoiceDate`, `vat`, `total_amount`), else None
+    (`order_date`, `amount`, `price`: no invoice concept)."""
+    key = " ".join(w.lower() for w in NAME_TOKENS.findall(name or ""))
+    return _fields().get(key)
+
+
+def money_concept(concept: str | None) -> bool:
+    """Whether a concept is an amount (`net`, `tax`, `total`)."""
+    return concept in words("en").get("money_concepts", [])
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+@lru_cache(maxsize=16)
+def phrases(languages: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    """The label phrases of `languages` as one pattern, longest first, and phrase (lower case) → its concept (the
+    first language's, where two languages give one phrase two concepts)."""
+    concept_of: dict[str, str] = {}
+    for language in languages:
+        for concept, listed in words(language).get("concepts", {}).items():
+            for phrase in listed:
+                concept_of.setdefault(_normal(phrase), concept)
+    if not concept_of:
+        return None, {}
+    parts = []
+    for phrase in sorted(concept_of, key=len, reverse=True):
+        body = r"[ \t]+".join(re.escape(part) for part in phrase.split(" "))
+        whole = len(phrase) < 4 or not phrase[-1].isalpha()
+        parts.append(body + (r"(?![^\W\d_])" if whole else ""))
+    initials = "".join(sorted({re.escape(c) for p in concept_of for c in (p[0].lower(), p[0].upper())}))
+    return re.compile(rf"(?<![^\W\d_])(?=[{initials}])(?i:" + "|".join(parts) + ")"), concept_of
+
+
+class DocumentConcepts:
+    """The concept of the label before each offset of one document (`at`)."""
+
+    def __init__(self, document: str, languages: tuple[str, ...]) -> None:
+        self.document = document
+        self.pattern, self.concept_of = phrases(tuple(lang for lang in languages if lang in LANGUAGES))
+        # (the label's start, its value's start, its value's end) of each `label: value` pair
+        self.pairs = [(m.start("label"), m.start("value"), m.end("value")) for m in LABELLED.finditer(document)]
+        self._at: dict[int, str | None] = {}
+        self._lines: dict[int, list[tuple[int, int, str | None]]] = {}
+
+    def at(self, start: int) -> str | None:
+        """The concept the label before offset `start` names (None: no label phrase there)."""
+        if self.pattern is None:
+            return None
+        if start not in self._at:
+            window = self.document.rfind("\n", 0, start) + 1
+            for label_start, value_start, value_end in self.pairs:
+                if value_start <= start <= value_end and label_start >= window:
+                    window = label_start
+            found = [c for first, end, c in self._matches(window) if end <= start]
+            self._at[start] = found[0] if found else None
+        return self._at[start]
+
+    def _matches(self, window: int) -> list[tuple[int, int, str | None]]:
+        """The label phrases from `window` to its line's end, each (start, end, concept), made once per window."""
+        if window not in self._lines:
+            line_end = self.document.find("\n", window)
+            line_end = len(self.document) if line_end < 0 else line_end
+            assert self.pattern is not None
+            self._lines[window] = [(m.start(), m.end(), self.concept_of.get(_normal(m.group())))
+                                   for m in self.pattern.finditer(self.document, window, line_end)]
+        return self._lines[window]
+
+
+def key(value: Any) -> str:
+    """A candidate as the concepts index keys it (1 and 1.0 alike)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return repr(float(value))
+    return json.dumps(value)
+
+
+OFFSET_KINDS = ("number", "money", "date")
+
+
+def value_concepts(index: DocumentIndex, kind: str, candidates: list[Any]) -> dict[str, set[str | None]]:
+    """For each candidate (by `key`): the concepts of the labels it stands under, None for an unlabelled place."""
+    concepts = index.cached("concepts", lambda: DocumentConcepts(index.document, index.locale.languages))
+    found: dict[str, set[str | None]] = {}
+    if kind in OFFSET_KINDS:
+        for value, start, _ in index.readings(kind):
+            found.setdefault(key(value), set()).add(concepts.at(start))
+        return found
+    document = index.document
+    for candidate in candidates:
+        if not isinstance(candidate, str) or not candidate:
+            continue
+        start = document.find(candidate)
+        while start >= 0:
+            found.setdefault(key(candidate), set()).add(concepts.at(start))
+            start = document.find(candidate, start + len(candidate))
+    return found
+
+
+def amounts(index: DocumentIndex) -> set[str]:
+    """The values (by `key`) the document writes as money somewhere (`schemas.grounding.numbers.money_readings`:
+    beside a currency, with two decimals, after a money word), a rate (`10 %`) aside."""
+    def make() -> set[str]:
+        text = index.document
+        return {key(v) for v, _, end in index.readings("money") if not PERCENT.match(text, end)}
+    return index.cached("amounts", make)
+
+
+def labelled_concepts(index: DocumentIndex) -> set[str]:
+    """The concepts the document's labels name anywhere (a receipt's `Total` and `TVA`, no `Échéance`)."""
+    def make() -> set[str]:
+        pattern, concept_of = phrases(tuple(lang for lang in index.locale.languages if lang in LANGUAGES))
+        if pattern is None:
+            return set()
+        return {concept_of[_normal(m.group())] for m in pattern.finditer(index.document)
+                if _normal(m.group()) in concept_of}
+    return index.cached("labelled concepts", make)
