@@ -28,6 +28,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from pipeline.reader import sample_input
     from pipeline.routing import route_schemas
     from pipeline.run import preflight
+    from pipeline.stage_config import RoutingConfig
     from pipeline.storage import storage_for
     from workers.engine import unknown_engine_kwargs
 
@@ -48,7 +49,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise ConfigError(str(exc)) from None
     contract = loaded.contract
     # The same schema check a run makes before any actor starts: bounds, compile per backend, routing.
-    routes = route_schemas(loaded, [(storage_for(plan.partition.input_uri, loaded.s3_settings), plan.units)])
+    routes = route_schemas(RoutingConfig.of(loaded), [(in_storage, plan.units)])
     print(f"{args.config}: ok")
     print(f"  input   {plan.rows_to_read} of {plan.total_rows} documents in {len(plan.files)} file(s), "
           f"{len(plan.units)} unit(s)")
