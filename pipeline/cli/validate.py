@@ -6,7 +6,7 @@ import argparse
 
 from pipeline.cli.options import days, job_options, overrides
 from pipeline.config import SIMULATED, ConfigError, LoadedConfig, load_config
-from workers.windows import window_line
+from workers.windows import WINDOWS, window_policy
 
 
 def backend_lines(routes) -> list[str]:
@@ -22,6 +22,19 @@ def backend_lines(routes) -> list[str]:
             lines.append(f"      not enforced by the engine: {keywords} → enforced by the post-check "
                          "(JSON Schema Draft 2020-12 validator, every output)")
     return lines
+
+
+def window_line(loaded: LoadedConfig) -> str:
+    """The line on the job's context and its long documents (`input.long_documents`, `workers.windows`)."""
+    cfg = loaded.config
+    context = (f"  window   model.max_model_len {cfg.model.max_model_len} ({loaded.max_model_len_source}); "
+               f"max_tokens {cfg.model.max_tokens}")
+    if cfg.input.long_documents != WINDOWS:
+        return context + "; a longer document is input_too_long (input.long_documents: dead_letter)"
+    policy = window_policy(cfg.input)
+    size = f"up to {policy.window_tokens} document tokens" if policy.window_tokens else "as many tokens as fit"
+    return (context + f"; a longer document is read in windows of {size}, {policy.overlap:.0%} overlap, "
+            f"at most {policy.max_windows} (input.long_documents: windows)")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
