@@ -11,7 +11,7 @@ For each partition of the run (`plan_run`), in order:
 - a partition whose input cannot be planned is **failed** (or raises, with `fail_fast`).
 
 `pipeline.run` acts on the plan (sweeps the skipped, resumes the staged, streams the rest); `pipeline.dataflow`
-builds the Ray Data graph that runs it.
+builds the Ray Data graph that runs it. What planning reads of the job is `pipeline.stage_config.PlanningConfig`.
 """
 
 from __future__ import annotations

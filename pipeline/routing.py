@@ -8,7 +8,8 @@ here, or, with `schema_policy.on_unsupported: dead_letter`, dead-letters its row
 `schema_unsupported`.
 
 The check itself, its child process and its disk cache belong to the compile lifecycle's owner,
-`workers.compiling` (`GrammarChecker`); this module decides the routes from its verdicts.
+`workers.compiling` (`GrammarChecker`); this module decides the routes from its verdicts. What it reads of the
+job is `pipeline.stage_config.RoutingConfig`.
 """
 
 from __future__ import annotations
