@@ -319,21 +319,6 @@ class LoadedConfig:
         except ExampleError as exc:
             raise ConfigError(f"{self.path}: examples: {exc}") from None
 
-    def check_examples_grammar(self, backend: str) -> None:
-        """Each example's output through the compiled grammar (a child process); ConfigError naming the
-        first the grammar refuses. Runs where the job's schema is routed, before any actor starts."""
-        if not self.examples or not self.config.model.constrained:
-            return
-        from schemas.examples import ExampleError
-        from workers.compiling import check_examples_grammar
-
-        policy = self.config.schema_policy
-        try:  # through the compile lifecycle's owner: its child process, its cache of passes
-            check_examples_grammar(self.examples, self.contract, self.model_path, backend, policy.compile_timeout_s,
-                           self.schema_limits)
-        except ExampleError as exc:
-            raise ConfigError(f"{self.path}: examples: {exc}") from None
-
     def _contract(self) -> SchemaContract:
         cfg = self.config
         if cfg.input.schema_column is not None:

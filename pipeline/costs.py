@@ -61,7 +61,7 @@ def run_usage(loaded: Any, manifest: RunManifest) -> dict[str, Any]:
     usage["documents"] = manifest.input_rows or usage["documents"]  # a document that never reached the model counts
     workers = loaded.config.workers
     units = workers.actors * (workers.gpus_per_actor or 1)
-    cost = getattr(loaded.config.output, "cost", None)
+    cost = loaded.config.output.cost
     price = cost.model_dump(exclude_none=True) if cost is not None else None
     usage["cost"] = cost_figures(usage["prompt_tokens"], usage["output_tokens"], usage["documents"],
                                  t.get("total_s"), units, price)

@@ -14,7 +14,7 @@ import ray
 import ray.data
 import structlog
 
-from pipeline.config import InputConfig, LoadedConfig, WorkersConfig
+from pipeline.config import LoadedConfig, WorkersConfig
 from pipeline.reader import read_tasks, read_units
 from pipeline.routing import SchemaRoutes
 from pipeline.storage import Storage
@@ -109,7 +109,7 @@ def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = 
 
 
 def build_dataset(
-    loaded: LoadedConfig,
+    workers: WorkersConfig,
     units: list[Unit],
     storage: Storage,
     id_field: pa.Field,
@@ -122,10 +122,10 @@ def build_dataset(
 
     With one backend (the usual case) there is one pool, and with `slices` its actors stage each batch they finish
     (`pipeline.output.slices`), and the rows earlier slices hold are not read. With two, rows carry `_backend` and
-    each pool takes its own; the driver's per-unit accounting does not mind a unit's outcomes coming in parts."""
-    cfg = loaded.config
+    each pool takes its own; the driver's per-unit accounting does not mind a unit's outcomes coming in parts.
+    `workers`: the job's `workers` section, all the graph reads of the job besides `spec`."""
     # The input's sizing document for the actors' CPU KV cache (workers.memory): read once, here.
-    spec = dataclasses.replace(spec, kv_sample=read_sample(storage, units, spec, cpu=not cfg.workers.gpus_per_actor))
+    spec = dataclasses.replace(spec, kv_sample=read_sample(storage, units, spec, cpu=not workers.gpus_per_actor))
     routes = routes or SchemaRoutes(default=spec.backend)
     split = len(routes.backends) > 1
     ctx = ray.data.DataContext.get_current()
@@ -137,15 +137,15 @@ def build_dataset(
     slow_scheduler_tick()
     bound_block_stats()
     staging = slices if not split else None  # a split run filters each batch per pool: no batch is one range
-    documents = _documents(units, storage, id_field, cfg.input, cfg.workers, routes, split, staging)
+    documents = _documents(units, storage, id_field, spec, workers, routes, split, staging)
     # A document that kills its actor is isolated and dead-lettered (workers.crashes); that takes restarts.
-    journal = stats if cfg.workers.max_restarts else None  # the run's desk keeps the journal too (pipeline.stats)
+    journal = stats if workers.max_restarts else None  # the run's desk keeps the journal too (pipeline.stats)
     if not split:
-        return _actor_pool(documents, cfg.workers, dataclasses.replace(spec, backend=routes.default), stats, journal,
+        return _actor_pool(documents, workers, dataclasses.replace(spec, backend=routes.default), stats, journal,
                            staging.writer if staging else None)
     branches = [_actor_pool(documents.map_batches(_only_backend, fn_kwargs={"backend": b}, batch_size=None,
                                                   batch_format="pyarrow", num_cpus=READ_TASK_CPUS),
-                            cfg.workers, dataclasses.replace(spec, backend=b), stats, journal)
+                            workers, dataclasses.replace(spec, backend=b), stats, journal)
                 for b in routes.backends]
     return branches[0].union(*branches[1:])
 
@@ -209,7 +209,7 @@ class SliceStaging:
     covered: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
 
 
-def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, source: InputConfig,
+def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, spec: ExtractionSpec,
                workers: WorkersConfig, routes: SchemaRoutes, split: bool,
                slices: SliceStaging | None = None) -> ray.data.Dataset:
     """The units' documents. With `slices`, one read task (so one block) per unit, or per range of it no earlier
@@ -222,8 +222,8 @@ def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, source: 
         read_units,
         batch_size=1,
         batch_format="pyarrow",
-        fn_kwargs={"storage": storage, "id_field": id_field, "text_column": source.text_column,
-                   "schema_column": source.schema_column, "routes": routes.by_value if split else None,
+        fn_kwargs={"storage": storage, "id_field": id_field, "text_column": spec.text_column,
+                   "schema_column": spec.schema_column, "routes": routes.by_value if split else None,
                    "default_backend": routes.default},
         num_cpus=READ_TASK_CPUS,
         compute=ray.data.TaskPoolStrategy(size=read_concurrency(workers)),  # `concurrency=`: deprecated in Ray 2.51

@@ -8,7 +8,8 @@ here, or, with `schema_policy.on_unsupported: dead_letter`, dead-letters its row
 `schema_unsupported`.
 
 The check itself, its child process and its disk cache belong to the compile lifecycle's owner,
-`workers.compiling` (`GrammarChecker`); this module decides the routes from its verdicts.
+`workers.compiling` (`GrammarChecker`); this module decides the routes from its verdicts. What it reads of the
+job is `pipeline.stage_config.RoutingConfig`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from pipeline.config import ConfigError, LoadedConfig
+from pipeline.config import ConfigError
 from pipeline.reader import read_schema_values
+from pipeline.stage_config import RoutingConfig
 from pipeline.storage import Storage
 from pipeline.units import Unit
 from schemas.contract import SchemaContract
@@ -45,41 +47,41 @@ class SchemaRoutes:
         return used
 
 
-def _row_contract(value: str, loaded: LoadedConfig) -> SchemaContract | None:
+def _row_contract(value: str, routing: RoutingConfig) -> SchemaContract | None:
     """The contract a per-row value names (`schemas.row_schema`), or None when it is unusable (the actor
     dead-letters its rows)."""
     try:
-        return row_contract(value, loaded.schema_table, loaded.schema_limits, loaded.config.input.schema_column)
+        return row_contract(value, routing.schema_table, routing.limits, routing.schema_column)
     except (RowSchemaError, RecursionError):  # nested thousands deep: the decoder's own stack
         return None
 
 
-def route_schemas(loaded: LoadedConfig, units_by_storage: list[tuple[Storage, list[Unit]]]) -> SchemaRoutes:
+def route_schemas(routing: RoutingConfig, units_by_storage: list[tuple[Storage, list[Unit]]]) -> SchemaRoutes:
     """Check every schema the pending units use and route it to a backend. Raises `ConfigError` when a
     schema compiles on no backend, unless the policy dead-letters its rows."""
-    policy = loaded.config.schema_policy
+    policy = routing.policy
     primary = policy.backends[0]
-    if not loaded.config.model.constrained:
+    if not routing.constrained:
         return SchemaRoutes(default=primary)
     routes = SchemaRoutes(default=primary)
-    with GrammarChecker(loaded.model_path, policy, loaded.schema_limits) as checker:
-        if not loaded.contract.per_row:
-            verdict = checker.verdict(loaded.contract)
+    with GrammarChecker(routing.model_path, policy, routing.limits) as checker:
+        if not routing.contract.per_row:
+            verdict = checker.verdict(routing.contract)
             routes.verdicts.append(verdict)
             if verdict.backend is None:
                 _unsupported(verdict, routes, policy.on_unsupported)
             else:
                 routes.default = verdict.backend
-                loaded.check_examples_grammar(verdict.backend)  # few-shot outputs the grammar must accept
+                check_examples_grammar(routing, verdict.backend)  # few-shot outputs the grammar must accept
             return routes
-        column = loaded.config.input.schema_column
+        column = routing.schema_column
         assert column is not None
-        values: set[str] = set(loaded.schema_table)
+        values: set[str] = set(routing.schema_table)
         for storage, units in units_by_storage:
             values |= read_schema_values(storage, units, column)
         seen: dict[str, SchemaVerdict] = {}
         for value in sorted(values):
-            contract = _row_contract(value, loaded)
+            contract = _row_contract(value, routing)
             if contract is None:
                 continue
             verdict = seen.get(contract.hash)
@@ -93,6 +95,21 @@ def route_schemas(loaded: LoadedConfig, units_by_storage: list[tuple[Storage, li
     log.info("schemas.routed", schemas=len(routes.verdicts), backends=routes.backends,
              unsupported=len(routes.unsupported))
     return routes
+
+
+def check_examples_grammar(routing: RoutingConfig, backend: str) -> None:
+    """Each few-shot example's output through `backend`'s compiled grammar (a child process); ConfigError naming
+    the first the grammar refuses. Runs where the job's schema is routed, before any actor starts."""
+    if not routing.examples or not routing.constrained:
+        return
+    from schemas.examples import ExampleError
+    from workers.compiling import check_examples_grammar as check
+
+    try:  # through the compile lifecycle's owner: its child process, its cache of passes
+        check(routing.examples, routing.contract, routing.model_path, backend, routing.policy.compile_timeout_s,
+              routing.limits)
+    except ExampleError as exc:
+        raise ConfigError(f"{routing.source}: examples: {exc}") from None
 
 
 def _unsupported(verdict: SchemaVerdict, routes: SchemaRoutes, on_unsupported: str) -> None:

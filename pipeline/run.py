@@ -23,7 +23,7 @@ from pipeline.config import ConfigError, LoadedConfig
 from pipeline.job_checks import check_job, reserved_columns
 from pipeline.job_identity import claim_output, job_snapshot
 from pipeline.lease import Lease
-from pipeline.output.commit import SLICE_READERS, PartitionCommitter, PartitionResult, output_parts, sweep
+from pipeline.output.commit import SLICE_READERS, PartitionCommitter, PartitionResult, sweep
 from pipeline.output.layout import OutputLayout
 from pipeline.output.manifest import AccountingError, RunManifest
 from pipeline.output.slices import Slice, SliceWriter, disjoint, pack, parse_slice, read_slices, uncovered, unpack
@@ -32,6 +32,7 @@ from pipeline.planning import FAILED, SKIPPED, PartitionPlan, plan_input, plan_r
 from pipeline.progress import Progress
 from pipeline.reader import UNIT_COLUMN
 from pipeline.routing import SchemaRoutes, route_schemas
+from pipeline.stage_config import InputSource, PlanningConfig, RoutingConfig
 from pipeline.storage import S3Settings, StorageError, storage_for
 from pipeline.units import PartitionInput, Unit
 from workers import logs
@@ -56,13 +57,13 @@ def check_names(loaded: LoadedConfig) -> None:
 
 def plan_one(loaded: LoadedConfig, partition: Partition, offsets: dict[str, int] | None = None) -> PartitionInput:
     """One partition to process (`pipeline.planning.plan_input`); `offsets[label]` documents are committed already."""
-    return plan_input(loaded, partition, (offsets or {}).get(partition.label, 0))
+    return plan_input(InputSource.of(loaded), partition, (offsets or {}).get(partition.label, 0))
 
 
 def preflight(loaded: LoadedConfig, day: date | None = None) -> PartitionInput:
     """Everything that can be checked without Ray, for one partition: names, input files, columns."""
     check_names(loaded)
-    return plan_input(loaded, partition_for(loaded.input_uri, day))
+    return plan_input(InputSource.of(loaded), partition_for(loaded.input_uri, day))
 
 
 def connect_ray() -> None:
@@ -153,11 +154,12 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
     out_storage = storage_for(loaded.output_uri, loaded.s3_settings)
     layout = OutputLayout(loaded.output_uri)
     structlog.contextvars.bind_contextvars(run_id=run_id)
-    committer = PartitionCommitter(out_storage, layout, loaded.contract, loaded.config.model.path, loaded.output_hash,
-                                   run_id, parts=output_parts(loaded.decisive), guard=lease.ensure)
+    planning = PlanningConfig.of(loaded)  # what planning reads of the job
+    committer = PartitionCommitter(out_storage, layout, loaded.contract, loaded.config.model.path,
+                                   planning.output_hash, run_id, parts=planning.parts, guard=lease.ensure)
     committed = {} if force else {p.label: m for p in (partition_for(loaded.input_uri, d) for d in days)
                                   if (m := committer.committed(p))}
-    plans = plan_run(loaded, days, committed, fail_fast)  # each partition planned once, here
+    plans = plan_run(planning, days, committed, fail_fast)  # each partition planned once, here
     manifest = _new_manifest(loaded, run_id)
     started = time.perf_counter()
     results: dict[str, PartitionResult] = {}
@@ -359,8 +361,8 @@ def _stream_outcomes(loaded: LoadedConfig, streaming: list[_Work], committer: Pa
     from pipeline.stats import new_desk
 
     settings = loaded.s3_settings
-    routes = route_schemas(loaded, [(storage_for(w.input.partition.input_uri, settings), w.pending)
-                                    for w in streaming])
+    routes = route_schemas(RoutingConfig.of(loaded), [(storage_for(w.input.partition.input_uri, settings), w.pending)
+                                                      for w in streaming])
     manifest.schema_checks = [v.__dict__ for v in routes.verdicts]
     progress.stage("starting Ray")
     connect_ray()
@@ -402,7 +404,7 @@ def _stream(
     books = _Books(streaming, committer, commit, progress)
     slices = _slice_staging(streaming, committer, books.counts) if len(routes.backends) == 1 else None
     books.writer = slices.writer if slices else None
-    dataset = build_dataset(loaded, units, in_storage, id_field, spec, stats, routes, slices)
+    dataset = build_dataset(loaded.config.workers, units, in_storage, id_field, spec, stats, routes, slices)
     gc.freeze()  # the modules and the plan live as long as the run: full collections of the stream skip them
     done = dead = 0
     for batch in outcome_batches(dataset):

@@ -23,7 +23,6 @@ from workers.crashes import Gate, batch_key, crash_outcome
 from workers.engine import (
     EngineStartError,
     EngineThread,
-    VllmEngine,
     engine_arguments,
     explain_start_failure,
     has_accelerator,
@@ -32,6 +31,7 @@ from workers.engine import (
 from workers.engine.args import usable_cores
 from workers.engine.contract import Engine
 from workers.engine.host import HostedEngine, shared_mode
+from workers.engine.vllm_engine import chat_token_ids
 from workers.extractor import BatchExtractor
 from workers.memory import keep_trimmed, measure_need, release_free_memory
 from workers.outcome import Col, Internal, is_receipt, receipt
@@ -84,7 +84,7 @@ def start_engine(spec: ExtractionSpec, accelerator: bool) -> Engine:
         llm_args = engine_arguments(
             path, spec.max_model_len, spec.tensor_parallel_size, spec.engine_kwargs,
             accelerator, spec.backend, sequences=spec.sequences_in_flight,
-            kv_need=None if accelerator else measure_need(spec, path, VllmEngine.prompt_token_ids))
+            kv_need=None if accelerator else measure_need(spec, path, chat_token_ids))
         if shared_mode() and _in_ray():  # EXTRACT_ENGINE_HOST=shared: an engine that outlives the run
             if not accelerator:  # (workers.engine.host)
                 return HostedEngine(llm_args, spec.sampling, spec.grammar_bounds)

@@ -52,9 +52,9 @@ class _WorkerState:
     def _vocab_size(model_path: str) -> int:
         from transformers import AutoConfig
 
-        config = AutoConfig.from_pretrained(model_path)
-        text_config = getattr(config, "get_text_config", lambda: config)()
-        return int(getattr(text_config, "vocab_size", None) or config.vocab_size)
+        model_config = AutoConfig.from_pretrained(model_path)  # transformers' config: older ones have no text part
+        text_config = getattr(model_config, "get_text_config", lambda: model_config)()
+        return int(getattr(text_config, "vocab_size", None) or model_config.vocab_size)
 
     # vLLM's request-time validation, per backend (what `SamplingParams._validate_structured_outputs`
     # runs when the engine is configured with that backend).

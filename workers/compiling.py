@@ -7,7 +7,7 @@
    keyed by schema hash, model, `schema_policy`, vLLM version and whitespace, so a nightly job does not compile
    its schemas again before every run.
 2. **The few-shot examples through the routed grammar** (`check_examples_grammar`, called by
-   `pipeline.config.LoadedConfig.check_examples_grammar`): a pass is kept on disk (`CACHE_DIRS["examples"]`),
+   `pipeline.routing.check_examples_grammar`): a pass is kept on disk (`CACHE_DIRS["examples"]`),
    keyed by schema, examples, model and backend; a refusal is checked again every time.
 3. **Compiled into each actor's engine** (`compile_in_engine`, called by `workers.extractor.BatchExtractor.warm`):
    before the first batch by a one-token request (`Engine.warm`), later beside the busy engine (`Engine.compile`).

@@ -37,8 +37,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workers.spec import ExtractionSpec
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -358,23 +360,24 @@ def read_sample(storage: Any, units: list[Any], spec: Any, cpu: bool = True, row
     return sample_document(texts, max_chars=max_chars, documents=documents_of(units))
 
 
-def measure_need(spec: Any, model_path: str, prompt_token_ids: Callable[[Any, Any], list[int]]) -> KvNeed | None:
+def measure_need(spec: ExtractionSpec, model_path: str, token_ids: Callable[[Any, Any], list[int]]) -> KvNeed | None:
     """The actor's `KvNeed`: `spec.kv_sample`'s document rendered as the job's prompt (template, system prompt,
-    examples, chat template) and counted as the engine will count it (`prompt_token_ids`: the engine's own
-    method, `VllmEngine.prompt_token_ids`, called on the model's tokenizer before the engine exists), +
-    `max_tokens`. None (max_model_len sizing) without a sample or a local tokenizer, or for per-row schemas."""
-    sample: KvSample | None = getattr(spec, "kv_sample", None)
+    examples, chat template) and counted as the engine will count it (`token_ids(tokenizer, prompt)`:
+    `workers.engine.vllm_engine.chat_token_ids`, what the engine's `prompt_token_ids` calls, here on the model's
+    tokenizer before the engine exists), + `max_tokens`. None (max_model_len sizing) without a sample or a local
+    tokenizer, or for per-row schemas."""
+    sample: KvSample | None = spec.kv_sample
     if sample is None or not sizes_itself(spec) or not (Path(model_path) / "config.json").is_file():
         return None
     try:
         from workers.engine.imports import model_tokenizer
         from workers.prompt import prompt_for
 
-        counter = SimpleNamespace(tokenizer=model_tokenizer(model_path))
+        tokenizer = model_tokenizer(model_path)
         contract = spec.contract
         schema_json = json.dumps(contract.json_schema, ensure_ascii=False)
-        ids = prompt_token_ids(counter, prompt_for(spec.prompt, sample.document, contract.json_schema, schema_json))
-        other = prompt_token_ids(counter, prompt_for(spec.prompt, "", contract.json_schema, schema_json))
+        ids = token_ids(tokenizer, prompt_for(spec.prompt, sample.document, contract.json_schema, schema_json))
+        other = token_ids(tokenizer, prompt_for(spec.prompt, "", contract.json_schema, schema_json))
         shared = next((i for i, (a, b) in enumerate(zip(ids, other, strict=False)) if a != b),
                       min(len(ids), len(other)))
     except Exception as exc:  # noqa: BLE001 - sizing is an estimate: fall back to max_model_len
@@ -384,8 +387,8 @@ def measure_need(spec: Any, model_path: str, prompt_token_ids: Callable[[Any, An
         return None
     source = (f"prompt of the p{sample.percentile} document ({sample.chars} chars) of {sample.rows} sampled rows "
               f"(longest {sample.longest_chars} chars), counted with the model's tokenizer + max_tokens")
-    policy = getattr(spec, "windows", None)  # read in windows of at most window_tokens: no prompt is longer
-    if getattr(spec, "long_documents", None) == "windows" and policy is not None and policy.window_tokens:
+    policy = spec.windows  # read in windows of at most window_tokens: no prompt is longer
+    if spec.long_documents == "windows" and policy is not None and policy.window_tokens:
         ids = ids[:len(other) + policy.window_tokens]
     return KvNeed(prompt_tokens=len(ids), max_tokens=spec.max_tokens, source=source, shared_tokens=shared,
                   documents=sample.documents)

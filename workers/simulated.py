@@ -48,7 +48,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.contract import RecordRejected
 from schemas.examples import load_examples_file
@@ -56,6 +56,9 @@ from schemas.refs import SchemaGraph, graph_for
 from workers.engine import REFUSED, Generation
 from workers.engine.contract import Engine
 from workers.engine.outputs import tell_hooks
+
+if TYPE_CHECKING:
+    from workers.spec import ExtractionSpec
 
 CHARS_PER_TOKEN = 4
 ANSWERS = ("mix", "valid", "gold")
@@ -68,15 +71,15 @@ DEFAULTS: dict[str, Any] = {"tokens_per_s": 0.0, "ttft_s": 0.0, "max_seqs": None
                             "mix": {"truncated": 0.0, "invalid": 0.0, "refused": 0.0}}
 
 
-def settings_of(spec: Any) -> dict[str, Any]:
+def settings_of(spec: ExtractionSpec) -> dict[str, Any]:
     """The simulated engine's settings: `model.simulated`, which pipeline.config puts in `engine_kwargs`."""
-    given = dict((getattr(spec, "engine_kwargs", None) or {}).get("simulated") or {})
+    given = dict((spec.engine_kwargs or {}).get("simulated") or {})
     settings = {**DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
     settings["mix"] = {**DEFAULTS["mix"], **(given.get("mix") or {})}
     return settings
 
 
-def start_simulated(spec: Any) -> SimulatedEngine:
+def start_simulated(spec: ExtractionSpec) -> SimulatedEngine:
     return SimulatedEngine(spec, settings_of(spec))
 
 
@@ -88,13 +91,13 @@ class SimulatedEngine(Engine):
     """The engine contract (`workers.engine.contract.Engine`) without a model: prompt_token_ids, use_sampling, warm,
     compile, generate, close; max_model_len, max_chars_per_token, init_seconds; on_request_done and on_tokens."""
 
-    def __init__(self, spec: Any, settings: dict[str, Any]) -> None:
+    def __init__(self, spec: ExtractionSpec, settings: dict[str, Any]) -> None:
         started = time.perf_counter()
         self.spec = spec
         self.settings = settings
         self.tokens_per_s = float(settings["tokens_per_s"] or 0)
         self.ttft_s = float(settings["ttft_s"] or 0)
-        self.max_seqs = int(settings["max_seqs"] or getattr(spec, "sequences_in_flight", 1) or 1)
+        self.max_seqs = int(settings["max_seqs"] or spec.sequences_in_flight or 1)
         self.output_tokens = settings["output_tokens"]
         self.max_model_len = int(spec.max_model_len)
         self.max_chars_per_token = CHARS_PER_TOKEN
@@ -328,7 +331,7 @@ def _load_gold(path: str) -> dict[bytes, str]:
             for e in load_examples_file(Path(path))}
 
 
-def _examples(spec: Any) -> dict[bytes, str]:
+def _examples(spec: ExtractionSpec) -> dict[bytes, str]:
     """The job's few-shot examples (document, compact output), keyed by the document's digest."""
     return {_digest(document): output for document, output in (spec.examples or ())}
 
@@ -349,17 +352,16 @@ def token_logprobs(text: str, rng: random.Random) -> tuple[tuple[str, ...], tupl
     return pieces, tuple(round(v, 6) for v in logprobs)
 
 
-def _document_frame(spec: Any) -> tuple[str | None, str]:
+def _document_frame(spec: ExtractionSpec) -> tuple[str | None, str]:
     """The text around the document in the prompt's last message, for the job's schema (None: not known)."""
-    contract = getattr(spec, "contract", None)
-    if contract is None or getattr(contract, "per_row", False):
+    contract = spec.contract
+    if contract.per_row:
         return None, ""
     try:
         from workers.prompt import prompt_for
 
         schema = contract.json_schema
-        prompting = getattr(spec, "prompt", spec)  # ExtractionSpec.prompt: its PromptSpec (the flat spec before it)
-        chat = prompt_for(prompting, SENTINEL, schema, json.dumps(schema, ensure_ascii=False))
+        chat = prompt_for(spec.prompt, SENTINEL, schema, json.dumps(schema, ensure_ascii=False))
         text = chat if isinstance(chat, str) else chat.messages[-1].get("content") or ""
     except Exception:  # noqa: BLE001 - without the frame, the whole message stands for the document
         return None, ""

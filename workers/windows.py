@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 WINDOWS = "windows"
 DEAD_LETTER = "dead_letter"
@@ -162,25 +163,12 @@ class Splitter:
         return nxt
 
 
-def window_policy(input_config: object) -> WindowPolicy:
-    """The `WindowPolicy` of a job's `input` (pipeline.config.InputConfig)."""
-    tokens = getattr(input_config, "window_tokens", "auto")
+def window_policy(input_config: Any) -> WindowPolicy:
+    """The `WindowPolicy` of a job's `input` (pipeline.config.InputConfig: window_tokens, window_overlap,
+    max_windows)."""
+    tokens = input_config.window_tokens
     return WindowPolicy(window_tokens=None if tokens == "auto" else int(tokens),
-                        overlap=float(getattr(input_config, "window_overlap", DEFAULT_OVERLAP)),
-                        max_windows=int(getattr(input_config, "max_windows", DEFAULT_MAX_WINDOWS)))
-
-
-def window_line(loaded: object) -> str:
-    """`extract validate`'s line on the context and long documents of a job (pipeline.config.LoadedConfig)."""
-    cfg = loaded.config  # type: ignore[attr-defined]
-    context = (f"  window   model.max_model_len {cfg.model.max_model_len} "
-               f"({getattr(loaded, 'max_model_len_source', 'model.max_model_len')}); max_tokens {cfg.model.max_tokens}")
-    if cfg.input.long_documents != WINDOWS:
-        return context + "; a longer document is input_too_long (input.long_documents: dead_letter)"
-    policy = window_policy(cfg.input)
-    size = f"up to {policy.window_tokens} document tokens" if policy.window_tokens else "as many tokens as fit"
-    return (context + f"; a longer document is read in windows of {size}, {policy.overlap:.0%} overlap, "
-            f"at most {policy.max_windows} (input.long_documents: windows)")
+                        overlap=float(input_config.window_overlap), max_windows=int(input_config.max_windows))
 
 
 # ---------------------------------------------------------------- windows per document, for the run record

@@ -6,7 +6,7 @@ import argparse
 
 from pipeline.cli.options import days, job_options, overrides
 from pipeline.config import SIMULATED, ConfigError, LoadedConfig, load_config
-from workers.windows import window_line
+from workers.windows import WINDOWS, window_policy
 
 
 def backend_lines(routes) -> list[str]:
@@ -24,10 +24,24 @@ def backend_lines(routes) -> list[str]:
     return lines
 
 
+def window_line(loaded: LoadedConfig) -> str:
+    """The line on the job's context and its long documents (`input.long_documents`, `workers.windows`)."""
+    cfg = loaded.config
+    context = (f"  window   model.max_model_len {cfg.model.max_model_len} ({loaded.max_model_len_source}); "
+               f"max_tokens {cfg.model.max_tokens}")
+    if cfg.input.long_documents != WINDOWS:
+        return context + "; a longer document is input_too_long (input.long_documents: dead_letter)"
+    policy = window_policy(cfg.input)
+    size = f"up to {policy.window_tokens} document tokens" if policy.window_tokens else "as many tokens as fit"
+    return (context + f"; a longer document is read in windows of {size}, {policy.overlap:.0%} overlap, "
+            f"at most {policy.max_windows} (input.long_documents: windows)")
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from pipeline.reader import sample_input
     from pipeline.routing import route_schemas
     from pipeline.run import preflight
+    from pipeline.stage_config import RoutingConfig
     from pipeline.storage import storage_for
     from workers.engine import unknown_engine_kwargs
 
@@ -48,7 +62,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise ConfigError(str(exc)) from None
     contract = loaded.contract
     # The same schema check a run makes before any actor starts: bounds, compile per backend, routing.
-    routes = route_schemas(loaded, [(storage_for(plan.partition.input_uri, loaded.s3_settings), plan.units)])
+    routes = route_schemas(RoutingConfig.of(loaded), [(in_storage, plan.units)])
     print(f"{args.config}: ok")
     print(f"  input   {plan.rows_to_read} of {plan.total_rows} documents in {len(plan.files)} file(s), "
           f"{len(plan.units)} unit(s)")

@@ -26,18 +26,20 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pipeline.config import LoadedConfig
 from pipeline.dataflow import actor_env, build_spec
 from pipeline.partition import partition_for
 from pipeline.planning import plan_input
+from pipeline.stage_config import InputSource
 from pipeline.storage import storage_for
 from pipeline.tools.bench_sampler import others_cpu
 from pipeline.tools.machine import cpu_seconds
 from workers.actor import start_engine
 from workers.engine import Generation, has_accelerator
+from workers.engine.contract import NO_BOUNDS, Engine, GrammarBounds
 from workers.extractor import BatchExtractor
 from workers.memory import read_sample
 from workers.spec import ExtractionSpec
@@ -57,21 +59,49 @@ class _Call:
     generations: list[Generation]
 
 
-class TimedEngine:
-    """The actor's engine as the extractor sees it, each `generate` call recorded; everything else passes through."""
+class TimedEngine(Engine):
+    """The actor's engine as the extractor sees it (the contract, `workers.engine.contract.Engine`), each `generate`
+    call recorded; every other call and fact is the engine's own."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Engine) -> None:
         self.inner = engine
         self.calls: list[_Call] = []
+        self.max_model_len = engine.max_model_len
+        self.max_chars_per_token = engine.max_chars_per_token
+        self.init_seconds = engine.init_seconds
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    @property
+    def tokenizer(self) -> Any:  # type: ignore[override]
+        return self.inner.tokenizer
 
-    def generate(self, prompts: list[list[int]], json_schemas: Sequence[dict[str, Any] | None], max_tokens: int,
-                 temperature: float, seeds: Sequence[int | None] | None = None) -> list[Generation]:
+    @property
+    def sampling_options(self) -> Mapping[str, Any]:  # type: ignore[override]
+        return self.inner.sampling_options
+
+    @property
+    def grammar_bounds(self) -> GrammarBounds:  # type: ignore[override]
+        return self.inner.grammar_bounds
+
+    def prompt_token_ids(self, prompt: Any) -> list[int]:
+        return self.inner.prompt_token_ids(prompt)
+
+    def warm(self, json_schema: dict[str, Any]) -> float:
+        return self.inner.warm(json_schema)
+
+    def compile(self, json_schema: dict[str, Any]) -> float | None:
+        return self.inner.compile(json_schema)
+
+    def use_sampling(self, options: Mapping[str, Any], grammar_bounds: GrammarBounds = NO_BOUNDS) -> None:
+        self.inner.use_sampling(options, grammar_bounds)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def generate(self, prompts: list[list[int]], json_schema: dict[str, Any] | None | Sequence[dict[str, Any] | None],
+                 max_tokens: int, temperature: float, seeds: Sequence[int | None] | None = None) -> list[Generation]:
         started = time.perf_counter()
-        generations = self.inner.generate(prompts, json_schemas, max_tokens, temperature, seeds)
-        schemas = list(json_schemas) if isinstance(json_schemas, list | tuple) else [json_schemas] * len(prompts)
+        generations = self.inner.generate(prompts, json_schema, max_tokens, temperature, seeds)
+        schemas = list(json_schema) if isinstance(json_schema, list | tuple) else [json_schema] * len(prompts)
         self.calls.append(_Call(prompts, schemas, temperature, started, time.perf_counter(), generations))
         return generations
 
@@ -80,7 +110,7 @@ def actor_spec(loaded: LoadedConfig, run_id: str = "bench-same-requests") -> Ext
     """The `ExtractionSpec` an actor of `extract run` gets for this config: the driver's `build_spec`, with the KV
     sample `build_dataset` reads from the units it plans (one partition, no `{date}`)."""
     spec = build_spec(loaded, run_id)
-    units = plan_input(loaded, partition_for(loaded.input_uri, None)).units
+    units = plan_input(InputSource.of(loaded), partition_for(loaded.input_uri, None)).units
     storage = storage_for(loaded.input_uri, loaded.s3_settings)
     cpu = not loaded.config.workers.gpus_per_actor
     return dataclasses.replace(spec, kv_sample=read_sample(storage, units, spec, cpu=cpu))

@@ -28,8 +28,8 @@ from pipeline.output.manifest import committed
 from pipeline.storage import storage_for
 from tests.conftest import ROOT, SAMPLE, write_config
 from workers.bundled_model import resolve_model_path
-from workers.engine import VllmEngine
 from workers.engine.precision import cpu_dtype
+from workers.engine.vllm_engine import chat_token_ids
 from workers.memory import GIB, kv_budget, kv_shape, measure_need, read_sample
 
 pytestmark = pytest.mark.engine
@@ -61,7 +61,7 @@ def _rule_budget(config) -> tuple[int, int]:
     spec = dataclasses.replace(spec, kv_sample=read_sample(storage_for(str(SAMPLE)),
                                                            [SimpleNamespace(path=str(SAMPLE), row_group=0)], spec))
     path = resolve_model_path(spec.model_path)
-    need = measure_need(spec, path, VllmEngine.prompt_token_ids)
+    need = measure_need(spec, path, chat_token_ids)
     assert need is not None and need.prompt_tokens > 1000  # the three examples and a document
     need = dataclasses.replace(need, lookahead=8)  # the prompt-lookup drafts, as engine_arguments adds them
     shape = kv_shape(path, cpu_dtype(path, {}).get("dtype"))

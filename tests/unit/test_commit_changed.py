@@ -45,14 +45,16 @@ def test_a_prompt_change_stops_the_run_before_ray_and_says_what_changed(job, mon
 def test_the_same_job_skips_and_a_changed_input_is_rerun(job):
     from pipeline.partition import partition_for
     from pipeline.planning import RUN, SKIPPED, plan_run
+    from pipeline.stage_config import PlanningConfig
     from tests.fixtures.commits import committer_for
 
     cfg, docs = job
     loaded = load_config(cfg)
+    planning = PlanningConfig.of(loaded)
     *_, committer = committer_for(cfg, "again")
     committed = {"all": committer.committed(partition_for(loaded.input_uri, None))}
-    assert [p.action for p in plan_run(loaded, [None], committed, fail_fast=True)] == [SKIPPED]
-    assert [p.action for p in plan_run(loaded, [None], {}, fail_fast=True)] == [RUN]  # --force: nothing committed
+    assert [p.action for p in plan_run(planning, [None], committed, fail_fast=True)] == [SKIPPED]
+    assert [p.action for p in plan_run(planning, [None], {}, fail_fast=True)] == [RUN]  # --force: nothing committed
     write_docs(docs, DOCS + ["e"], ["A-1 1.0", "b", "c", "d", "e"])  # the input grew since the commit
-    (rerun,) = plan_run(loaded, [None], committed, fail_fast=True)
+    (rerun,) = plan_run(planning, [None], committed, fail_fast=True)
     assert rerun.action == RUN and rerun.input.offset == 0 and rerun.input.rows_to_read == 5

@@ -88,6 +88,7 @@ def test_a_per_row_schema_nested_thousands_deep_is_unusable_not_a_traceback(tmp_
     """A row's own schema (input.schema_column) of JSON 20,000 deep: the driver's routing calls it unusable (the
     actor dead-letters the row), instead of the decoder's RecursionError ending `extract validate`/`run`."""
     from pipeline.routing import _row_contract
+    from pipeline.stage_config import RoutingConfig
 
     loaded = load_config(write_config(tmp_path, schema=DELETE, **{"input.schema_column": "text"}))
-    assert _row_contract('{"a": ' * 20_000 + "1" + "}" * 20_000, loaded) is None
+    assert _row_contract('{"a": ' * 20_000 + "1" + "}" * 20_000, RoutingConfig.of(loaded)) is None

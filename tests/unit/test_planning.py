@@ -13,6 +13,7 @@ from pipeline.config import load_config
 from pipeline.output.committed import CommittedOutput
 from pipeline.partition import partition_for
 from pipeline.planning import FAILED, RUN, SKIPPED, plan_run
+from pipeline.stage_config import InputSource, PlanningConfig
 from tests.conftest import write_config, write_docs
 from tests.fixtures.commits import invoice
 
@@ -54,7 +55,7 @@ def _commit_first_day(cfg, loaded):
     committer = PartitionCommitter(output.storage, output.layout, loaded.contract, "bundled", loaded.output_hash,
                                    "first", parts=output_parts(loaded.decisive))
     p = partition_for(loaded.input_uri, date(2026, 11, 1))
-    pinput = pipeline.planning.plan_input(loaded, p)
+    pinput = pipeline.planning.plan_input(InputSource.of(loaded), p)
     committer.prepare(p, fresh=True)
     committer.stage(p, pinput.units[0].id, outcomes(loaded.contract.hash, {"a": invoice("A-1")}, {"b": "truncated"}))
     committer.commit(pinput, 0.0, 0)
@@ -66,7 +67,7 @@ def test_a_committed_partition_is_skipped_without_reading_its_ids_or_footers(tmp
     committed = _commit_first_day(cfg, loaded)
     counted["check_ids"].clear(), counted["cut_units"].clear()
     days = [date(2026, 11, d) for d in (1, 2, 3)]
-    plans = plan_run(loaded, days, committed, fail_fast=True)
+    plans = plan_run(PlanningConfig.of(loaded), days, committed, fail_fast=True)
     assert [p.action for p in plans] == [SKIPPED, RUN, RUN]
     assert plans[0].note == "already committed" and plans[0].committed == committed["2026-11-01"]
     assert counted["check_ids"] == ["2026-11-02", "2026-11-03"]  # once each, and only those processed
@@ -78,7 +79,7 @@ def test_a_re_delivered_input_is_planned_once_and_rerun_whole(tmp_path, counted)
     committed = _commit_first_day(cfg, loaded)
     write_docs(tmp_path / "in" / "dt=2026-11-01" / "docs.parquet", ["a", "b", "c"], ["A-1 1.0", "b", "c"])
     counted["check_ids"].clear(), counted["cut_units"].clear()
-    (plan,) = plan_run(loaded, [date(2026, 11, 1)], committed, fail_fast=True)
+    (plan,) = plan_run(PlanningConfig.of(loaded), [date(2026, 11, 1)], committed, fail_fast=True)
     assert plan.action == RUN and plan.input.offset == 0 and plan.input.rows_to_read == 3
     assert counted["check_ids"] == counted["cut_units"] == ["2026-11-01"]
 
@@ -86,7 +87,7 @@ def test_a_re_delivered_input_is_planned_once_and_rerun_whole(tmp_path, counted)
 def test_a_partition_that_cannot_be_planned_fails_or_raises(tmp_path):
     cfg, loaded = _days(tmp_path)
     missing = date(2026, 12, 1)
-    (plan,) = plan_run(loaded, [missing], {}, fail_fast=False)
+    (plan,) = plan_run(PlanningConfig.of(loaded), [missing], {}, fail_fast=False)
     assert plan.action == FAILED and "does not exist" in plan.note
     with pytest.raises(Exception, match="does not exist"):
-        plan_run(loaded, [missing], {}, fail_fast=True)
+        plan_run(PlanningConfig.of(loaded), [missing], {}, fail_fast=True)

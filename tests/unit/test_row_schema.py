@@ -63,6 +63,7 @@ def test_routing_the_extractor_and_eval_agree_on_every_value(tmp_path):
 
     from pipeline.config import load_config
     from pipeline.routing import _row_contract
+    from pipeline.stage_config import RoutingConfig
     from pipeline.tools.evaluate.output import schema_value
     from tests.conftest import DELETE, write_config
     from tests.unit.test_extractor import ScriptedEngine, per_row_spec
@@ -75,7 +76,7 @@ def test_routing_the_extractor_and_eval_agree_on_every_value(tmp_path):
     extractor = BatchExtractor(ScriptedEngine(answers={}), per_row_spec(), 1000)
     out = extractor(pa.table({"id": list(range(len(values))), "text": ["doc"] * len(values), "schema": values}))
     invalid = [reason == "schema_invalid" for reason in out.column("_reason").to_pylist()]
-    routed = [_row_contract(v, loaded) is None for v in values]
+    routed = [_row_contract(v, RoutingConfig.of(loaded)) is None for v in values]
     assert invalid == routed == [why is not None for why in VALUES.values()]
     # eval reads the schema a value names (unchecked: it compares fields under it), None where it names none
     unreadable = {"", "   ", "nope", "[1, 2]", "{not json"}

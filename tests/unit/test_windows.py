@@ -234,8 +234,8 @@ def test_a_set_window_size_windows_a_document_that_fits_and_auto_leaves_it_whole
 def test_validate_says_which_window_it_will_use(tmp_path):
     import yaml
 
+    from pipeline.cli.validate import window_line
     from pipeline.config import load_config
-    from workers.windows import window_line
 
     (tmp_path / "extract.yaml").write_text(yaml.safe_dump({
         "name": "j", "input": {"uri": "d.parquet", "window_tokens": 1024}, "schema": "jobs.contracts.nda:NDA",

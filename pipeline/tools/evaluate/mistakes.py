@@ -175,6 +175,6 @@ def output_mistakes(loaded: Any, golds: dict[str, dict[str, Any]], output: Any, 
                     spans: dict[str, dict[str, Any]] | None, texts: dict[str, str] | None) -> list[Mistake]:
     """`run_mistakes` of a run's committed output (`pipeline.tools.evaluate.output.RunOutput`), each document under
     its schema (a per-row-schema job's own, else the job's)."""
-    default = loaded.contract.json_schema if not getattr(loaded.contract, "per_row", False) else None
+    default = loaded.contract.json_schema if not loaded.contract.per_row else None
     return run_mistakes(golds, output.rows, lambda doc_id: output.schemas.get(doc_id, default), options, spans,
                         texts)

@@ -34,7 +34,7 @@ class RunOutput:
 
 def _json_records(loaded: LoadedConfig, table: pa.Table, fields: list[str]) -> bool:
     """Whether rows hold the record as JSON text (a per-row-schema job) rather than typed columns."""
-    if getattr(loaded.contract, "per_row", False):
+    if loaded.contract.per_row:
         return True
     declared = SchemaView(loaded.contract.json_schema).declared(loaded.contract.json_schema) or set()
     return fields == [RECORD_COLUMN] and pa.types.is_string(table.schema.field(RECORD_COLUMN).type) \
@@ -57,7 +57,7 @@ def schema_value(loaded: LoadedConfig, value: Any) -> dict[str, Any] | None:
     if not isinstance(value, str):
         return None
     try:
-        _, schema = row_schema(value, getattr(loaded, "schema_table", None) or {})
+        _, schema = row_schema(value, loaded.schema_table)
     except RowSchemaError:
         return None
     return schema if isinstance(schema, dict) else None
@@ -65,7 +65,7 @@ def schema_value(loaded: LoadedConfig, value: Any) -> dict[str, Any] | None:
 
 def per_row_schemas(loaded: LoadedConfig, partitions: list[PartitionManifest]) -> dict[str, dict]:
     """Each document's schema, read from the scored partitions' input files (`input.schema_column`)."""
-    column = getattr(loaded.config.input, "schema_column", None)
+    column = loaded.config.input.schema_column
     if column is None:
         return {}
     id_column = loaded.config.input.id_column
@@ -145,6 +145,6 @@ def evaluate(loaded: LoadedConfig, golds: dict[str, dict[str, Any]], output: Run
              documents: dict[str, str] | None = None) -> Scores:
     """Score the run's rows against `golds`; `spans` (id → the row's `_spans`) and `documents` (id → its text) feed
     the calibration's leaf model."""
-    default = loaded.contract.json_schema if not getattr(loaded.contract, "per_row", False) else None
+    default = loaded.contract.json_schema if not loaded.contract.per_row else None
     return score(golds, output.rows, output.dead_letters, lambda doc_id: output.schemas.get(doc_id, default),
                  options, output.confidence, spans, documents)

@@ -246,7 +246,7 @@ def job_reach(loaded: Any, golds: dict[str, dict[str, Any]], documents: dict[str
     """Reach of the job's grammar over its gold documents (`schemas`: per-row schemas by id, where the job has
     them; else the job's own schema)."""
     mode, ground_numbers = grammar_mode(loaded)
-    default = loaded.contract.json_schema if not getattr(loaded.contract, "per_row", False) else None
+    default = loaded.contract.json_schema if not loaded.contract.per_row else None
     policy = loaded.config.schema_policy
     options = {"locale": loaded.config.grounding_locale, "screens": tuple(policy.grounding_screens)}
     return reach(golds, documents, lambda doc_id: (schemas or {}).get(doc_id, default), mode, ground_numbers,

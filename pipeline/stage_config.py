@@ -1,0 +1,83 @@
+"""What each stage of a run reads of the job: typed, frozen slices of `LoadedConfig`, built once where the job is
+run (`pipeline.run`), so that planning and routing take what they read and nothing more. The workers' slice is
+`workers.spec.ExtractionSpec` (built by `pipeline.dataflow.build_spec`), and the dataflow reads `workers` alone.
+
+- `InputSource`: where the documents are and how a partition is cut into units (`pipeline.planning.plan_input`).
+- `PlanningConfig`: that, and the job's identity a committed partition is held to (`pipeline.planning.plan_run`).
+- `RoutingConfig`: the model, the schema policy, the schemas and the few-shot examples routing checks
+  (`pipeline.routing.route_schemas`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pipeline.config import SchemaPolicyConfig
+from pipeline.output.commit import output_parts
+from pipeline.storage import S3Settings
+from schemas.contract import SchemaContract
+
+if TYPE_CHECKING:
+    from pipeline.config import LoadedConfig
+
+
+@dataclass(frozen=True)
+class InputSource:
+    """A job's input, as planning cuts it: `uri` resolved (a `{date}` template, a folder or a file), its columns,
+    `input.limit`, and `output.checkpoint_rows` (the documents of a unit)."""
+
+    uri: str
+    s3_settings: S3Settings
+    id_column: str
+    text_column: str
+    schema_column: str | None
+    limit: int | None
+    checkpoint_rows: int
+
+    @classmethod
+    def of(cls, loaded: LoadedConfig) -> InputSource:
+        source = loaded.config.input
+        return cls(uri=loaded.input_uri, s3_settings=loaded.s3_settings, id_column=source.id_column,
+                   text_column=source.text_column, schema_column=source.schema_column, limit=source.limit,
+                   checkpoint_rows=loaded.config.output.checkpoint_rows)
+
+
+@dataclass(frozen=True)
+class PlanningConfig:
+    """What planning a run reads: its input, and the job's output hash and its parts (`output_parts`), which a
+    committed partition is compared with (another job stops the run before anything starts)."""
+
+    source: InputSource
+    output_uri: str
+    output_hash: str
+    parts: dict[str, str]  # output_parts(decisive): a hash per part of what decides an outcome
+
+    @classmethod
+    def of(cls, loaded: LoadedConfig) -> PlanningConfig:
+        return cls(source=InputSource.of(loaded), output_uri=loaded.output_uri, output_hash=loaded.output_hash,
+                   parts=output_parts(loaded.decisive))
+
+
+@dataclass(frozen=True)
+class RoutingConfig:
+    """What routing the schemas reads: the model whose tokenizer compiles them (`model_path` resolved), whether it
+    decodes under a grammar at all, `schema_policy` and its limits, the job's schema or the per-row column and
+    table, and the few-shot examples the routed grammar must accept; `source` (the config file) names its errors."""
+
+    model_path: str
+    constrained: bool
+    policy: SchemaPolicyConfig
+    limits: Any  # schemas.limits.SchemaLimits
+    contract: SchemaContract
+    schema_column: str | None
+    schema_table: dict[str, dict[str, Any]]
+    examples: list[tuple[Any, str]]  # (schemas.examples.Example, its output as the grammar emits it)
+    source: str
+
+    @classmethod
+    def of(cls, loaded: LoadedConfig) -> RoutingConfig:
+        cfg = loaded.config
+        return cls(model_path=loaded.model_path, constrained=cfg.model.constrained, policy=cfg.schema_policy,
+                   limits=loaded.schema_limits, contract=loaded.contract, schema_column=cfg.input.schema_column,
+                   schema_table=loaded.schema_table, examples=loaded.examples, source=str(loaded.path))
