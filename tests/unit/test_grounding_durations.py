@@ -1,0 +1,47 @@
+"""Durations in their normal form (`two (2) years` → `2 years`): schemas.grounding.durations, issue 56."""
+
+from __future__ import annotations
+
+import pytest
+
+from schemas.grounding.durations import durations
+from schemas.grounding.index import DocumentIndex
+from schemas.grounding.normal import normal_forms
+
+
+def test_spelled_numbers_with_their_digits_in_brackets():
+    pytest.importorskip("text_to_num")
+    text = ("This Agreement shall remain in effect for a period of two (2) years from the Effective Date. The "
+            "obligations survive for eighteen (18) months, and notice is thirty (30) days.")
+    assert durations(text) == ["2 years", "18 months", "30 days"]
+
+
+def test_spelled_hyphenated_and_single_forms():
+    pytest.importorskip("text_to_num")
+    assert durations("a three-year term") == ["3 years"]
+    assert durations("for one (1) year") == ["1 year"]
+    assert durations("for thirty-six months") == ["36 months"]
+
+
+def test_digits_and_words_between():
+    assert durations("shall survive for 5 years after 2 calendar years") == ["5 years", "2 years"]
+    assert durations("a 3-year period") == ["3 years"]
+
+
+def test_not_durations():
+    assert durations("In 2019 the parties met; Section 2 governs.") == []
+    assert durations("the years 2010 and 2011") == []
+    assert durations("") == []
+
+
+def test_a_brackets_disagreement_offers_both():
+    pytest.importorskip("text_to_num")
+    assert durations("two (3) years") == ["3 years", "2 years"]
+
+
+def test_normal_forms_offer_the_duration_to_a_substring_field():
+    pytest.importorskip("text_to_num")
+    index = DocumentIndex("The term of this Agreement is two (2) years.", "en")
+    forms = normal_forms(index)
+    assert "2 years" in forms
+    assert "two (2) years" not in forms  # the document's own words are its runs, not a normal form
