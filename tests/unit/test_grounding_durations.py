@@ -45,3 +45,17 @@ def test_normal_forms_offer_the_duration_to_a_substring_field():
     forms = normal_forms(index)
     assert "2 years" in forms
     assert "two (2) years" not in forms  # the document's own words are its runs, not a normal form
+
+
+def test_organisation_names_without_the_comma_before_their_legal_form():
+    from schemas.grounding.names import comma_free_names
+
+    text = "between KITE PHARMA, INC., a Delaware corporation, and Wells Fargo Securities, LLC (the \"Agent\")."
+    found = comma_free_names(text)
+    assert "between KITE PHARMA INC." in found and "and Wells Fargo Securities LLC" in found
+    assert comma_free_names("the parties, including employees, agree") == []
+
+
+def test_normal_forms_offer_the_comma_free_name_to_a_substring_field():
+    index = DocumentIndex("This Agreement is made by NIKE, Inc. and Eric Dean Sprunk.", "en")
+    assert "This Agreement is made by NIKE Inc." in normal_forms(index)  # and its runs (`NIKE Inc.`)

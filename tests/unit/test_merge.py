@@ -90,3 +90,31 @@ def test_list_items_of_objects_are_items_with_their_leaves_provenance():
 def test_spans_become_offsets_into_the_whole_document():
     merged = merge([out(W0, {"a": None}), out(W2, {"a": "x"}, {"a": 0.5}, {"a": [(3, 4), (10, 11)]})])
     assert merged.spans == {"a": [(1903, 1904), (1910, 1911)]}
+
+
+def test_a_value_that_is_only_its_fields_name_loses_to_any_other():
+    # window 0 copied the label `Jurisdiction:` with more confidence than window 1 read the state
+    merged = merge([out(W0, {"jurisdiction": "Jurisdiction"}, {"jurisdiction": 0.9}),
+                    out(W1, {"jurisdiction": "California"}, {"jurisdiction": 0.2})])
+    assert merged.record == {"jurisdiction": "California"} and merged.windows == {"jurisdiction": 1}
+
+
+def test_a_fields_name_stays_where_no_window_gives_another_value():
+    merged = merge([out(W0, {"jurisdiction": "the Jurisdiction"}, {"jurisdiction": 0.9}),
+                    out(W1, {"jurisdiction": None})])
+    assert merged.record == {"jurisdiction": "the Jurisdiction"}
+
+
+def test_a_list_item_that_is_only_its_fields_name_is_dropped_while_others_remain():
+    first = out(W0, {"party": ["Parties", "Acme Inc."]}, spans={"party[1]": [(10, 19)]})
+    second = out(W1, {"party": ["party"]})
+    assert merge([first, second]).record == {"party": ["Acme Inc."]}
+    assert merge([out(W0, {"party": ["Parties"]})]).record == {"party": ["Parties"]}
+
+
+def test_label_only_reads_words_case_and_number():
+    from workers.merge import label_only
+
+    assert label_only("Terms", "contract_term") and label_only("the JURISDICTION", "jurisdiction")
+    assert not label_only("California", "jurisdiction") and not label_only("2 years", "term")
+    assert not label_only("Company", "party[0]") and not label_only(12, "term")
