@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.spans import join_path, leaves
+from workers.cues import Cues
 from workers.windows import Window
 
 
@@ -47,15 +48,17 @@ class Merged:
     confidence: dict[str, float] = field(default_factory=dict)
     spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     windows: dict[str, int] = field(default_factory=dict)
+    cues: Cues | None = None  # the document and its fields' cue words (workers.cues): a value's relevance
 
 
 # A value as one window gives it: (the window's output, the value, its path in that window's record).
 Found = tuple[WindowOutput, Any, str]
 
 
-def merge(outputs: list[WindowOutput]) -> Merged:
-    """The one record of `outputs` (a document's windows, in order, each with a record)."""
-    merged = Merged(record={})
+def merge(outputs: list[WindowOutput], cues: Cues | None = None) -> Merged:
+    """The one record of `outputs` (a document's windows, in order, each with a record); with `cues`, a scalar
+    goes to the window whose value is written nearest its field's cue words (`workers.cues`), then the surest."""
+    merged = Merged(record={}, cues=cues)
     record = _merge([(o, o.record, "") for o in outputs], "", merged)
     merged.record = record if isinstance(record, dict) else {}
     return merged
@@ -79,9 +82,10 @@ def _merge_object(found: list[Found], path: str, out: Merged) -> dict[str, Any]:
 
 
 def _merge_scalar(found: list[Found], path: str, out: Merged) -> Any:
-    def sureness(item: tuple[int, Found]) -> tuple[bool, float, int]:
+    def sureness(item: tuple[int, Found]) -> tuple[bool, float, float, int]:
         i, (o, value, at) = item
-        return (not label_only(value, path), o.confidence.get(at, -1.0), -i)
+        relevance = out.cues.relevance(path, o.absolute(at)) if out.cues is not None else 0.0
+        return (not label_only(value, path), relevance, o.confidence.get(at, -1.0), -i)
 
     _, (best, value, at) = max(enumerate(found), key=sureness)
     _keep(out, path, best, at)

@@ -118,3 +118,36 @@ def test_label_only_reads_words_case_and_number():
     assert label_only("Terms", "contract_term") and label_only("the JURISDICTION", "jurisdiction")
     assert not label_only("California", "jurisdiction") and not label_only("2 years", "term")
     assert not label_only("Company", "party[0]") and not label_only(12, "term")
+
+
+def _contract_document():
+    filler = "Each party shall keep the other's information secret and use it only for the purpose. " * 5
+    head = "Signed in 2017 by the undersigned officers. " + filler  # window 0: characters 0-1100
+    law = "This Agreement is governed by the laws of the State of California. "
+    text = head.ljust(1000) + filler + law + filler
+    return text, text.index("2017"), text.index("California")
+
+
+def test_with_cues_a_scalar_goes_to_the_window_that_writes_it_near_its_fields_words():
+    from workers.cues import Cues, field_cues
+
+    text, year, state = _contract_document()
+    schema = {"properties": {"jurisdiction": {"type": "string",
+                                              "description": "the state or country whose law governs the agreement"}}}
+    w1 = Window(1, 900, len(text))
+    windows = [out(W0, {"jurisdiction": "2017"}, {"jurisdiction": 0.9}, {"jurisdiction": [(year, year + 4)]}),
+               out(w1, {"jurisdiction": "California"}, {"jurisdiction": 0.2},
+                   {"jurisdiction": [(state - 900, state - 900 + 10)]})]
+    assert merge(windows).record == {"jurisdiction": "2017"}  # the surest, without cues
+    merged = merge(windows, Cues(text, field_cues(schema)))
+    assert merged.record == {"jurisdiction": "California"}
+    assert merged.spans == {"jurisdiction": [(state, state + 10)]}
+
+
+def test_cue_words_are_the_stems_of_a_fields_name_and_description():
+    from workers.cues import field_cues
+
+    cues = field_cues({"properties": {"effective_date": {"description": "the date the agreement takes effect"},
+                                      "parties": {"type": "array", "items": {"type": "string"}}}})
+    assert cues["effective_date"] == {"effect", "date", "agreement", "take"}
+    assert cues["parties"] == {"parti"}
