@@ -23,6 +23,8 @@ from typing import Any
 CONTEXT = 150  # characters either side of a value's span whose words count
 BLOCK = 400  # characters of the blocks a stem's rarity is counted over
 WORD = re.compile(r"[^\W\d_]{2,}")
+# A defined term: `(the “Company”)`, `("Recipient")`, `(hereinafter referred to as "Seller")`, `(each a “Party”)`
+DEFINED = r"\(\s*(?:(?:hereinafter|collectively|each|individually)[\w\s,]*?)?(?:the\s+|a\s+|an\s+)?[\"“”']{}[\"“”']"
 STOP = frozenset({"the", "a", "an", "of", "or", "and", "to", "in", "on", "for", "by", "as", "is", "it", "its", "this",
                   "that", "with", "which", "whose", "what", "who", "be", "are", "at", "from", "e", "g", "eg"})
 
@@ -70,6 +72,7 @@ class Cues:
     words: dict[str, frozenset[str]]
     _weights: dict[str, float] = field(default_factory=dict)
     _blocks: list[set[str]] | None = None
+    _defined: dict[str, bool] = field(default_factory=dict)
 
     def weight(self, stem: str) -> float:
         """How rare `stem` is in the document: log(blocks / (1 + blocks that write it)), at least 0."""
@@ -79,6 +82,16 @@ class Cues:
             holding = sum(stem in block for block in self._blocks)
             self._weights[stem] = max(0.0, math.log(len(self._blocks) / (1 + holding)))
         return self._weights[stem]
+
+    def defined(self, value: Any) -> bool:
+        """Whether the document defines `value` as a term of its own, in brackets and quotes (`(the “Company”)`,
+        `("Recipient")`, `(hereinafter referred to as "Seller")`): an alias of a name written before it."""
+        if not isinstance(value, str) or not value.strip():
+            return False
+        if value not in self._defined:
+            term = re.sub(r"^(?:the|a|an)\s+", "", value.strip(), flags=re.IGNORECASE)
+            self._defined[value] = re.search(DEFINED.format(re.escape(term)), self.document) is not None
+        return self._defined[value]
 
     def relevance(self, path: str, spans: list[tuple[int, int]]) -> float:
         """The best, over the value's spans (offsets into the document), of the weights of its field's cue stems

@@ -142,6 +142,8 @@ def _merge_list(found: list[Found], path: str, out: Merged) -> list[Any]:
     items = [_Item(o, value, f"{at}[{i}]", i) for o, values, at in found for i, value in enumerate(values)]
     if any(not label_only(item.value, path) for item in items):
         items = [item for item in items if not label_only(item.value, path)]
+    if out.cues is not None and any(not out.cues.defined(item.value) for item in items):
+        items = [item for item in items if not out.cues.defined(item.value)]  # an alias, where a name remains
     kept: list[_Item] = []
     for item in items:
         if not any(same_read(earlier, item) for earlier in kept):

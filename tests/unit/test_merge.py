@@ -151,3 +151,15 @@ def test_cue_words_are_the_stems_of_a_fields_name_and_description():
                                       "parties": {"type": "array", "items": {"type": "string"}}}})
     assert cues["effective_date"] == {"effect", "date", "agreement", "take"}
     assert cues["parties"] == {"parti"}
+
+
+def test_with_cues_a_list_item_the_document_defines_as_a_term_is_dropped_while_names_remain():
+    from workers.cues import Cues
+
+    text = "This Agreement is between LaCrosse Footwear, Inc. (the “Company”) and Wells Fargo Securities LLC. " * 3
+    cues = Cues(text, {})
+    first = out(W0, {"party": ["the Company", "Wells Fargo Securities LLC"]})
+    second = out(W1, {"party": ["Company"]})
+    assert merge([first, second], cues).record == {"party": ["Wells Fargo Securities LLC"]}
+    assert merge([first, second]).record == {"party": ["the Company", "Wells Fargo Securities LLC", "Company"]}
+    assert merge([out(W0, {"party": ["Company"]})], cues).record == {"party": ["Company"]}
