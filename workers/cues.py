@@ -70,6 +70,7 @@ class Cues:
 
     document: str
     words: dict[str, frozenset[str]]
+    rank: bool = False  # rank a scalar's windows by `relevance` (off: measured no better, issue 56 journal)
     _weights: dict[str, float] = field(default_factory=dict)
     _blocks: list[set[str]] | None = None
     _defined: dict[str, bool] = field(default_factory=dict)
@@ -95,10 +96,11 @@ class Cues:
 
     def relevance(self, path: str, spans: list[tuple[int, int]]) -> float:
         """The best, over the value's spans (offsets into the document), of the weights of its field's cue stems
-        written within CONTEXT characters of the span; 0 for a value without a span or a field without cues."""
+        written within CONTEXT characters of the span; 0 for a value without a span or a field without cues, and
+        for every value unless `rank`."""
         name = re.sub(r"\[\d+\]", "", path).rpartition(".")[2]
         cues = self.words.get(name)
-        if not cues or not spans:
+        if not self.rank or not cues or not spans:
             return 0.0
         best = 0.0
         for start, end in spans:

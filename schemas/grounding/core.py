@@ -37,6 +37,7 @@ from typing import Any
 import jsonschema
 
 from schemas.cells import MAX_WORDS
+from schemas.grounding.durations import duration_kind
 from schemas.grounding.finders import FALLBACK
 from schemas.grounding.index import DocumentIndex, document_index
 from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_names, has_grounded
@@ -306,7 +307,7 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
         node = nodes[path]
         field = FieldContext(kind, _nullable(node), named[path],
                              tuple(words_ for other, words_ in named.items() if other != path))
-        grounded = _grounded(node, kind, index, cache, field, tuple(screens), mark_free)
+        grounded = _grounded(node, duration_kind(kind, node, index), index, cache, field, tuple(screens), mark_free)
         node.clear()
         node.update(grounded)
     return work

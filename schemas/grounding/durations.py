@@ -17,6 +17,7 @@ duration, and the forms only add to a substring field's runs (never used where a
 from __future__ import annotations
 
 import re
+from typing import Any
 
 try:  # a well-kept reader of spelled numbers (issue 54: numbers on libraries)
     from text_to_num import alpha2digit
@@ -75,3 +76,25 @@ def durations(text: str, language: str | None = "en") -> list[str]:
 def _unit(written: str, language: str) -> str:
     lowered = written.casefold()
     return next(unit for unit, (_, _, words) in UNITS[language].items() if lowered in words)
+
+
+DURATION_KIND = "duration"
+
+
+def asks_duration(node: dict[str, Any]) -> bool:
+    """Whether a field's description or examples show a duration (`how long the agreement lasts, e.g. 2 years`):
+    the form the user wants its value in."""
+    shown = [node.get("description"), *(node.get("examples") or [])]
+    for branch in node.get("anyOf") or node.get("oneOf") or []:
+        if isinstance(branch, dict):
+            shown += [branch.get("description"), *(branch.get("examples") or [])]
+    return any(durations(text) for text in shown if isinstance(text, str))
+
+
+def duration_kind(kind: str, node: dict[str, Any], index: Any) -> str:
+    """`duration` for a free-text field that asks for a duration (`asks_duration`) in a document that writes
+    one: its candidates are the document's durations in their normal form (and null where the field allows
+    it), not runs of its words; else `kind`. A document that writes none keeps the field's text kind."""
+    if kind == "text" and asks_duration(node) and index.values(DURATION_KIND):
+        return DURATION_KIND
+    return kind

@@ -59,3 +59,25 @@ def test_organisation_names_without_the_comma_before_their_legal_form():
 def test_normal_forms_offer_the_comma_free_name_to_a_substring_field():
     index = DocumentIndex("This Agreement is made by NIKE, Inc. and Eric Dean Sprunk.", "en")
     assert "This Agreement is made by NIKE Inc." in normal_forms(index)  # and its runs (`NIKE Inc.`)
+
+
+TERM_SCHEMA = {"type": "object", "properties": {
+    "term": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "how long it lasts, e.g. 2 years"},
+    "city": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "where it was signed"}}}
+
+
+def test_a_field_whose_description_shows_a_duration_is_grounded_in_the_documents_durations():
+    pytest.importorskip("text_to_num")
+    from schemas.grounding import ground
+
+    doc = "Signed in Ohio. This Agreement remains in effect for two (2) years; notice takes thirty (30) days."
+    grounded = ground(TERM_SCHEMA, doc, mode="auto")["properties"]
+    assert grounded["term"] == {"anyOf": [{"enum": ["2 years", "30 days"]}, {"type": "null"}]}
+    assert "2 years" not in grounded["city"]["anyOf"][0]["enum"]  # a field that asks no duration: the runs
+
+
+def test_a_duration_field_keeps_its_text_kind_where_the_document_writes_no_duration():
+    from schemas.grounding import ground
+
+    grounded = ground(TERM_SCHEMA, "Signed in Ohio by both parties.", mode="auto")["properties"]
+    assert "Signed in Ohio" in grounded["term"]["anyOf"][0]["enum"]

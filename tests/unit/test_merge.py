@@ -139,7 +139,8 @@ def test_with_cues_a_scalar_goes_to_the_window_that_writes_it_near_its_fields_wo
                out(w1, {"jurisdiction": "California"}, {"jurisdiction": 0.2},
                    {"jurisdiction": [(state - 900, state - 900 + 10)]})]
     assert merge(windows).record == {"jurisdiction": "2017"}  # the surest, without cues
-    merged = merge(windows, Cues(text, field_cues(schema)))
+    assert merge(windows, Cues(text, field_cues(schema))).record == {"jurisdiction": "2017"}  # ranking is off
+    merged = merge(windows, Cues(text, field_cues(schema), rank=True))
     assert merged.record == {"jurisdiction": "California"}
     assert merged.spans == {"jurisdiction": [(state, state + 10)]}
 
