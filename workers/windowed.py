@@ -23,7 +23,7 @@ from typing import Any
 
 from schemas.contract import SchemaContract
 from workers.classify import Outcome, _below, classify, dead_letter
-from workers.cues import Cues, field_cues
+from workers.cues import Cues
 from workers.engine import Generation
 from workers.merge import WindowOutput, merge
 from workers.outcome import DeadLetterReason
@@ -102,7 +102,7 @@ def document_outcome(document: str, document_id: Any, windows: list[Window], out
     outputs = [u for u in usable if u is not None]
     if not outputs:
         return _failed(outcomes[0].reason, windows[0], outcomes[0], len(windows), raw, tokens)
-    merged = merge(outputs, Cues(document, field_cues(contract.json_schema)))
+    merged = merge(outputs, Cues(document, {}))  # its defined terms; cue ranking is off (workers.cues)
     generation = Generation(text=json.dumps(merged.record, ensure_ascii=False), finish_reason="stop", **tokens)
     outcome = classify(generation, contract, {"document": document, "document_id": document_id}, constrained=False,
                        repeated_items="keep")
