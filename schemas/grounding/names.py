@@ -24,20 +24,20 @@ MAX_NAME_WORDS = 6  # words of a name before its legal form
 
 def _pattern() -> re.Pattern[str]:
     forms = "|".join(re.escape(f) for f in sorted(LEGAL_FORMS, key=len, reverse=True))
-    word = r"[^\s,;:()\"“”]+"
-    return re.compile(rf"(?P<name>{word}(?:[ \t]+{word}){{0,{MAX_NAME_WORDS - 1}}}),[ \t]+"
-                      rf"(?P<form>{forms})(?![^\W_])", re.IGNORECASE)
+    return re.compile(rf",[ \t]+(?P<form>{forms})(?![^\W_])", re.IGNORECASE)
 
 
-NAME_FORM = _pattern()
+FORM_AFTER_COMMA = _pattern()
+NAME_WORD = re.compile(r"[^\s,;:()\"“”]+")
 
 
 def comma_free_names(text: str) -> list[str]:
     """Each `<up to MAX_NAME_WORDS words>, <legal form>` the text writes, without the comma (`NIKE, Inc.` →
     `NIKE Inc.`), in order of first appearance."""
     found: dict[str, None] = {}
-    for match in NAME_FORM.finditer(text):
-        name = match.group("name")
-        if any(c.isupper() for c in name):
-            found[f"{name} {match.group('form')}"] = None
+    for match in FORM_AFTER_COMMA.finditer(text):
+        before = text[max(0, match.start() - 200):match.start()]
+        words = re.search(rf"(?:{NAME_WORD.pattern}[ \t]+){{0,{MAX_NAME_WORDS - 1}}}{NAME_WORD.pattern}$", before)
+        if words is not None and any(c.isupper() for c in words.group()):
+            found[f"{words.group()} {match.group('form')}"] = None
     return list(found)
