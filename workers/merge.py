@@ -7,6 +7,9 @@
   Two items are one only when they come from neighbouring windows, are equal, and their spans inside the two
   windows' overlap coincide (non-empty): the same words read twice. Items repeated elsewhere are kept.
 - An object merges leaf by leaf (keys in the order the windows give them); items of a list of objects are items.
+- A value that is only the field's own name (`Jurisdiction` for `jurisdiction`, `Parties` in `party`: a label the
+  window copied, not its value) loses to any other value, and such a list item is dropped while others remain
+  (`label_only`; issue 56: Kleister NDA train, docs 1-8, 4 of 8 jurisdictions read so at 512-2048 tokens a window).
 
 Each leaf of the merged record keeps where it came from: its window, and that window's confidence and spans, the
 spans moved by the window's start so that they are offsets into the whole document.
@@ -15,10 +18,12 @@ spans moved by the window's start so that they are offsets into the whole docume
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.spans import join_path, leaves
+from workers.cues import Cues
 from workers.windows import Window
 
 
@@ -43,15 +48,17 @@ class Merged:
     confidence: dict[str, float] = field(default_factory=dict)
     spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     windows: dict[str, int] = field(default_factory=dict)
+    cues: Cues | None = None  # the document and its fields' cue words (workers.cues): a value's relevance
 
 
 # A value as one window gives it: (the window's output, the value, its path in that window's record).
 Found = tuple[WindowOutput, Any, str]
 
 
-def merge(outputs: list[WindowOutput]) -> Merged:
-    """The one record of `outputs` (a document's windows, in order, each with a record)."""
-    merged = Merged(record={})
+def merge(outputs: list[WindowOutput], cues: Cues | None = None) -> Merged:
+    """The one record of `outputs` (a document's windows, in order, each with a record); with `cues`, a scalar
+    goes to the window whose value is written nearest its field's cue words (`workers.cues`), then the surest."""
+    merged = Merged(record={}, cues=cues)
     record = _merge([(o, o.record, "") for o in outputs], "", merged)
     merged.record = record if isinstance(record, dict) else {}
     return merged
@@ -75,9 +82,10 @@ def _merge_object(found: list[Found], path: str, out: Merged) -> dict[str, Any]:
 
 
 def _merge_scalar(found: list[Found], path: str, out: Merged) -> Any:
-    def sureness(item: tuple[int, Found]) -> tuple[float, int]:
-        i, (o, _, at) = item
-        return (o.confidence.get(at, -1.0), -i)
+    def sureness(item: tuple[int, Found]) -> tuple[bool, float, float, int]:
+        i, (o, value, at) = item
+        relevance = out.cues.relevance(path, o.absolute(at)) if out.cues is not None else 0.0
+        return (not label_only(value, path), relevance, o.confidence.get(at, -1.0), -i)
 
     _, (best, value, at) = max(enumerate(found), key=sureness)
     _keep(out, path, best, at)
@@ -132,6 +140,10 @@ def same_read(a: _Item, b: _Item) -> bool:
 
 def _merge_list(found: list[Found], path: str, out: Merged) -> list[Any]:
     items = [_Item(o, value, f"{at}[{i}]", i) for o, values, at in found for i, value in enumerate(values)]
+    if any(not label_only(item.value, path) for item in items):
+        items = [item for item in items if not label_only(item.value, path)]
+    if out.cues is not None and any(not out.cues.defined(item.value) for item in items):
+        items = [item for item in items if not out.cues.defined(item.value)]  # an alias, where a name remains
     kept: list[_Item] = []
     for item in items:
         if not any(same_read(earlier, item) for earlier in kept):
@@ -141,6 +153,30 @@ def _merge_list(found: list[Found], path: str, out: Merged) -> list[Any]:
     for i, item in enumerate(kept):
         result.append(_merge([(item.origin, item.value, item.at)], f"{path}[{i}]", out))
     return result
+
+
+NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+ARTICLES = frozenset({"the", "a", "an"})
+
+
+def _singular(word: str) -> str:
+    word = word.casefold()
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
+
+
+def label_only(value: Any, path: str) -> bool:
+    """Whether `value` is a string of nothing but words of its field's own name (`Jurisdiction` or `the
+    jurisdiction` for `jurisdiction`, `Parties` for `party[2]`, `Term` for `contract_term`), in any case and
+    number: the label a window copied in place of the value it labels."""
+    if not isinstance(value, str):
+        return False
+    name = re.sub(r"\[\d+\]", "", path).rpartition(".")[2]
+    own = {_singular(w) for w in NAME_WORDS.findall(name)}
+    words = [_singular(w) for w in re.findall(r"[^\W\d_]+", value)]
+    words = [w for w in words if w not in ARTICLES]
+    return bool(own) and bool(words) and not re.search(r"\d", value) and set(words) <= own
 
 
 def _canonical(value: Any) -> str:

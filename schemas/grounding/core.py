@@ -38,6 +38,7 @@ import jsonschema
 
 from schemas.cells import MAX_WORDS
 from schemas.grounding.concepts import field_concept
+from schemas.grounding.durations import duration_kind
 from schemas.grounding.finders import FALLBACK
 from schemas.grounding.index import DocumentIndex, document_index
 from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_name, field_names, has_grounded
@@ -309,7 +310,7 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
         field = FieldContext(kind, _nullable(node), named[path],
                              tuple(words_ for other, words_ in named.items() if other != path), concepts.get(path),
                              frozenset(c for other, c in concepts.items() if other != path and c))
-        grounded = _grounded(node, kind, index, cache, field, tuple(screens), mark_free)
+        grounded = _grounded(node, duration_kind(kind, node, index), index, cache, field, tuple(screens), mark_free)
         node.clear()
         node.update(grounded)
     return work

@@ -9,6 +9,7 @@ from typing import Any
 
 from schemas.cells import EDGE_BUT_BRACKETS, EDGE_PUNCTUATION, MAX_WORDS, POSSESSIVE, WORD, cells_of, sentences_of
 from schemas.grounding.dates import dates as read_dates
+from schemas.grounding.durations import durations
 from schemas.grounding.kinds import ID_SHAPE
 from schemas.grounding.locale import UNKNOWN, Locale
 from schemas.grounding.numbers import all_codes
@@ -180,7 +181,7 @@ FALLBACK = {"money": "number", "id": "text", "currency": "text"}
 LOCALE_FINDERS = {"number": numbers, "date": dates, "money": money, "code": codes, "currency": currencies}
 FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells, "code": codes,
            "item": items, "email": emails, "phone": phones, "url": urls, "money": money, "id": identifiers,
-           "currency": currencies}
+           "currency": currencies, "duration": durations}
 
 
 def finder(kind: str, locale: Locale = UNKNOWN) -> Callable[[str], list[Any]]:

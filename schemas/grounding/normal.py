@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from schemas.grounding.names import comma_free_names
+
 # A time of day: `8:00`, `8:00 AM`, `8 a.m.`, `17h30` is not read (no corpus writes it)
 TIME = r"\d{1,2}(?::\d{2})?\s?(?:[AaPp]\.?[Mm]\.?(?![\w]))?"
 # Two times with `to`, `until`, `till`, `through` or a dash between them
@@ -53,6 +55,9 @@ def _24h(time: str) -> str:
 
 
 def normal_forms(index: Any) -> list[str]:
-    """The normal forms of the values the document of `index` (a DocumentIndex) writes: its dates as YYYY-MM-DD
-    and its ranges of times."""
-    return index.cached("normal forms", lambda: [*index.values("date"), *time_ranges(index.document)])
+    """The normal forms of the values the document of `index` (a DocumentIndex) writes: its dates as YYYY-MM-DD,
+    its ranges of times and its organisations' names without the comma before their legal form
+    (`schemas.grounding.names`). A duration is offered to a field that asks for one (`schemas.grounding.durations`),
+    not to every text field."""
+    return index.cached("normal forms", lambda: [*index.values("date"), *time_ranges(index.document),
+                                                 *comma_free_names(index.document)])

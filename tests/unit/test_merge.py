@@ -90,3 +90,77 @@ def test_list_items_of_objects_are_items_with_their_leaves_provenance():
 def test_spans_become_offsets_into_the_whole_document():
     merged = merge([out(W0, {"a": None}), out(W2, {"a": "x"}, {"a": 0.5}, {"a": [(3, 4), (10, 11)]})])
     assert merged.spans == {"a": [(1903, 1904), (1910, 1911)]}
+
+
+def test_a_value_that_is_only_its_fields_name_loses_to_any_other():
+    # window 0 copied the label `Jurisdiction:` with more confidence than window 1 read the state
+    merged = merge([out(W0, {"jurisdiction": "Jurisdiction"}, {"jurisdiction": 0.9}),
+                    out(W1, {"jurisdiction": "California"}, {"jurisdiction": 0.2})])
+    assert merged.record == {"jurisdiction": "California"} and merged.windows == {"jurisdiction": 1}
+
+
+def test_a_fields_name_stays_where_no_window_gives_another_value():
+    merged = merge([out(W0, {"jurisdiction": "the Jurisdiction"}, {"jurisdiction": 0.9}),
+                    out(W1, {"jurisdiction": None})])
+    assert merged.record == {"jurisdiction": "the Jurisdiction"}
+
+
+def test_a_list_item_that_is_only_its_fields_name_is_dropped_while_others_remain():
+    first = out(W0, {"party": ["Parties", "Acme Inc."]}, spans={"party[1]": [(10, 19)]})
+    second = out(W1, {"party": ["party"]})
+    assert merge([first, second]).record == {"party": ["Acme Inc."]}
+    assert merge([out(W0, {"party": ["Parties"]})]).record == {"party": ["Parties"]}
+
+
+def test_label_only_reads_words_case_and_number():
+    from workers.merge import label_only
+
+    assert label_only("Terms", "contract_term") and label_only("the JURISDICTION", "jurisdiction")
+    assert not label_only("California", "jurisdiction") and not label_only("2 years", "term")
+    assert not label_only("Company", "party[0]") and not label_only(12, "term")
+
+
+def _contract_document():
+    filler = "Each party shall keep the other's information secret and use it only for the purpose. " * 5
+    head = "Signed in 2017 by the undersigned officers. " + filler  # window 0: characters 0-1100
+    law = "This Agreement is governed by the laws of the State of California. "
+    text = head.ljust(1000) + filler + law + filler
+    return text, text.index("2017"), text.index("California")
+
+
+def test_with_cues_a_scalar_goes_to_the_window_that_writes_it_near_its_fields_words():
+    from workers.cues import Cues, field_cues
+
+    text, year, state = _contract_document()
+    schema = {"properties": {"jurisdiction": {"type": "string",
+                                              "description": "the state or country whose law governs the agreement"}}}
+    w1 = Window(1, 900, len(text))
+    windows = [out(W0, {"jurisdiction": "2017"}, {"jurisdiction": 0.9}, {"jurisdiction": [(year, year + 4)]}),
+               out(w1, {"jurisdiction": "California"}, {"jurisdiction": 0.2},
+                   {"jurisdiction": [(state - 900, state - 900 + 10)]})]
+    assert merge(windows).record == {"jurisdiction": "2017"}  # the surest, without cues
+    assert merge(windows, Cues(text, field_cues(schema))).record == {"jurisdiction": "2017"}  # ranking is off
+    merged = merge(windows, Cues(text, field_cues(schema), rank=True))
+    assert merged.record == {"jurisdiction": "California"}
+    assert merged.spans == {"jurisdiction": [(state, state + 10)]}
+
+
+def test_cue_words_are_the_stems_of_a_fields_name_and_description():
+    from workers.cues import field_cues
+
+    cues = field_cues({"properties": {"effective_date": {"description": "the date the agreement takes effect"},
+                                      "parties": {"type": "array", "items": {"type": "string"}}}})
+    assert cues["effective_date"] == {"effect", "date", "agreement", "take"}
+    assert cues["parties"] == {"parti"}
+
+
+def test_with_cues_a_list_item_the_document_defines_as_a_term_is_dropped_while_names_remain():
+    from workers.cues import Cues
+
+    text = "This Agreement is between LaCrosse Footwear, Inc. (the “Company”) and Wells Fargo Securities LLC. " * 3
+    cues = Cues(text, {})
+    first = out(W0, {"party": ["the Company", "Wells Fargo Securities LLC"]})
+    second = out(W1, {"party": ["Company"]})
+    assert merge([first, second], cues).record == {"party": ["Wells Fargo Securities LLC"]}
+    assert merge([first, second]).record == {"party": ["the Company", "Wells Fargo Securities LLC", "Company"]}
+    assert merge([out(W0, {"party": ["Company"]})], cues).record == {"party": ["Company"]}
