@@ -29,6 +29,8 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from pipeline.lifecycle import terminating
 from pipeline.output.layout import OutputLayout
 from pipeline.output.slices import Slice, disjoint, parse_slice, unit_file_id
 from pipeline.partition import Partition
@@ -208,7 +211,12 @@ def run_driver(command: list[str], env: dict[str, str], output: Path, log: Path,
                 killed_at = staged
                 break
             time.sleep(0.2)
-    _, status, usage = os.wait4(proc.pid, 0)
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:  # the bench stopped (SIGTERM, Ctrl-C): its driver goes too, not left on a stopped cluster
+        proc.kill()
+        proc.wait()
+        raise
     wall = time.perf_counter() - started
     sampler.halt.set()
     sampler.join()
@@ -422,6 +430,14 @@ def ray_ceiling(cluster: LocalCluster, rows: int) -> dict[str, Any]:
 
 # -- the whole bench -----------------------------------------------------------------------------------
 
+@contextmanager
+def _stopping(cluster: LocalCluster) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        cluster.stop()
+
+
 def run_simulated_bench(out: Path, grid: dict[str, list[int]], batch_size: int = 500, checkpoint_rows: int = 500,
                         simulated: dict[str, Any] | None = None, nodes: int = 1, ceilings: bool = True,
                         ceiling_rows: int | None = None) -> dict[str, Any]:
@@ -436,7 +452,8 @@ def run_simulated_bench(out: Path, grid: dict[str, list[int]], batch_size: int =
     report: dict[str, Any] = {"grid": grid, "batch_size": batch_size, "checkpoint_rows": checkpoint_rows,
                               "simulated": simulated, "nodes": nodes, "cores": os.cpu_count(), "cells": cells,
                               "machine": machine()}
-    try:
+    # A SIGTERM (`kill`, a scheduler's stop) unwinds as an exception, so the cluster this bench started is stopped.
+    with terminating(), _stopping(cluster):
         for docs, actors, partitions in grid_cells(grid):
             cell = run_cell(out, cluster, docs, actors, partitions, batch_size, checkpoint_rows, simulated)
             cells.append(cell)
@@ -449,8 +466,6 @@ def run_simulated_bench(out: Path, grid: dict[str, list[int]], batch_size: int =
             most_partitions = max(p for _, _, p in grid_cells(grid))
             if most_partitions > 1:
                 report["commit_ceiling_partitions"] = commit_ceiling(out, top, most_partitions, checkpoint_rows)
-    finally:
-        cluster.stop()
     report["memory"] = _memory(cells)
     _write(out, report)
     return report
