@@ -20,9 +20,11 @@ run: $(STAMP)  # runs the sample job, then scores its rows against the sample go
 browser:
 	bash infra/install-chromium.sh
 
-# Two test processes (pytest-xdist): the modules that start real vLLM engines run one after the other in one of
-# them, every other module as a whole in either (tests/conftest.py, REAL_ENGINE_MODULES). TEST_WORKERS=0: one process.
-TEST_WORKERS ?= 2
+# One test process by default. TEST_WORKERS=2: two (pytest-xdist), the tests that start real vLLM engines one after
+# the other in one of them, every other module as a whole in either (tests/conftest.py, REAL_ENGINE_TESTS). On 2
+# cores two processes took as long (1,020 s against 965 s) and more CPU (1,944 against 1,227 busy s): the
+# real-engine tests are the critical path, and the other process slows them.
+TEST_WORKERS ?= 0
 
 test: $(STAMP)
 	bash infra/install-chromium.sh --if-possible
