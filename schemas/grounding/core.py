@@ -44,6 +44,7 @@ from schemas.grounding.index import DocumentIndex, document_index
 from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_name, field_names, has_grounded
 from schemas.grounding.locale import AUTO, Locale
 from schemas.grounding.normal import normal_forms
+from schemas.grounding.places import place_kind
 from schemas.grounding.screens import DEFAULT_SCREENS, FieldContext, screen
 from schemas.grounding.unsure import FREE_KEY
 from schemas.labels import field_words
@@ -310,7 +311,8 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
         field = FieldContext(kind, _nullable(node), named[path],
                              tuple(words_ for other, words_ in named.items() if other != path), concepts.get(path),
                              frozenset(c for other, c in concepts.items() if other != path and c))
-        grounded = _grounded(node, duration_kind(kind, node, index), index, cache, field, tuple(screens), mark_free)
+        kind = place_kind(duration_kind(kind, node, index), field_name(path), index)
+        grounded = _grounded(node, kind, index, cache, field, tuple(screens), mark_free)
         node.clear()
         node.update(grounded)
     return work

@@ -11,11 +11,13 @@ from schemas.cells import EDGE_BUT_BRACKETS, EDGE_PUNCTUATION, MAX_WORDS, POSSES
 from schemas.grounding.dates import dates as read_dates
 from schemas.grounding.durations import durations
 from schemas.grounding.kinds import ID_SHAPE
+from schemas.grounding.layout import wrapped
 from schemas.grounding.locale import UNKNOWN, Locale
 from schemas.grounding.numbers import all_codes
 from schemas.grounding.numbers import currencies as read_currencies
 from schemas.grounding.numbers import money as read_money
 from schemas.grounding.numbers import numbers as read_numbers
+from schemas.grounding.places import places
 
 # The English-only shapes grounding read before issue 54, kept for readers of old spans (tests/unit/test_spans.py)
 NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])-?\d+(?:\.\d+)?(?![\d])")
@@ -108,8 +110,9 @@ TABLE_CELL_WORDS = 24  # a document none of whose cells is longer is tabular (an
 
 def items(text: str) -> list[str]:
     """A list's strings: whole cells in a tabular document (line items, rows), spans in prose, whose cells are
-    whole paragraphs no list item is."""
-    return cells(text) if all(len(c.split()) <= TABLE_CELL_WORDS for c in cells_of(text)) else spans(text)
+    whole paragraphs no list item is, or lines of wrapped prose (`schemas.grounding.layout.wrapped`)."""
+    tabular = all(len(c.split()) <= TABLE_CELL_WORDS for c in cells_of(text)) and not wrapped(text)
+    return cells(text) if tabular else spans(text)
 
 
 EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?![\w@-])")
@@ -178,10 +181,11 @@ FALLBACK = {"money": "number", "id": "text", "currency": "text"}
 
 # `code`, `item` and the named kinds are only inferred (auto): an enum of codes, the strings of a list, and a
 # plain string whose name says it holds an email, phone number or web address; none is a mark.
-LOCALE_FINDERS = {"number": numbers, "date": dates, "money": money, "code": codes, "currency": currencies}
+LOCALE_FINDERS = {"number": numbers, "date": dates, "money": money, "code": codes, "currency": currencies,
+                  "place": places}
 FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells, "code": codes,
            "item": items, "email": emails, "phone": phones, "url": urls, "money": money, "id": identifiers,
-           "currency": currencies, "duration": durations}
+           "currency": currencies, "duration": durations, "place": places}
 
 
 def finder(kind: str, locale: Locale = UNKNOWN) -> Callable[[str], list[Any]]:
