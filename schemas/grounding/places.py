@@ -18,7 +18,8 @@ places the document names, as an enum: the model chooses among `Delaware`, `New 
   kept: French writes `droit suisse` beside `Suisse`). A one-word name that starts a longer one is a word of
   it, not a place (`North` of `North Carolina`, `New` of `New York`).
 - **The value**: the gazetteer's name as the document's language (or English) writes it (`DELAWARE` → `Delaware`).
-- **Never forbids**: a document (or window) that names no place leaves the field as it was (runs of its words).
+- **Never forbids**: a document (or window) that names no place leaves the field its plain type (a string of at
+  most 64 characters, or null; a nullable field's value the model is unsure of is null: `schemas.grounding.unsure`).
 """
 
 from __future__ import annotations
@@ -151,10 +152,10 @@ def holds_place(name: str | None) -> bool:
     return bool(name_words) and (" ".join(name_words) in listed or name_words[-1] in listed)
 
 
-def place_kind(kind: str, name: str | None, index: Any) -> str:
-    """`place` for a free-text field that holds a place (`holds_place`) in a document that names one: its
-    candidates are the places named there (and null where the field allows it), not runs of its words; else
-    `kind`. A document that names none keeps the field's text kind."""
-    if kind == "text" and holds_place(name) and index.values(PLACE_KIND):
-        return PLACE_KIND
-    return kind
+def place_kind(kind: str, name: str | None) -> str:
+    """`place` for a free-text field that holds a place (`holds_place`): its candidates are the places the document
+    names (and null where the field allows it), not runs of its words; else `kind`. Where the document names no
+    place, the field keeps its plain type, as any field whose finder finds nothing (`schemas.grounding.core`): a
+    nullable one is marked free, and a value the model is unsure of there is null (`schemas.grounding.unsure`),
+    where runs of its words would have turned the model's start of a name into the nearest run (`J` → `joint`)."""
+    return PLACE_KIND if kind == "text" and holds_place(name) else kind
