@@ -7,6 +7,9 @@
   Two items are one only when they come from neighbouring windows, are equal, and their spans inside the two
   windows' overlap coincide (non-empty): the same words read twice. Items repeated elsewhere are kept.
 - An object merges leaf by leaf (keys in the order the windows give them); items of a list of objects are items.
+- A list item that is a term the document defines for a name (`Eric Dean Sprunk ("EMPLOYEE")`, `Kite Pharma, Inc.,
+  a Delaware corporation ... ("Kite")`) is replaced by that name (workers.aliases), once; a term whose name is
+  not found is dropped while other items remain.
 - A value that is only the field's own name (`Jurisdiction` for `jurisdiction`, `Parties` in `party`: a label the
   window copied, not its value) loses to any other value, and such a list item is dropped while others remain
   (`label_only`; issue 56: Kleister NDA train, docs 1-8, 4 of 8 jurisdictions read so at 512-2048 tokens a window).
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.spans import join_path, leaves
+from workers.aliases import defined_name
 from workers.cues import Cues
 from workers.windows import Window
 
@@ -107,9 +111,12 @@ class _Item:
     value: Any
     at: str  # its path in the window's record
     order: int  # its index in the window's list
+    named: list[tuple[int, int]] | None = None  # a defined term replaced by its name: the name's place (aliases)
 
     def places(self) -> dict[str, list[tuple[int, int]]]:
         """Its leaves' spans in the document, by the leaf's path inside the item."""
+        if self.named is not None:
+            return {"": self.named}
         if not isinstance(self.value, dict | list):
             return {"": self.origin.absolute(self.at)}
         return {sub[len(self.at):]: self.origin.absolute(sub) for sub, _ in leaves(self.value, self.at)}
@@ -142,17 +149,39 @@ def _merge_list(found: list[Found], path: str, out: Merged) -> list[Any]:
     items = [_Item(o, value, f"{at}[{i}]", i) for o, values, at in found for i, value in enumerate(values)]
     if any(not label_only(item.value, path) for item in items):
         items = [item for item in items if not label_only(item.value, path)]
+    if out.cues is not None:
+        items = [_named(item, out.cues.document) for item in items]  # a defined term: the name it stands for
     if out.cues is not None and any(not out.cues.defined(item.value) for item in items):
         items = [item for item in items if not out.cues.defined(item.value)]  # an alias, where a name remains
     kept: list[_Item] = []
     for item in items:
-        if not any(same_read(earlier, item) for earlier in kept):
+        if not any(same_read(earlier, item) or _same_name(earlier, item) for earlier in kept):
             kept.append(item)
     kept.sort(key=lambda it: (it.first(), it.origin.window.index, it.order))
     result = []
     for i, item in enumerate(kept):
         result.append(_merge([(item.origin, item.value, item.at)], f"{path}[{i}]", out))
+        if item.named is not None:
+            out.spans[f"{path}[{i}]"] = item.named
     return result
+
+
+def _named(item: _Item, document: str) -> _Item:
+    """The item, or where it is a term the document defines for a name (`("EMPLOYEE")` after `Eric Dean Sprunk`),
+    that name in its place, with the name's span (workers.aliases)."""
+    if not isinstance(item.value, str):
+        return item
+    found = defined_name(document, item.value)
+    if found is None:
+        return item
+    name, start, end = found
+    return _Item(item.origin, name, item.at, item.order, named=[(start, end)])
+
+
+def _same_name(a: _Item, b: _Item) -> bool:
+    """Whether `b`, a defined term replaced by its name, names what `a` already does (the name once, not once per
+    term: `Company` in three windows is one party)."""
+    return b.named is not None and isinstance(a.value, str) and a.value.casefold() == str(b.value).casefold()
 
 
 NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
