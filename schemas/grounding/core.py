@@ -203,7 +203,8 @@ def _without_key(node: dict[str, Any]) -> dict[str, Any]:
 # A field whose finder finds nothing keeps its type (grounding never forbids), within bounds no real value of its
 # kind passes: the bundled model, left free on a field the document does not fill, writes digits or characters until
 # max_tokens (the tickets job: 5 of 40 truncated, `order_number` "123456789012…", before these bounds).
-FREE_MAX_LENGTH = {"id": 64, "word": 64, "code": 64, "currency": 64, "place": 64}  # characters of a short token
+FREE_MAX_LENGTH = {"id": 64, "word": 64, "code": 64, "currency": 64, "place": 64,  # characters of a short token
+                   "duration": 64}
 FREE_MAX_ABS = 1e15  # a number's magnitude: beyond every amount, count and year a document writes
 
 

@@ -91,10 +91,11 @@ def asks_duration(node: dict[str, Any]) -> bool:
     return any(durations(text) for text in shown if isinstance(text, str))
 
 
-def duration_kind(kind: str, node: dict[str, Any], index: Any) -> str:
-    """`duration` for a free-text field that asks for a duration (`asks_duration`) in a document that writes
-    one: its candidates are the document's durations in their normal form (and null where the field allows
-    it), not runs of its words; else `kind`. A document that writes none keeps the field's text kind."""
-    if kind == "text" and asks_duration(node) and index.values(DURATION_KIND):
-        return DURATION_KIND
-    return kind
+def duration_kind(kind: str, node: dict[str, Any], index: Any = None) -> str:
+    """`duration` for a free-text field that asks for a duration (`asks_duration`): its candidates are the
+    document's durations in their normal form (and null where the field allows it), not runs of its words; else
+    `kind`. In a document (or window) that writes none, the field keeps its plain type, as any field whose finder
+    finds nothing (`schemas.grounding.core`: a nullable one is free, and an unsure value there is null). Runs of
+    its words there gave the bundled model a date or a year the window writes, with more confidence than the
+    window that wrote the term (Kleister NDA train, issue 56: `2011` at 0.78 over `2 years` at 0.50)."""
+    return DURATION_KIND if kind == "text" and asks_duration(node) else kind

@@ -73,8 +73,13 @@ def test_a_field_whose_description_shows_a_duration_is_grounded_in_the_documents
     assert "2 years" not in grounded["city"]["anyOf"][0]["enum"]  # a field that asks no duration: the runs
 
 
-def test_a_duration_field_keeps_its_text_kind_where_the_document_writes_no_duration():
+def test_a_duration_field_keeps_its_plain_type_where_the_document_writes_no_duration():
     from schemas.grounding import ground
+    from schemas.grounding.unsure import FREE_KEY
 
-    grounded = ground(TERM_SCHEMA, "Signed in Ohio by both parties.", mode="auto")["properties"]
-    assert "Signed in Ohio" in grounded["term"]["anyOf"][0]["enum"]
+    doc = "Signed in Ohio on 2011-05-05 by both parties."
+    grounded = ground(TERM_SCHEMA, doc, mode="auto", mark_free=True)["properties"]
+    # free (an unsure value is null), not the runs and dates of its words (`2011-05-05`, `Ohio`)
+    assert grounded["term"] == {"anyOf": [{"type": "string", "maxLength": 64}, {"type": "null"}],
+                                "description": "how long it lasts, e.g. 2 years", FREE_KEY: True}
+    assert "Signed in Ohio" in grounded["city"]["anyOf"][0]["enum"]
