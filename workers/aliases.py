@@ -23,6 +23,7 @@ import re
 from schemas.grounding.names import LEGAL_FORMS
 
 REACH = 400  # characters before a definition searched for its name
+MIN_LETTERS = 2  # a term of one letter (`Exhibit ("A")`) names no party
 # A term defined in brackets: quoted anywhere inside one bracket (`(the “Company”)`, `(together the “Company”)`,
 # `(“NeoGenomics” and collectively with ..., the “Company”)`, `(hereinafter referred to as "Seller")`)
 DEFINITION = r"\([^()]{{0,300}}?[\"“”']{}[\"“”']"
@@ -50,7 +51,7 @@ def _legal_form_stop(text: str, end: int) -> bool:
 def defined_name(document: str, term: str) -> tuple[str, int, int] | None:
     """The name the document defines `term` for (module docstring): (the name, its start, its end), or None."""
     bare = re.sub(r"^(?:the|a|an)\s+", "", term.strip(), flags=re.IGNORECASE)
-    if not bare:
+    if sum(c.isalpha() for c in bare) < MIN_LETTERS:  # `A`, `(i)`: an exhibit's or a clause's letter
         return None
     definition = re.search(DEFINITION.format(re.escape(bare)), document)
     if definition is None:

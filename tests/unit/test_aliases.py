@@ -44,3 +44,4 @@ def test_no_name_or_no_definition():
     assert _name("the parties listed below (the “Company”)", "Company") is None
     assert _name("The Company shall keep it secret.", "Company") is None
     assert _name("Acme Inc. (the “Company”)", "") is None
+    assert _name("the Russian Federation, as set out in Annex (“A”)", "A") is None  # a letter is no term
