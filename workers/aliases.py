@@ -1,7 +1,7 @@
-"""The name a defined term stands for: `Eric Dean Sprunk ("EMPLOYEE")` → `Eric Dean Sprunk`.
+"""The name a defined term stands for: `Jane Quinn Doe ("EMPLOYEE")` → `Jane Quinn Doe`.
 
-Contracts name each party once and then call it by a term they define in brackets and quotes: `Kite Pharma, Inc.,
-a Delaware corporation having a place of business at ... ("Kite")`, `Interactive Data Corporation, a Delaware
+Contracts name each party once and then call it by a term they define in brackets and quotes: `Birch Pharma, Inc.,
+a Delaware corporation having a place of business at ... ("Birch")`, `Globex Data Corporation, a Delaware
 corporation (the "Company")`. Asked for the parties, a small model copies the term (`Company`, `EMPLOYEE`) from
 the window it reads, which may be pages after the definition (Kleister NDA train, issue 56: 9 of 16 documents'
 windows answered a term, 1 of 34 parties right). The merge (workers.merge) puts the name in the term's place.
@@ -9,9 +9,9 @@ windows answered a term, 1 of 34 parties right). The merge (workers.merge) puts 
 Where the name is: in the text between the definition's bracket and the clause before it (the previous closing
 bracket, colon, semicolon or a sentence's end, at most `REACH` characters back):
 - the first organisation there, a run of capitalised words ending in a legal form (`schemas.grounding.names.
-  LEGAL_FORMS`), given without the comma before the form (`Kite Pharma Inc.`, as registries write it);
+  LEGAL_FORMS`), given without the comma before the form (`Birch Pharma Inc.`, as registries write it);
 - else the first run of two to five capitalised words after the clause's last `between`, `and`, `by`, `with` or
-  `of` (English only so far; a person: `Maher Albitar` of `between Maher Albitar, M.D., an individual ...
+  `of` (English only so far; a person: `John Roe` of `between John Roe, M.D., an individual ...
   ("Contractor")`), so that `This Agreement is made by the parties listed below (the "Company")` names nobody.
 No name there: None (the merge then drops the term while other items remain, as before).
 """
@@ -25,7 +25,7 @@ from schemas.grounding.names import LEGAL_FORMS
 REACH = 400  # characters before a definition searched for its name
 MIN_LETTERS = 2  # a term of one letter (`Exhibit ("A")`) names no party
 # A term defined in brackets: quoted anywhere inside one bracket (`(the “Company”)`, `(together the “Company”)`,
-# `(“NeoGenomics” and collectively with ..., the “Company”)`, `(hereinafter referred to as "Seller")`)
+# `(“Lumen” and collectively with ..., the “Company”)`, `(hereinafter referred to as "Seller")`)
 DEFINITION = r"\([^()]{{0,300}}?[\"“”']{}[\"“”']"
 CAPITALISED = r"(?:[A-Z0-9][\w'’&.-]*|&)"
 _FORMS = "|".join(re.escape(f) for f in sorted(LEGAL_FORMS, key=len, reverse=True))

@@ -7,8 +7,8 @@
   Two items are one only when they come from neighbouring windows, are equal, and their spans inside the two
   windows' overlap coincide (non-empty): the same words read twice. Items repeated elsewhere are kept.
 - An object merges leaf by leaf (keys in the order the windows give them); items of a list of objects are items.
-- A list item that is a term the document defines for a name (`Eric Dean Sprunk ("EMPLOYEE")`, `Kite Pharma, Inc.,
-  a Delaware corporation ... ("Kite")`) is replaced by that name (workers.aliases), once; a term whose name is
+- A list item that is a term the document defines for a name (`Jane Quinn Doe ("EMPLOYEE")`, `Birch Pharma, Inc.,
+  a Delaware corporation ... ("Birch")`) is replaced by that name (workers.aliases), once; a term whose name is
   not found is dropped while other items remain.
 - A value that is only the field's own name (`Jurisdiction` for `jurisdiction`, `Parties` in `party`: a label the
   window copied, not its value) loses to any other value, and such a list item is dropped while others remain
@@ -167,7 +167,7 @@ def _merge_list(found: list[Found], path: str, out: Merged) -> list[Any]:
 
 
 def _named(item: _Item, document: str) -> _Item:
-    """The item, or where it is a term the document defines for a name (`("EMPLOYEE")` after `Eric Dean Sprunk`),
+    """The item, or where it is a term the document defines for a name (`("EMPLOYEE")` after `Jane Quinn Doe`),
     that name in its place, with the name's span (workers.aliases)."""
     if not isinstance(item.value, str):
         return item

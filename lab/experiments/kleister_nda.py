@@ -119,7 +119,7 @@ def unescape(text: str) -> str:
 
 
 def gold_pairs(line: str) -> dict[str, list[str]]:
-    """`effective_date=2001-04-18 party=Nike_Inc.` → {field: [values]}, underscores as spaces."""
+    """`effective_date=2020-03-03 party=Acme_Inc.` → {field: [values]}, underscores as spaces."""
     found: dict[str, list[str]] = {f: [] for f in FIELDS}
     for pair in line.split():
         key, _, value = pair.partition("=")

@@ -3,8 +3,8 @@
 Text extracted from a PDF or an OCR layer, and e-mails wrapped at 72 columns, break their lines inside sentences:
 a contract's paragraph is thirty lines of ten words each. Read as cells (`schemas.cells.cells_of`: a line is a
 cell), such prose looks like a table of short cells, and a list's strings (kind `item`: whole cells in a tabular
-document) could only be whole lines: `This Mutual Confidentiality Agreement ... between Kite Pharma,` but not
-`Kite Pharma`. `wrapped` tells the two apart by where the lines break: in wrapped prose, a line that ends without
+document) could only be whole lines: `This Agreement ... is made between Birch Pharma,` but not
+`Birch Pharma`. `wrapped` tells the two apart by where the lines break: in wrapped prose, a line that ends without
 a sentence's or label's stop is followed by one that starts in lower case (the sentence goes on).
 
 Chosen on the Kleister NDA train split (issue 56; 0.30-0.79 of line breaks inside a sentence, 32 of 32 documents),

@@ -11,33 +11,33 @@ def _name(text: str, term: str) -> str | None:
 
 
 def test_a_person_before_the_term():
-    assert _name("PARTIES:\nEric Dean Sprunk (“EMPLOYEE”)\nand\nNIKE, Inc.", "EMPLOYEE") == "Eric Dean Sprunk"
-    text = ("is entered into by and between\nMaher Albitar, M.D., an individual who resides at the address set forth "
-            "on the signature page hereof (“Contractor”) and")
-    assert _name(text, "Contractor") == "Maher Albitar"
+    assert _name("PARTIES:\nJane Quinn Doe (“EMPLOYEE”)\nand\nACME, Inc.", "EMPLOYEE") == "Jane Quinn Doe"
+    text = ("is made by and between\nJohn Roe, M.D., an individual living at the address given "
+            "on the signature page (“Contractor”) and")
+    assert _name(text, "Contractor") == "John Roe"
 
 
 def test_an_organisation_with_its_description_and_address_before_the_term():
-    text = ("This Mutual Confidentiality Agreement (“Agreement”) is effective as of February 10, 2017 (“Effective "
-            "Date”), between Kite Pharma,\nInc., a Delaware corporation having a place of business at 2225 Colorado "
-            "Avenue, Santa Monica, CA 90404 (“Kite”)")
-    assert _name(text, "Kite") == "Kite Pharma Inc."
-    text = ("As a condition of my becoming a member of the Board of Directors of Interactive Data Corporation, a "
+    text = ("This Agreement (“Agreement”) takes effect on March 3, 2020 (“Effective "
+            "Date”) and is made between Birch Pharma,\nInc., a Delaware corporation having a place of business "
+            "at 100 Main Street, Springfield, OR 97477 (“Birch”)")
+    assert _name(text, "Birch") == "Birch Pharma Inc."
+    text = ("As a condition of my joining the board of Globex Data Corporation, a "
             "Delaware corporation (the\n“Company”), I agree")
-    assert _name(text, "the Company") == "Interactive Data Corporation"
+    assert _name(text, "the Company") == "Globex Data Corporation"
 
 
 def test_a_term_quoted_later_in_its_bracket():
-    text = ("As a condition of my employment with Dolby Laboratories, Inc., its subsidiaries, affiliates, successors "
-            "or assigns (together the “Company”), and in consideration")
-    assert _name(text, "Company") == "Dolby Laboratories Inc."
+    text = ("As a condition of my work for Initech Laboratories, Inc., its subsidiaries and "
+            "assigns (together the “Company”), and for good consideration")
+    assert _name(text, "Company") == "Initech Laboratories Inc."
     text = 'Acme GmbH, Berlin (hereinafter referred to as "Seller") and'
     assert _name(text, "Seller") == "Acme GmbH"
 
 
 def test_a_legal_forms_stop_is_no_sentences_end():
-    text = "You have expressed interest in the acquisition of LaCrosse Footwear, Inc. (the “Company”)."
-    assert _name(text, "Company") == "LaCrosse Footwear Inc."
+    text = "You are considering the purchase of Umbrella Footwear, Inc. (the “Company”)."
+    assert _name(text, "Company") == "Umbrella Footwear Inc."
 
 
 def test_no_name_or_no_definition():

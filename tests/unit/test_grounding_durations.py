@@ -47,15 +47,15 @@ def test_normal_forms_offer_no_duration_to_a_field_that_asks_for_none():
 def test_organisation_names_without_the_comma_before_their_legal_form():
     from schemas.grounding.names import comma_free_names
 
-    text = "between KITE PHARMA, INC., a Delaware corporation, and Wells Fargo Securities, LLC (the \"Agent\")."
+    text = "between BIRCH PHARMA, INC., a Delaware corporation, and Oakfield Securities, LLC (the \"Agent\")."
     found = comma_free_names(text)
-    assert "between KITE PHARMA INC." in found and "and Wells Fargo Securities LLC" in found
+    assert "between BIRCH PHARMA INC." in found and "and Oakfield Securities LLC" in found
     assert comma_free_names("the parties, including employees, agree") == []
 
 
 def test_normal_forms_offer_the_comma_free_name_to_a_substring_field():
-    index = DocumentIndex("This Agreement is made by NIKE, Inc. and Eric Dean Sprunk.", "en")
-    assert "This Agreement is made by NIKE Inc." in normal_forms(index)  # and its runs (`NIKE Inc.`)
+    index = DocumentIndex("This Agreement is made by ACME, Inc. and Jane Quinn Doe.", "en")
+    assert "This Agreement is made by ACME Inc." in normal_forms(index)  # and its runs (`ACME Inc.`)
 
 
 TERM_SCHEMA = {"type": "object", "properties": {

@@ -6,9 +6,9 @@ from schemas.grounding.finders import items
 from schemas.grounding.layout import wrapped
 
 # A contract as a PDF's text layer writes it: its sentences broken into lines of a page's width
-CONTRACT = """MUTUAL CONFIDENTIALITY AGREEMENT
-This Mutual Confidentiality Agreement (the "Agreement") is effective as of February 10, 2017, between Kite Pharma,
-Inc., a Delaware corporation, and Gilead Sciences, Inc. In connection with the evaluation of a possible
+CONTRACT = """CONFIDENTIALITY AGREEMENT
+This Agreement (the "Agreement") takes effect on March 3, 2020 and is made between Birch Pharma,
+Inc., a Delaware corporation, and Cedar Sciences, Inc. In connection with the evaluation of a possible
 transaction, each party may disclose to the other certain confidential information relating to its business.
 The receiving party shall hold the information in confidence and shall not use it for any purpose
 other than the evaluation of the transaction, and shall protect it with at least the same degree of
@@ -46,5 +46,5 @@ def test_forms_and_tables_are_not():
 
 def test_a_lists_strings_in_wrapped_prose_are_runs_of_its_words_not_whole_lines():
     found = items(CONTRACT)
-    assert "Gilead Sciences" in found  # a name inside a line (before: only the whole line)
+    assert "Cedar Sciences" in found  # a name inside a line (before: only the whole line)
     assert "Hammer" in items(INVOICE) and "1 | Hammer" not in items(INVOICE)  # a table's cells, as before

@@ -157,23 +157,23 @@ def test_cue_words_are_the_stems_of_a_fields_name_and_description():
 def test_with_cues_a_list_item_the_document_defines_as_a_term_is_dropped_while_names_remain():
     from workers.cues import Cues
 
-    text = "This Agreement is made by the parties listed below (the “Company”) and Wells Fargo Securities LLC. " * 3
+    text = "This Agreement is made by the parties listed below (the “Company”) and Oakfield Securities LLC. " * 3
     cues = Cues(text, {})  # the term's name is not found: dropped
-    first = out(W0, {"party": ["the Company", "Wells Fargo Securities LLC"]})
+    first = out(W0, {"party": ["the Company", "Oakfield Securities LLC"]})
     second = out(W1, {"party": ["Company"]})
-    assert merge([first, second], cues).record == {"party": ["Wells Fargo Securities LLC"]}
-    assert merge([first, second]).record == {"party": ["the Company", "Wells Fargo Securities LLC", "Company"]}
+    assert merge([first, second], cues).record == {"party": ["Oakfield Securities LLC"]}
+    assert merge([first, second]).record == {"party": ["the Company", "Oakfield Securities LLC", "Company"]}
     assert merge([out(W0, {"party": ["Company"]})], cues).record == {"party": ["Company"]}
 
 
 def test_with_cues_a_defined_term_is_replaced_once_by_the_name_it_stands_for():
     from workers.cues import Cues
 
-    text = ("This Agreement is between LaCrosse Footwear, Inc. (the “Company”) and Wells Fargo Securities LLC. "
+    text = ("This Agreement is between Umbrella Footwear, Inc. (the “Company”) and Oakfield Securities LLC. "
             "The Company shall keep the information secret. ")
-    first = out(W0, {"party": ["the Company", "Wells Fargo Securities LLC"]})
+    first = out(W0, {"party": ["the Company", "Oakfield Securities LLC"]})
     second = out(W1, {"party": ["Company"]})
     merged = merge([first, second], Cues(text, {}))
-    assert merged.record == {"party": ["Wells Fargo Securities LLC", "LaCrosse Footwear Inc."]}
-    start = text.index("LaCrosse")
+    assert merged.record == {"party": ["Oakfield Securities LLC", "Umbrella Footwear Inc."]}
+    start = text.index("Umbrella")
     assert merged.spans["party[1]"] == [(start, text.index(" (the"))]
