@@ -1,5 +1,5 @@
 """Organisation names in the form registries write them: without the comma before the legal form
-(`KITE PHARMA, INC.` → `KITE PHARMA INC.`, `Wells Fargo Securities, LLC` → `Wells Fargo Securities LLC`).
+(`NORTHWIND LABS, INC.` → `NORTHWIND LABS INC.`, `Blue Harbor Capital, LLC` → `Blue Harbor Capital LLC`).
 
 Company registers and the records made from them (SEC EDGAR's conformed names, Kleister's gold, most CRMs) drop
 that comma; a free-text field decoded as runs of the document's words (`schemas.substring`) could only copy it.
