@@ -165,6 +165,9 @@ def named_only(candidates: list[Any], index: LabelIndex, words: set[str],
     free, under = index
     rivals = list(rivals)
     named = {value for value, labels in under.items() if any(names(label, words, rivals) for label in labels)}
-    if not named & {json.dumps(c) for c in candidates}:
+    if not named:  # no label names the field: all stay (each candidate's JSON text is not needed)
         return candidates
-    return [c for c in candidates if (key := json.dumps(c)) in free or key in named or key not in under]
+    keys = [json.dumps(c) for c in candidates]
+    if named.isdisjoint(keys):
+        return candidates
+    return [c for c, key in zip(candidates, keys, strict=True) if key in free or key in named or key not in under]

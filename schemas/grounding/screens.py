@@ -68,8 +68,16 @@ def placeholders(candidates: list[Any], field: FieldContext, index: DocumentInde
     labels = index.label_texts()
     empty = index.cached("placeholders", lambda: {w.casefold() for w in word_list(index.locale, "placeholders")}) \
         if field.nullable else set()
-    return [c for c in candidates if not isinstance(c, str) or (
-        c.strip().rstrip(":#").strip().casefold() not in labels and c.strip().casefold() not in empty)]
+    if not labels and not empty:
+        return list(candidates)
+    kept = []
+    for c in candidates:
+        if isinstance(c, str):
+            stripped = c.strip()
+            if stripped.rstrip(":#").strip().casefold() in labels or (empty and stripped.casefold() in empty):
+                continue
+        kept.append(c)
+    return kept
 
 
 def labels(candidates: list[Any], field: FieldContext, index: DocumentIndex) -> list[Any]:
