@@ -17,7 +17,7 @@ from schemas.grounding.durations import asks_duration
 from schemas.grounding.finders import _unnumbered, spans
 from schemas.grounding.index import DocumentIndex
 from schemas.grounding.screens import FieldContext, placeholders
-from schemas.labels import label_index, labelled, named_only, names
+from schemas.labels import field_words, label_index, labelled, named_only, names
 
 JOB_TEXTS = ("jobs/sample/invoices.parquet", "jobs/tickets/tickets.parquet", "jobs/multilingual/invoices.parquet")
 
@@ -135,3 +135,50 @@ def test_a_fields_description_is_read_for_a_duration_once(monkeypatch):
     assert asks_duration(node) and asks_duration(dict(node))  # each document's copy of the schema asks again
     assert read == [node["description"]]
     assert not asks_duration({"type": "string", "description": "The vendor's name"})
+
+
+def label_index_before(finder: Any, document: str, regions: list[tuple[set[str], int, int]]) -> Any:
+    """`schemas.labels.label_index` as it was before issue 57 (one pass for both halves)."""
+    if not regions:
+        return set(), {}
+    blanked = list(document)
+    under: dict[str, list[set[str]]] = {}
+    for words, start, end in regions:
+        blanked[start:end] = " " * (end - start)
+        for value in finder(document[start:end]):
+            under.setdefault(json.dumps(value), []).append(words)
+    return {json.dumps(v) for v in finder("".join(blanked))}, under
+
+
+@pytest.mark.parametrize("kind", ["text", "word", "cell", "code"])  # offset kinds: from readings, as before
+def test_a_documents_label_index_is_the_same_as_before(kind):
+    for text in documents():
+        index = DocumentIndex(text)
+        assert index.label_index(kind) == label_index_before(index.finder(kind), text, labelled(text))
+
+
+def test_the_rest_of_a_document_is_read_only_for_a_field_some_label_names(monkeypatch):
+    from schemas.grounding import screens
+
+    text = "Vendor: Acme Supplies Ltd\nCustomer: Bolt Works\nThanks for your order from Acme Supplies Ltd today"
+    index = DocumentIndex(text)
+    read = []
+    original = DocumentIndex.unlabelled_values
+
+    def counting(self, kind):
+        read.append(kind)
+        return original(self, kind)
+
+    monkeypatch.setattr(DocumentIndex, "unlabelled_values", counting)
+    candidates = index.values("text")
+    vendor_words, customer_words, subject_words = (frozenset(field_words([n])) for n in ("vendor", "customer",
+                                                                                         "subject"))
+    unnamed = FieldContext("text", True, subject_words, (vendor_words, customer_words))
+    assert screens.labels(candidates, unnamed, index) == candidates
+    assert read == []  # no label names `subject`: the unlabelled runs decide nothing, and are not read
+    vendor = FieldContext("text", True, vendor_words, (customer_words, subject_words))
+    kept = screens.labels(candidates, vendor, index)
+    assert read == ["text"]
+    assert "Acme Supplies Ltd" in kept and "Bolt Works" not in kept
+    assert kept == named_only_before(candidates, label_index_before(index.finder("text"), text, labelled(text)),
+                                     set(vendor_words), [set(customer_words), set(subject_words)])
