@@ -182,3 +182,33 @@ def test_the_rest_of_a_document_is_read_only_for_a_field_some_label_names(monkey
     assert "Acme Supplies Ltd" in kept and "Bolt Works" not in kept
     assert kept == named_only_before(candidates, label_index_before(index.finder("text"), text, labelled(text)),
                                      set(vendor_words), [set(customer_words), set(subject_words)])
+
+
+def test_a_grounded_fields_node_is_found_by_its_path_as_the_walk_finds_it():
+    from pipeline.config import load_config
+    from schemas.grounding.core import _at
+    from schemas.walk import iter_subschemas
+
+    nested = {"type": "object", "$defs": {"Item": {"type": "object", "properties": {"n": {"type": "number"}}}},
+              "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}},
+                             "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]},
+                             "either": {"anyOf": [{"type": "string", "x-grounded": "word"}, {"type": "null"}]},
+                             "old": {"type": "array", "items": [{"type": "string"}, {"type": "number"}]}}}
+    schemas = [nested] + [load_config(job).contract.json_schema for job in
+                          ("jobs/extract.yaml", "jobs/tickets/extract.yaml", "jobs/multilingual/extract.yaml")]
+    walked = 0
+    for schema in schemas:
+        for path, node in iter_subschemas(schema):
+            assert _at(schema, path) is node
+            walked += 1
+    assert walked > 20
+
+
+@pytest.mark.parametrize("values", [[0.1, 0.5, 1.0], [1, 2.0], ["a", 0.5], [None, 2.5], [True, 0.5], ["x", "y"], [],
+                                    [0.5, "a"], [float("inf")], [None]])
+def test_an_enum_of_decimals_is_told_as_before(values):
+    from schemas.grounding.core import _has_decimal
+
+    before = any(isinstance(v, float) and not v.is_integer() for v in values) and all(
+        v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values)
+    assert _has_decimal(values) == before
