@@ -1,16 +1,18 @@
 """The actor's CPU per document beside the engine, by stage, without Ray (issue 57 item 4).
 
-    PYTHONPATH=$PWD .venv/bin/python jobs/bench/stage_cpu.py jobs/extract.yaml --docs 256 --chars 400
+    PYTHONPATH=$PWD .venv/bin/python lab/experiments/stage_cpu.py jobs/extract.yaml --docs 512
+    PYTHONPATH=$PWD .venv/bin/python lab/experiments/stage_cpu.py jobs/extract.yaml --docs 48 --chars 20000
 
 The job's own `BatchExtractor` (prompt, grounding, classify and validate, calibration, the outcome table) runs the
 job's documents in batches of `workers.batch_size` against the simulated engine (`model.path: simulated`, answering
 at once), each batch timed by `workers.stages` as an actor times it; a slice of each batch is written to a temporary
 folder as an actor stages it. `--chars N`: each document is the job's next document repeated up to N characters
-(a 20,000-character document: `--chars 20000`). The documents repeat every so often (the sample has 52): between
-batches the actor's cache of recent documents' indexes (`schemas.grounding.index`) is emptied, as a stream of
-distinct documents would find it, so a repeat is not grounded from its earlier index (`--keep-index`: keep it).
-Prints p50/p99 ms per stage and the cores a GPU needs at 20 and 50
-documents/s; writes OUT/stage-cpu-<chars>.json.
+(a 20,000-character document: `--chars 20000`; `--sources-under 5000`: made of the job's documents shorter than
+that, without the sample's 33,000-character contract written as one paragraph). The documents repeat every so
+often (the sample has 52): between batches the actor's cache of recent documents' indexes
+(`schemas.grounding.index`) is emptied, as a stream of distinct documents would find it, so a repeat is not
+grounded from its earlier index (`--keep-index`: keep it). Prints p50/p99 ms per stage (bucket bounds, and exact)
+and the cores a GPU needs at 20 and 50 documents/s; writes OUT/stage-cpu-<chars>.json.
 """
 
 from __future__ import annotations
@@ -46,10 +48,11 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
 
 
-def documents(loaded, docs: int, chars: int) -> pa.Table:
+def documents(loaded, docs: int, chars: int, sources_under: int | None = None) -> pa.Table:
     cfg = loaded.config
     table = pq.read_table(loaded.input_uri.replace("{date}", ""), columns=[cfg.input.id_column, cfg.input.text_column])
-    texts = table.column(cfg.input.text_column).to_pylist()
+    texts = [t for t in table.column(cfg.input.text_column).to_pylist()
+             if sources_under is None or t is not None and len(t) < sources_under]
     out = []
     for i in range(docs):
         text = texts[i % len(texts)]
@@ -88,6 +91,8 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=256)
     parser.add_argument("--chars", type=int, default=0, help="each document repeated to this many characters")
     parser.add_argument("--out", default="/tmp/stage-cpu")
+    parser.add_argument("--sources-under", type=int, default=None, help="make the documents of the job's documents "
+                        "shorter than this many characters only (without the sample's one-paragraph contract)")
     parser.add_argument("--keep-index", action="store_true", help="keep the recent documents' indexes across batches")
     parser.add_argument("--tokenizer", default="bundled", help="the model whose tokenizer builds the prompts ('' for "
                         "the simulated engine's count of characters)")
@@ -95,7 +100,7 @@ def main() -> None:
     loaded, extractor = job_extractor(args.config, args.tokenizer)
     extractor.prepare()
     batch_size = loaded.config.workers.batch_size
-    table = documents(loaded, args.docs, args.chars)
+    table = documents(loaded, args.docs, args.chars, args.sources_under)
     histograms = StageHistograms()
     shares: dict[str, list[float]] = {}  # per stage: each document's share of its batch, for exact quantiles
     with tempfile.TemporaryDirectory() as folder:
