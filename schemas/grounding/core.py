@@ -157,7 +157,11 @@ def _allowed(found: list[Any], branch: dict[str, Any], cache: dict[str, Any]) ->
     if set(bounds) <= FAST_KEYS and isinstance(kinds, list) and all(k in TYPE_CHECKS for k in kinds) \
             and _plain_bounds(bounds):
         checks = [TYPE_CHECKS[k] for k in kinds]
-        allowed = [c for c in found if any(check(c) for check in checks) and _within(c, bounds)]
+        if len(checks) == 1:  # one type (most fields): its check without a generator per candidate
+            check = checks[0]
+            allowed = [c for c in found if check(c) and _within(c, bounds)]
+        else:
+            allowed = [c for c in found if any(check(c) for check in checks) and _within(c, bounds)]
     else:  # the field's bounds, with the schema's definitions beside them (a marked enum may be a reference to one)
         if "definitions_key" not in cache:  # verdicts are kept across documents (schemas.verdicts)
             cache["definitions_key"] = json.dumps(cache["definitions"], sort_keys=True, default=str)

@@ -35,7 +35,7 @@ def spaced(document: str) -> bool:
     """Whether the document's script writes spaces between words: under a third of its letters are Chinese,
     Japanese or Thai characters (Korean counts as spaced: it writes spaces)."""
     sample = document[:4000]
-    letters = sum(c.isalpha() for c in sample)
+    letters = sum(map(str.isalpha, sample))
     unspaced = len(UNSPACED.findall(sample)) - len(re.findall(r"[\uac00-\ud7af]", sample))
     return not letters or unspaced < letters / 3
 

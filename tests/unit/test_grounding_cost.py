@@ -212,3 +212,33 @@ def test_an_enum_of_decimals_is_told_as_before(values):
     before = any(isinstance(v, float) and not v.is_integer() for v in values) and all(
         v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values)
     assert _has_decimal(values) == before
+
+
+def test_whether_a_document_is_spaced_is_told_as_before():
+    import re
+
+    from schemas.grounding.index import UNSPACED, spaced
+
+    def before(document: str) -> bool:
+        sample = document[:4000]
+        letters = sum(c.isalpha() for c in sample)
+        unspaced = len(UNSPACED.findall(sample)) - len(re.findall(r"[\uac00-\ud7af]", sample))
+        return not letters or unspaced < letters / 3
+
+    texts = [*documents(), "", "123 456", "发票号码 INV-1 合计 ¥1,200", "請求書 合計 5,000円", "½ ² Ⅻ ǅ ʰ",
+             "한국어 문서"]
+    for text in texts:
+        assert spaced(text) == before(text)
+
+
+@pytest.mark.parametrize("branch", [{"type": "string", "maxLength": 12}, {"type": "number", "minimum": 0},
+                                    {"type": "integer"}, {"type": ["string", "number"], "maximum": 100},
+                                    {"type": ["integer", "null"]}, {"type": "string", "enum": ["EUR", "USD"]}])
+def test_the_candidates_a_fields_bounds_allow_are_the_same_as_before(branch):
+    from schemas.grounding.core import TYPE_CHECKS, _allowed, _within
+
+    found = ["EUR", "a much longer candidate", 12, 12.5, -3, 250, True, None, "USD", 7.0, ""]
+    kinds = [branch["type"]] if isinstance(branch["type"], str) else branch["type"]
+    checks = [TYPE_CHECKS[k] for k in kinds]
+    before = [c for c in found if any(check(c) for check in checks) and _within(c, branch)]
+    assert _allowed(found, branch, {"definitions": {}}) == before
