@@ -139,13 +139,31 @@ def label_index(finder: Callable[[str], list[Any]], document: str,
     regions = labelled(document) if regions is None else regions
     if not regions:  # prose: nothing is labelled, so nothing is left out (`named_only` reads no free value then)
         return set(), {}
-    blanked = list(document)
+    return unlabelled_values(finder, document, regions), labelled_values(finder, document, regions)
+
+
+def labelled_values(finder: Callable[[str], list[Any]], document: str,
+                    regions: list[tuple[set[str], int, int]] | None = None) -> dict[str, list[set[str]]]:
+    """The second of `label_index`: value (JSON text) → the words of each label it stands under."""
+    regions = labelled(document) if regions is None else regions
     under: dict[str, list[set[str]]] = {}
     for words, start, end in regions:
-        blanked[start:end] = " " * (end - start)
         for value in finder(document[start:end]):
             under.setdefault(json.dumps(value), []).append(words)
-    return {json.dumps(v) for v in finder("".join(blanked))}, under
+    return under
+
+
+def unlabelled_values(finder: Callable[[str], list[Any]], document: str,
+                      regions: list[tuple[set[str], int, int]] | None = None) -> set[str]:
+    """The first of `label_index`: the values (JSON text) the document writes outside every labelled value (the
+    whole document read again, its labelled values blanked)."""
+    regions = labelled(document) if regions is None else regions
+    if not regions:
+        return set()
+    blanked = list(document)
+    for _, start, end in regions:
+        blanked[start:end] = " " * (end - start)
+    return {json.dumps(v) for v in finder("".join(blanked))}
 
 
 def names(label: set[str], words: set[str], rivals: Iterable[set[str]] = ()) -> bool:
@@ -163,8 +181,20 @@ def named_only(candidates: list[Any], index: LabelIndex, words: set[str],
     `Date of issue: January 30, 2026`, and `due_date` the issue date; a field no label names keeps all, and so
     does a value the document also writes unlabelled."""
     free, under = index
+    return named_only_of(candidates, under, lambda: free, words, rivals)
+
+
+def named_only_of(candidates: list[Any], under: dict[str, list[set[str]]], free_of: Callable[[], set[str]],
+                  words: set[str], rivals: Iterable[set[str]] = ()) -> list[Any]:
+    """`named_only` with the values written unlabelled asked for (`free_of()`) only where they decide something: a
+    candidate stands under a label that names the field (for a text field, the unlabelled values are every run of
+    words in the rest of the document)."""
     rivals = list(rivals)
     named = {value for value, labels in under.items() if any(names(label, words, rivals) for label in labels)}
-    if not named & {json.dumps(c) for c in candidates}:
+    if not named:  # no label names the field: all stay (each candidate's JSON text is not needed)
         return candidates
-    return [c for c in candidates if (key := json.dumps(c)) in free or key in named or key not in under]
+    keys = [json.dumps(c) for c in candidates]
+    if named.isdisjoint(keys):
+        return candidates
+    free = free_of()
+    return [c for c, key in zip(candidates, keys, strict=True) if key in free or key in named or key not in under]

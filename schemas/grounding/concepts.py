@@ -129,11 +129,9 @@ OFFSET_KINDS = ("number", "money", "date")
 def value_concepts(index: DocumentIndex, kind: str, candidates: list[Any]) -> dict[str, set[str | None]]:
     """For each candidate (by `key`): the concepts of the labels it stands under, None for an unlabelled place."""
     concepts = index.cached("concepts", lambda: DocumentConcepts(index.document, index.locale.languages))
+    if kind in OFFSET_KINDS:  # the document's readings of the kind, whatever the candidates: made once per kind
+        return index.cached(("value concepts", kind), lambda: _offset_concepts(index, kind, concepts))
     found: dict[str, set[str | None]] = {}
-    if kind in OFFSET_KINDS:
-        for value, start, _ in index.readings(kind):
-            found.setdefault(key(value), set()).add(concepts.at(start))
-        return found
     document = index.document
     for candidate in candidates:
         if not isinstance(candidate, str) or not candidate:
@@ -142,6 +140,13 @@ def value_concepts(index: DocumentIndex, kind: str, candidates: list[Any]) -> di
         while start >= 0:
             found.setdefault(key(candidate), set()).add(concepts.at(start))
             start = document.find(candidate, start + len(candidate))
+    return found
+
+
+def _offset_concepts(index: DocumentIndex, kind: str, concepts: DocumentConcepts) -> dict[str, set[str | None]]:
+    found: dict[str, set[str | None]] = {}
+    for value, start, _ in index.readings(kind):
+        found.setdefault(key(value), set()).add(concepts.at(start))
     return found
 
 

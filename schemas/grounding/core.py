@@ -158,7 +158,11 @@ def _allowed(found: list[Any], branch: dict[str, Any], cache: dict[str, Any]) ->
     if set(bounds) <= FAST_KEYS and isinstance(kinds, list) and all(k in TYPE_CHECKS for k in kinds) \
             and _plain_bounds(bounds):
         checks = [TYPE_CHECKS[k] for k in kinds]
-        allowed = [c for c in found if any(check(c) for check in checks) and _within(c, bounds)]
+        if len(checks) == 1:  # one type (most fields): its check without a generator per candidate
+            check = checks[0]
+            allowed = [c for c in found if check(c) and _within(c, bounds)]
+        else:
+            allowed = [c for c in found if any(check(c) for check in checks) and _within(c, bounds)]
     else:  # the field's bounds, with the schema's definitions beside them (a marked enum may be a reference to one)
         if "definitions_key" not in cache:  # verdicts are kept across documents (schemas.verdicts)
             cache["definitions_key"] = json.dumps(cache["definitions"], sort_keys=True, default=str)
@@ -270,8 +274,8 @@ def ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool 
 def _has_decimal(values: list[Any]) -> bool:
     """Whether an enum's values are numbers (or null), one of them a non-integer float: what XGrammar would
     write with 17 significant digits."""
-    return any(isinstance(v, float) and not v.is_integer() for v in values) and all(
-        v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values)
+    return all(v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values) and any(
+        isinstance(v, float) and not v.is_integer() for v in values)  # a list of strings stops at its first
 
 
 def literal_decimals(json_schema: dict[str, Any]) -> dict[str, Any]:
@@ -305,7 +309,7 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
     definitions = {key: json_schema[key] for key in ("$defs", "definitions") if isinstance(json_schema.get(key), dict)}
     cache: dict[str, Any] = {"definitions": definitions}
     index = document_index(document, locale)
-    nodes = dict(iter_subschemas(work))
+    nodes = {path: _at(work, path) for path in kinds}  # each grounded field's node in the copy, before any changes
     concepts = _concepts(kinds)
     for path, kind in kinds.items():
         node = nodes[path]
@@ -317,6 +321,14 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
         node.clear()
         node.update(grounded)
     return work
+
+
+def _at(schema: dict[str, Any], path: tuple[Any, ...]) -> dict[str, Any]:
+    """The node at a path `iter_subschemas` gives (keys and list indexes from the root)."""
+    node: Any = schema
+    for step in path:
+        node = node[step]
+    return node
 
 
 def _concepts(kinds: dict[Any, str]) -> dict[Any, str | None]:

@@ -17,6 +17,7 @@ duration, and the forms only add to a substring field's runs (never used where a
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 try:  # a well-kept reader of spelled numbers (issue 54: numbers on libraries)
@@ -88,7 +89,13 @@ def asks_duration(node: dict[str, Any]) -> bool:
     for branch in node.get("anyOf") or node.get("oneOf") or []:
         if isinstance(branch, dict):
             shown += [branch.get("description"), *(branch.get("examples") or [])]
-    return any(durations(text) for text in shown if isinstance(text, str))
+    return any(_shows_duration(text) for text in shown if isinstance(text, str))
+
+
+@lru_cache(maxsize=1024)
+def _shows_duration(text: str) -> bool:
+    """Whether a description or example writes a duration (asked once per text: a schema's texts, every document)."""
+    return bool(durations(text))
 
 
 def duration_kind(kind: str, node: dict[str, Any], index: Any = None) -> str:

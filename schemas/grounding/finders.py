@@ -79,19 +79,26 @@ def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
     """Every run of up to `max_words` consecutive words inside one sentence of a cell, as the text writes it, with
     and without the punctuation around it (and a last word's possessive `'s`). Words are cut at spaces and em
     dashes (`WORD`)."""
-    found: dict[str, None] = {}
+    out: list[str] = []  # in order of first appearance, repeats and empty strings dropped at the end
+    add = out.append
     for cell in sentences_of(text):
         bounds = [m.span() for m in WORD.finditer(cell)]
         for i, (start, _) in enumerate(bounds):
             for _, end in bounds[i:i + max_words]:
                 span = cell[start:end]
-                stripped = span.strip(EDGE_PUNCTUATION)
-                more = (stripped[:-2],) if stripped.endswith(POSSESSIVE) else ()
+                right = span.rstrip(EDGE_PUNCTUATION)
+                stripped = right.lstrip(EDGE_PUNCTUATION)  # span.strip(EDGE_PUNCTUATION)
+                add(span)
+                add(right)
+                add(stripped)
+                if stripped[:1] == "#" and stripped[1:2].isalnum():  # `_unnumbered`
+                    add(stripped[1:].strip(EDGE_PUNCTUATION))
+                if stripped.endswith(POSSESSIVE):
+                    add(stripped[:-2])
                 if span[-1:] in "\"'”’" and span[-2:-1] in ")]}":  # `"... (2022 Edition)"` ends at its bracket
-                    more = (*more, span.strip(EDGE_BUT_BRACKETS))
-                for candidate in (span, span.rstrip(EDGE_PUNCTUATION), stripped, _unnumbered(stripped), *more):
-                    if candidate:
-                        found[candidate] = None
+                    add(span.strip(EDGE_BUT_BRACKETS))
+    found = dict.fromkeys(out)
+    found.pop("", None)
     return list(found)
 
 

@@ -22,7 +22,7 @@ from schemas.grounding.finders import finder
 from schemas.grounding.locale import Locale, language_mark, resolve
 from schemas.grounding.numbers import decimal_mark, money_readings
 from schemas.grounding.numbers import readings as number_readings
-from schemas.labels import LabelIndex, label_index, label_texts, labelled
+from schemas.labels import LabelIndex, label_texts, labelled, labelled_values, unlabelled_values
 
 Reading = tuple[Any, int, int]
 OFFSET_KINDS = frozenset({"number", "money", "date"})  # kinds whose values the index holds with their offsets
@@ -35,7 +35,7 @@ def spaced(document: str) -> bool:
     """Whether the document's script writes spaces between words: under a third of its letters are Chinese,
     Japanese or Thai characters (Korean counts as spaced: it writes spaces)."""
     sample = document[:4000]
-    letters = sum(c.isalpha() for c in sample)
+    letters = sum(map(str.isalpha, sample))
     unspaced = len(UNSPACED.findall(sample)) - len(re.findall(r"[\uac00-\ud7af]", sample))
     return not letters or unspaced < letters / 3
 
@@ -87,11 +87,25 @@ class DocumentIndex:
         """For one kind: (the values written outside every labelled value, value → the words of each label it
         stands under), values as JSON text (`schemas.labels.label_index`), from the offsets where a kind has
         them (numbers, amounts, dates), else by reading each labelled value again."""
+        if kind not in OFFSET_KINDS:
+            return self.unlabelled_values(kind), self.labelled_values(kind)
         return self.cached(("labels", kind), lambda: self._label_index(kind))
 
+    def labelled_values(self, kind: str) -> dict[str, list[set[str]]]:
+        """The second of `label_index`: value → the words of each label it stands under (the labelled values
+        read, not the rest of the document)."""
+        if kind in OFFSET_KINDS:
+            return self.label_index(kind)[1]
+        return self.cached(("labelled", kind), lambda: labelled_values(self.finder(kind), self.document, self.labels()))
+
+    def unlabelled_values(self, kind: str) -> set[str]:
+        """The first of `label_index`: the values written outside every labelled value."""
+        if kind in OFFSET_KINDS:
+            return self.label_index(kind)[0]
+        return self.cached(("unlabelled", kind),
+                           lambda: unlabelled_values(self.finder(kind), self.document, self.labels()))
+
     def _label_index(self, kind: str) -> LabelIndex:
-        if kind not in OFFSET_KINDS:
-            return label_index(self.finder(kind), self.document, self.labels())
         regions = self.labels()
         if not regions:
             return set(), {}

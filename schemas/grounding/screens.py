@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from schemas.grounding.concepts import amounts, labelled_concepts, money_concept, value_concepts
 from schemas.grounding.concepts import key as concept_key
 from schemas.grounding.locale import word_list
-from schemas.labels import blank_labels, named_only, names_message, outside, sent_line
+from schemas.labels import blank_labels, named_only_of, names_message, outside, sent_line
 
 if TYPE_CHECKING:
     from schemas.grounding.index import DocumentIndex
@@ -68,15 +68,24 @@ def placeholders(candidates: list[Any], field: FieldContext, index: DocumentInde
     labels = index.label_texts()
     empty = index.cached("placeholders", lambda: {w.casefold() for w in word_list(index.locale, "placeholders")}) \
         if field.nullable else set()
-    return [c for c in candidates if not isinstance(c, str) or (
-        c.strip().rstrip(":#").strip().casefold() not in labels and c.strip().casefold() not in empty)]
+    if not labels and not empty:
+        return list(candidates)
+    kept = []
+    for c in candidates:
+        if isinstance(c, str):
+            stripped = c.strip()
+            if stripped.rstrip(":#").strip().casefold() in labels or (empty and stripped.casefold() in empty):
+                continue
+        kept.append(c)
+    return kept
 
 
 def labels(candidates: list[Any], field: FieldContext, index: DocumentIndex) -> list[Any]:
     """The candidates without those written only under another field's label (`named_only`)."""
     if field.kind not in LABELLED_KINDS or not field.words or len(candidates) < 2:
         return candidates
-    return named_only(candidates, index.label_index(field.kind), set(field.words), [set(r) for r in field.rivals])
+    return named_only_of(candidates, index.labelled_values(field.kind), lambda: index.unlabelled_values(field.kind),
+                         set(field.words), [set(r) for r in field.rivals])
 
 
 def sent(candidates: list[Any], field: FieldContext, index: DocumentIndex) -> list[Any]:
