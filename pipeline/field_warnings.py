@@ -184,14 +184,18 @@ def run_field_warnings(loaded: Any, run_id: str, partitions: Sequence[str], limi
         with output.storage.arrow_fs().open_input_file(output.storage.arrow_path(uri)) as handle:
             names += [n for n in pq.ParquetFile(handle).schema_arrow.names if n not in names]
 
+    tallies = _Tallies(names)
+
     def batches() -> Any:
         left = limit
         for uri in files:
             with output.storage.arrow_fs().open_input_file(output.storage.arrow_path(uri)) as handle:
-                for batch in pq.ParquetFile(handle).iter_batches(batch_size=BATCH_ROWS):
+                parquet = pq.ParquetFile(handle)
+                fields = [n for n in tallies.names if n in parquet.schema_arrow.names]  # no id, no lineage columns
+                for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=fields):
                     if left <= 0:
                         return
                     yield batch.slice(0, left)
                     left -= batch.num_rows
 
-    return _Tallies(names).warnings(batches)
+    return tallies.warnings(batches)
