@@ -41,15 +41,20 @@ from workers.outcome import RESERVED_ID_COLUMNS, Col, Internal, Kind, is_receipt
 log = structlog.get_logger(__name__)
 
 
-# Outcome batches between two returns of Arrow's freed memory to the system (`release_arrow_memory`).
+# Outcome batches between two returns of the driver's freed memory to the system (`release_memory`).
 RELEASE_EVERY = 64
 
 
-def release_arrow_memory() -> None:
-    """Give the memory Arrow's pool holds freed back to the system. Its allocator (mimalloc) keeps what was freed
-    for reuse: after the plan of a 10^6-document partition (every id read for its checks) that was about 90 MB of
-    the driver's RSS for the rest of the run, where 10^5 documents left about 25 (issue 57)."""
+def release_memory() -> None:
+    """Give the memory the driver holds freed back to the system: Arrow's pool (mimalloc keeps what was freed for
+    reuse: after the plan of a 10^6-document partition, every id read for its checks, about 90 MB for the rest of
+    the run where 10^5 documents left about 25) and glibc's heaps (`malloc_trim`: each unit's documents, under
+    Ray's 100 KB inline limit at the defaults, pass through the driver's memory store, and the freed pages stayed
+    with malloc, about 180 bytes a document of RSS; 27 with the trim, issue 57)."""
+    from workers.memory import release_free_memory
+
     pa.default_memory_pool().release_unused()
+    release_free_memory()
 
 
 def new_run_id(name: str) -> str:
@@ -171,7 +176,7 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
     committed = {} if force else {p.label: m for p in (partition_for(loaded.input_uri, d) for d in days)
                                   if (m := committer.committed(p))}
     plans = plan_run(planning, days, committed, fail_fast)  # each partition planned once, here
-    release_arrow_memory()  # the plan's id checks read every id: their buffers, freed, go back to the system
+    release_memory()  # the plan's id checks read every id: their buffers, freed, go back to the system
     manifest = _new_manifest(loaded, run_id)
     started = time.perf_counter()
     results: dict[str, PartitionResult] = {}
@@ -197,7 +202,7 @@ def _run_job(loaded: LoadedConfig, days: list[date | None], force: bool, fail_fa
         _finalise(manifest, results, [partition_for(loaded.input_uri, d).label for d in days], progress, started,
                   generation_s)
         _usage(loaded, manifest)
-        release_arrow_memory()
+        release_memory()
         out_storage.write_text(layout.run_manifest(run_id), manifest.to_json())
         if actors:
             import ray
@@ -336,7 +341,7 @@ class _Commits:
         try:
             slices = _Unpacked(w.in_slices)  # each unit's slices unpacked as the commit reads it, not all at once
             self.results[label] = self.committer.commit(w.input, self.last_commit, w.resumed, slices)
-            release_arrow_memory()  # the commit's reads and row groups
+            release_memory()  # the commit's reads and row groups
             self.last_commit = time.perf_counter()
             w.in_slices.clear()  # committed: a backfill's driver keeps nothing of its days' slices
             w.covered = {}
@@ -430,7 +435,7 @@ def _stream(
         progress.see(batch)
         progress.update(done, dead)
         if (batches := batches + 1) % RELEASE_EVERY == 0:
-            release_arrow_memory()
+            release_memory()
     books.check_complete()
 
 
