@@ -49,8 +49,9 @@ def release_memory() -> None:
     """Give the memory the driver holds freed back to the system: Arrow's pool (mimalloc keeps what was freed for
     reuse: after the plan of a 10^6-document partition, every id read for its checks, about 90 MB for the rest of
     the run where 10^5 documents left about 25) and glibc's heaps (`malloc_trim`: each unit's documents, under
-    Ray's 100 KB inline limit at the defaults, pass through the driver's memory store, and the freed pages stayed
-    with malloc, about 180 bytes a document of RSS; 27 with the trim, issue 57)."""
+    Ray's 100 KB inline limit at the defaults, pass through the driver's memory store, and their freed pages stayed
+    with malloc; a 10^5-document run in process grew 183 bytes a document while streaming, 27 with the trim). A
+    10^6-document partition still grows about 0.37 KB a document while streaming (issue 57, not found yet)."""
     from workers.memory import release_free_memory
 
     pa.default_memory_pool().release_unused()
