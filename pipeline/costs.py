@@ -9,30 +9,45 @@ rows and dead letters alike (a dead letter's tokens were spent too)."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from pipeline.output.manifest import RunManifest
 
 
-def percentile(values: Sequence[int], q: float) -> int | None:
-    """The nearest-rank percentile (q in 0..100) of `values`, None when empty."""
-    if not values:
+def percentile(values: Sequence[int] | Counter[int], q: float) -> int | None:
+    """The nearest-rank percentile (q in 0..100) of `values` (or of a histogram: value → how many), None when empty."""
+    counts = values if isinstance(values, Counter) else Counter(values)
+    total = sum(counts.values())
+    if not total:
         return None
-    ordered = sorted(values)
-    return int(ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)])
+    rank = max(1, math.ceil(q / 100 * total))
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        if seen >= rank:
+            return int(value)
+    return None
 
 
-def token_figures(prompt: Sequence[int], output: Sequence[int], generation_s: float | None) -> dict[str, Any]:
-    """Totals, per-document p50/p99, and output tokens per second of generation."""
-    total_out = int(sum(output))
+def token_figures(prompt: Sequence[int] | Counter[int], output: Sequence[int] | Counter[int],
+                  generation_s: float | None) -> dict[str, Any]:
+    """Totals, per-document p50/p99, and output tokens per second of generation; each side a list of per-document
+    counts or a histogram of them (count → documents)."""
+    prompt, output = _histogram(prompt), _histogram(output)
+    total_out = sum(v * n for v, n in output.items())
     return {
-        "documents": max(len(prompt), len(output)),
-        "prompt_tokens": int(sum(prompt)), "output_tokens": total_out,
+        "documents": max(sum(prompt.values()), sum(output.values())),
+        "prompt_tokens": int(sum(v * n for v, n in prompt.items())), "output_tokens": int(total_out),
         "prompt_per_document": {"p50": percentile(prompt, 50), "p99": percentile(prompt, 99)},
         "output_per_document": {"p50": percentile(output, 50), "p99": percentile(output, 99)},
         "generation_tokens_per_s": round(total_out / generation_s, 1) if generation_s else None,
     }
+
+
+def _histogram(values: Sequence[int] | Counter[int]) -> Counter[int]:
+    return values if isinstance(values, Counter) else Counter(int(v) for v in values)
 
 
 def cost_figures(prompt_tokens: int, output_tokens: int, documents: int, wall_s: float | None, units: float,
@@ -68,16 +83,20 @@ def run_usage(loaded: Any, manifest: RunManifest) -> dict[str, Any]:
     return usage
 
 
-def committed_tokens(loaded: Any, manifest: RunManifest) -> tuple[list[int], list[int]]:
-    """Each document's prompt and output tokens (rows and dead letters) in the partitions the run committed."""
+def committed_tokens(loaded: Any, manifest: RunManifest) -> tuple[Counter[int], Counter[int]]:
+    """Histograms (tokens → documents) of each document's prompt and output tokens (rows and dead letters) in the
+    partitions the run committed: counted by Arrow, a column at a time, so the driver holds a few thousand counts,
+    not a Python int per document (issue 57)."""
+    import pyarrow.compute as pc
+
     from pipeline.output.committed import CommittedOutput
     from pipeline.output.tables import column_names, read_columns
     from workers.outcome import DEAD_LETTERS, ROWS, DeadCol, RowCol
 
     output = CommittedOutput.of(loaded)
     mine = {str(p["partition"]) for p in manifest.partitions if p.get("status") == "committed"}
-    prompt: list[int] = []
-    out: list[int] = []
+    prompt: Counter[int] = Counter()
+    out: Counter[int] = Counter()
     for m in output.partitions():
         if m.partition not in mine or m.run_id != manifest.run_id:
             continue
@@ -87,8 +106,11 @@ def committed_tokens(loaded: Any, manifest: RunManifest) -> tuple[list[int], lis
             names = column_names(output.storage, uri)
             for column, into in ((p_col, prompt), (o_col, out)):
                 if column in names:
-                    into += [int(v) for v in read_columns(output.storage, uri, [column]).column(column).to_pylist()
-                             if v is not None]
+                    counted = pc.value_counts(read_columns(output.storage, uri, [column]).column(column))
+                    for value, n in zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist(),
+                                        strict=True):
+                        if value is not None:
+                            into[int(value)] += n
     return prompt, out
 
 

@@ -4,6 +4,7 @@ outcome batches. (What each partition contributes is decided before, in `pipelin
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +40,9 @@ SCHEDULER_TICK_S = 0.5
 # few seconds (`workers.ray_compat.bound_block_stats`): kept to the last this many, the driver's memory and CPU per
 # outcome stop growing with the run.
 BLOCK_STATS_KEPT = 1000
+# How often the driver's iterator looks for Ray Data's next output block (Ray's own: every 10 ms, about 9 ms of the
+# driver's CPU a second; blocks reach it at the scheduling loop's ticks, `SCHEDULER_TICK_S`, anyway).
+OUTPUT_POLL_S = 0.1
 FORWARDED_ENV = ("VLLM_LOGGING_LEVEL", "VLLM_LOGGING_STREAM", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE",
                  "VLLM_ENABLE_V1_MULTIPROCESSING", "HF_HUB_OFFLINE", "EXTRACT_CACHE_DIR", "EXTRACT_LOG_FORMAT",
                  "EXTRACT_LOG_LEVEL", "EXTRACT_MASK_KERNEL", "EXTRACT_PENALTY_KERNEL", "EXTRACT_VERBOSE",
@@ -135,6 +139,7 @@ def build_dataset(
     ctx.execution_options.preserve_order = False
     ctx.enable_progress_bars = False
     slow_scheduler_tick()
+    slow_output_poll()
     bound_block_stats()
     staging = slices if not split else None  # a split run filters each batch per pool: no batch is one range
     documents = _documents(units, storage, id_field, spec, workers, routes, split, staging)
@@ -169,6 +174,25 @@ def slow_scheduler_tick(seconds: float = SCHEDULER_TICK_S, state: Any = None) ->
         log.warning(f"Ray Data's scheduling loop keeps Ray's own wait between looks, not {seconds} s: {problem} "
                     f"(ray {ray.__version__}); the run goes on, with more of the driver's CPU per outcome; "
                     f"workers/ray_compat.py set_scheduler_tick needs this Ray's name for it")
+    return False
+
+
+_poll_warned = False
+
+
+def slow_output_poll(seconds: float = OUTPUT_POLL_S, state: Any = None) -> bool:
+    """Set how often the driver looks for Ray Data's next output block (`OUTPUT_POLL_S`; EXTRACT_OUTPUT_POLL_S
+    overrides it) through the Ray door (`workers.ray_compat.set_output_poll`; `state`: the module to set it in).
+    Where this Ray waits otherwise, the run goes on at Ray's own 10 ms and says so once per process. True if set."""
+    global _poll_warned
+    problem = ray_compat.set_output_poll(float(os.environ.get("EXTRACT_OUTPUT_POLL_S", seconds)), state)
+    if problem is None:
+        return True
+    if not _poll_warned:
+        _poll_warned = True
+        log.warning(f"the driver looks for Ray Data's next output every 10 ms, not {seconds} s: {problem} "
+                    f"(ray {ray.__version__}); the run goes on, with more of the driver's CPU per second; "
+                    f"workers/ray_compat.py set_output_poll needs this Ray's names for it")
     return False
 
 
@@ -216,18 +240,48 @@ def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, spec: Ex
     slice holds, each row naming the slice file of its batch: the actor runs the block batch by batch
     (`workers.actor`), and separate blocks are what is in flight in an actor at once; the rows the slices of
     earlier runs hold are left out. Without (`split`: each row carries the backend its schema routes to), one read
-    task per batch, since each pool filters its rows out of every block."""
+    task per batch, since each pool filters its rows out of every block.
+
+    The tasks are a `UnitsDatasource`'s, not `from_items`' blocks: Ray Data keeps the metadata (with its schema) of
+    every block `from_items` makes in the dataset's stats and pickles them all to its stats actor every 5 s while the
+    driver iterates, a cost that grew with the units of the run (issue 57); a datasource's read tasks leave none."""
     tasks = read_tasks(units, workers.batch_size, slices.path if slices else None, slices.covered if slices else None)
-    return ray.data.from_items(tasks, override_num_blocks=len(tasks)).map_batches(
-        read_units,
-        batch_size=1,
-        batch_format="pyarrow",
-        fn_kwargs={"storage": storage, "id_field": id_field, "text_column": spec.text_column,
-                   "schema_column": spec.schema_column, "routes": routes.by_value if split else None,
-                   "default_backend": routes.default},
+    source = UnitsDatasource(tasks, {"storage": storage, "id_field": id_field, "text_column": spec.text_column,
+                                     "schema_column": spec.schema_column, "routes": routes.by_value if split else None,
+                                     "default_backend": routes.default})
+    return ray.data.read_datasource(
+        source,
+        override_num_blocks=max(len(tasks), 1),
         num_cpus=READ_TASK_CPUS,
         compute=ray.data.TaskPoolStrategy(size=read_concurrency(workers)),  # `concurrency=`: deprecated in Ray 2.51
     )
+
+
+class UnitsDatasource(ray.data.Datasource):
+    """Read tasks of `pipeline.reader.read_tasks`: each reads its unit's (or batch's) documents with `read_units`
+    (`kwargs`), one block per task, whatever parallelism Ray Data asks for."""
+
+    def __init__(self, tasks: list[dict[str, Any]], kwargs: dict[str, Any]) -> None:
+        self.tasks = tasks
+        self.kwargs = kwargs
+
+    def get_name(self) -> str:
+        return "Units"
+
+    def estimate_inmemory_data_size(self) -> int | None:
+        return None
+
+    def get_read_tasks(self, parallelism: int, **_: Any) -> list[ray.data.ReadTask]:
+        from ray.data.block import BlockMetadata
+
+        return [ray.data.ReadTask(functools.partial(_read_task, task, self.kwargs),
+                                  BlockMetadata(num_rows=task["stop"] - task["start"], size_bytes=None,
+                                                input_files=None, exec_stats=None))
+                for task in self.tasks]
+
+
+def _read_task(task: dict[str, Any], kwargs: dict[str, Any]) -> list[pa.Table]:
+    return [read_units(pa.Table.from_pylist([task]), **kwargs)]
 
 
 def _actor_pool(rows: ray.data.Dataset, workers: WorkersConfig, spec: ExtractionSpec, stats: Any,

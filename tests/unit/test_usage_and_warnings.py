@@ -132,3 +132,90 @@ def test_snippet_marks_the_value_and_folds_whitespace():
     text = "x" * 100 + "  the\nvalue  " + "y" * 100
     start = text.index("value")
     assert snippet(text, (start, start + 5), chars=8) == "…xx the ⟦value⟧ yyyyyy…"
+
+
+# -- issue 57: the end of a run reads its rows a batch at a time -----------------------------------------------------
+
+
+def _reference_warnings(rows: pa.Table, share: float = 0.9) -> list[str]:
+    """The rule as it was, over every row in Python objects at once: what the batched `field_warnings` must match."""
+    import json
+    from collections import Counter
+
+    def key(value):
+        return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+    out = []
+    n = rows.num_rows
+    if n < 3:
+        return out
+    for name in rows.column_names[1:]:
+        if name.startswith("_"):
+            continue
+        values = rows.column(name).to_pylist()
+        nulls = sum(v is None or v == [] for v in values)
+        if nulls / n > share:
+            out.append(f"{name} is null in {nulls} of {n} rows ({100 * nulls / n:.0f}%)")
+            continue
+        top, count = Counter(key(v) for v in values if v is not None).most_common(1)[0]
+        if count / n > share:
+            out.append(f"{name} holds the same value {top[:60]} in {count} of {n} rows ({100 * count / n:.0f}%)")
+    return out
+
+
+def test_batched_field_warnings_match_the_whole_table_rule_over_many_batches():
+    import random
+
+    from pipeline import field_warnings as module
+
+    rng = random.Random(57)
+    common = {"s": "EUR", "i": 7, "f": 2.5, "b": True, "list": ["a"], "struct": {"a": 1}}
+    flagged = 0
+    for _ in range(40):
+        n = rng.choice([3, 12, 100, 100, 2 * module.BATCH_ROWS + 5])
+
+        def column(kind: str, n: int = n) -> list:
+            p_null, p_top = rng.choice([0, 0.05, 0.5, 0.95, 1.0]), rng.choice([0, 0.5, 0.92, 0.97, 1.0])
+            other = {"s": lambda: f"x{rng.randrange(50)}", "i": lambda: rng.randrange(50), "f": rng.random,
+                     "b": lambda: rng.random() < 0.5, "list": lambda: [str(rng.randrange(3))],
+                     "struct": lambda: {"a": rng.randrange(5)}}[kind]
+            return [(None if kind != "list" or rng.random() < 0.5 else []) if rng.random() < p_null else
+                    common[kind] if rng.random() < p_top else other() for _ in range(n)]
+
+        rows = pa.table({"id": [str(i) for i in range(n)], **{k: column(k) for k in common}, "_run_id": ["r"] * n})
+        expected = _reference_warnings(rows)
+        flagged += len(expected)
+        assert field_warnings(rows) == expected
+    assert flagged > 30  # the draws flag fields, null and constant, not only pass them
+
+
+def test_run_field_warnings_read_at_most_a_batch_at_a_time():
+    from pipeline import field_warnings as module
+
+    seen = []
+    tallies = module._Tallies(["id", "city"])
+
+    def batches():
+        for start in range(0, 50_000, module.BATCH_ROWS):
+            batch = pa.record_batch({"id": [str(i) for i in range(start, min(start + module.BATCH_ROWS, 50_000))],
+                                     "city": ["Graz"] * (min(start + module.BATCH_ROWS, 50_000) - start)})
+            seen.append(batch.num_rows)
+            yield batch
+
+    assert tallies.warnings(batches) == ['city holds the same value "Graz" in 50000 of 50000 rows (100%)']
+    assert max(seen) == module.BATCH_ROWS and sum(seen) == 2 * 50_000  # two passes, never the whole table
+
+
+def test_token_figures_from_histograms_are_those_of_the_lists():
+    import random
+    from collections import Counter
+
+    rng = random.Random(3)
+    for _ in range(200):
+        prompt = [rng.randrange(0, 40) for _ in range(rng.randrange(0, 60))]
+        output = [rng.randrange(0, 9) for _ in range(rng.randrange(0, 60))]
+        assert token_figures(Counter(prompt), Counter(output), 2.0) == token_figures(prompt, output, 2.0)
+        for q in (0, 1, 50, 99, 100):
+            ordered = sorted(prompt)
+            assert percentile(Counter(prompt), q) == (int(ordered[max(0, -(-q * len(ordered) // 100) - 1)])
+                                                      if ordered else None)

@@ -1,0 +1,36 @@
+"""Issue 57: the run's documents come from a datasource's read tasks (`pipeline.dataflow.UnitsDatasource`), one per
+unit, not from `from_items` blocks, whose metadata Ray Data kept for the whole run and pickled every 5 s while the
+driver iterated. Each read task reads exactly its unit's rows, with the slice of each batch named."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.dataflow import UnitsDatasource
+from pipeline.output.slices import parse_slice, slice_name
+from pipeline.reader import SLICE_COLUMN, UNIT_COLUMN, read_tasks
+from pipeline.storage import LocalStorage
+from pipeline.units import Unit
+
+
+def test_one_read_task_per_unit_whatever_the_parallelism_each_reading_its_rows(tmp_path):
+    path = str(tmp_path / "docs.parquet")
+    pq.write_table(pa.table({"doc_id": [f"d{i}" for i in range(40)], "text": [f"text {i}" for i in range(40)]}),
+                   path, row_group_size=20)
+    units = [Unit("", path, group, start, stop, "v") for group, start, stop in ((0, 0, 16), (0, 16, 20), (1, 0, 20))]
+    tasks = read_tasks(units, 8, lambda u, start, stop: f"/stage/{slice_name(u.id, start, stop)}")
+    source = UnitsDatasource(tasks, {"storage": LocalStorage(), "id_field": pa.field("doc_id", pa.string()),
+                                     "text_column": "text", "schema_column": None, "routes": None,
+                                     "default_backend": "xgrammar"})
+    for parallelism in (1, 3, 200):
+        read = source.get_read_tasks(parallelism)
+        assert len(read) == 3 and [t.metadata.num_rows for t in read] == [16, 4, 20]
+    blocks = [t.read_fn() for t in source.get_read_tasks(1)]
+    assert [len(b) for b in blocks] == [1, 1, 1]  # one block each
+    tables = [b[0] for b in blocks]
+    assert [t.column("doc_id").to_pylist() for t in tables] == [
+        [f"d{i}" for i in range(16)], [f"d{i}" for i in range(16, 20)], [f"d{i}" for i in range(20, 40)]]
+    assert all(set(t.column(UNIT_COLUMN).to_pylist()) == {u.id} for t, u in zip(tables, units, strict=True))
+    first = [parse_slice(p) for p in tables[0].column(SLICE_COLUMN).to_pylist()]
+    assert [(s.start, s.stop) for s in first] == [(0, 8)] * 8 + [(8, 16)] * 8  # each batch's slice named
