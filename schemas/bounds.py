@@ -48,6 +48,7 @@ ITEM_FLOOR = 2  # the array bound when nothing fits
 NUMBER_CHARS = 24  # a number without both minimum and maximum (the grammar does not bound its digits)
 INTEGER_CHARS = 20  # -9223372036854775808
 WORD_CHARS = 12  # a word and its separator, for a substring node without max_length
+UNIT_CHARS = {"word": WORD_CHARS, "char": 4}  # a `char` unit is one character, or a short Latin run among them
 FORMAT_CHARS = {"date": 10, "time": 21, "date-time": 32, "uuid": 36, "ipv4": 15, "ipv6": 45, "duration": 32}
 SELF_BOUNDED_FORMATS = set(FORMAT_CHARS)
 SUBSTRING_KEY = "x-substring"  # schemas.substring.SUBSTRING_KEY (not imported: that module imports grounding)
@@ -273,7 +274,8 @@ class _Compiler:
         if isinstance(sub, dict):
             cap = sub.get("max_length")
             words = sub.get("max_words") if isinstance(sub.get("max_words"), int) else 8
-            return ("n", 2 + (cap if isinstance(cap, int) else words * WORD_CHARS))
+            per_word = UNIT_CHARS.get(sub.get("unit", "word"), WORD_CHARS)
+            return ("n", 2 + (cap if isinstance(cap, int) else words * per_word))
         if isinstance(node.get("maxLength"), int):
             return ("n", 2 + node["maxLength"])
         if node.get("format") in FORMAT_CHARS:

@@ -41,32 +41,45 @@ from schemas.walk import iter_subschemas
 
 SUBSTRING_KEY = "x-substring"
 FORMAT_VERSION = 2
+
+# A script written without spaces between words (Chinese, Japanese, Thai): its "words" are single characters (its
+# letters and its full-width punctuation), so a run is any 1..K consecutive characters of one clause (`unit:
+# "char"` in the payload). A clause ends at a full-width stop, comma or enumeration comma, so a run never crosses
+# one. A run of other letters inside such a text (`HarmonyOS`, `8K`) stays one word.
+UNSPACED_CHARS = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uff65\u0e00-\u0e7f"
+CHAR_WORD = re.compile(rf"[{UNSPACED_CHARS}]|[^\s—{UNSPACED_CHARS}]+")
+CLAUSE_BREAK = re.compile("[\u3001\u3002\uff01\uff0c\uff1b\uff1f]+")
+UNITS = {"word": WORD, "char": CHAR_WORD}
 SENTINEL = "XSUBSTRING_SENTINEL_{}_"
 
 
 # --- the schema node ------------------------------------------------------------------------------------------
 
 
-def document_cells(document: str, extra: Iterable[str] = ()) -> list[str]:
+def document_cells(document: str, extra: Iterable[str] = (), unit: str = "word") -> list[str]:
     """The document's cells that hold a word, in order (duplicates kept once: they add no run), then the `extra`
     cells (the normal forms of values the document writes, `schemas.grounding.normal`). A long document is
     prose, where a colon is punctuation inside a sentence (`Eternal Echoes: The Forgotten Chronicles`), so a
     cell is not cut after a `label:` here; a run still never crosses a sentence end."""
     found: dict[str, None] = {}
     for cell in [*sentences_of(document, labels=False), *extra]:
-        if WORD.search(cell):
-            found[cell] = None
+        for clause in CLAUSE_BREAK.split(cell) if unit == "char" else (cell,):
+            if UNITS[unit].search(clause):
+                found[clause.strip()] = None
     return list(found)
 
 
 def substring_node(document: str, max_words: int = MAX_WORDS, max_length: int | None = None,
-                   nullable: bool = False, extra: Iterable[str] = ()) -> dict[str, Any]:
+                   nullable: bool = False, extra: Iterable[str] = (), unit: str = "word") -> dict[str, Any]:
     """A string node whose grammar (through `to_ebnf`) is any run of 1..max_words words of one cell of the
-    document (or of an `extra` cell), at most `max_length` characters; with `nullable`, `null` is allowed too."""
+    document (or of an `extra` cell), at most `max_length` characters; with `nullable`, `null` is allowed too.
+    `unit="char"`: words are characters of a script written without spaces (`CHAR_WORD`)."""
     if max_words < 1:
         raise ValueError("max_words must be at least 1")
     payload: dict[str, Any] = {"version": FORMAT_VERSION, "max_words": max_words, "max_length": max_length,
-                               "cells": document_cells(document, extra)}
+                               "cells": document_cells(document, extra, unit)}
+    if unit != "word":  # a word-unit payload is as it was before units, so its grammar's hash is too
+        payload["unit"] = unit
     payload["id"] = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
     node: dict[str, Any] = {"type": "string", SUBSTRING_KEY: payload}
     return {"anyOf": [node, {"type": "null"}]} if nullable else node
@@ -89,12 +102,12 @@ def _substring_nodes(schema: Any) -> Iterable[dict[str, Any]]:
 MAX_GRAMMAR_BYTES = 900_000
 
 
-def state_bound(document: str, max_words: int, extra: Iterable[str] = ()) -> int:
+def state_bound(document: str, max_words: int, extra: Iterable[str] = (), unit: str = "word") -> int:
     """An upper bound on the automaton's states for these words, cheap to count: one per (word, words still
     allowed) pair, as if no run were repeated (the minimised automaton is smaller when runs repeat)."""
     total = 2
-    for cell in document_cells(document, extra):
-        n = len(WORD.findall(cell))
+    for cell in document_cells(document, extra, unit):
+        n = len(UNITS[unit].findall(cell))
         total += sum(min(max_words, n - i) for i in range(n))
     return total
 
@@ -105,15 +118,15 @@ def grammar_bytes(auto: Automaton) -> int:
 
 
 def fit_max_words(document: str, max_words: int = MAX_WORDS, max_length: int | None = None,
-                  max_bytes: int = MAX_GRAMMAR_BYTES, extra: Iterable[str] = ()) -> int | None:
+                  max_bytes: int = MAX_GRAMMAR_BYTES, extra: Iterable[str] = (), unit: str = "word") -> int | None:
     """The largest word bound among max_words, max_words // 2, max_words // 4 and 1 whose rules take at most
     `max_bytes`; None when not even single words fit (keep the schema as written). `state_bound` skips the
     bounds that cannot fit without building their automaton (a state takes 60-120 bytes)."""
-    cells = document_cells(document, extra)
+    cells = document_cells(document, extra, unit)
     for k in sorted({max_words, max_words // 2, max_words // 4, 1} - {0}, reverse=True):
-        if state_bound(document, k, extra) * 15 > max_bytes:
+        if state_bound(document, k, extra, unit) * 15 > max_bytes:
             continue
-        if grammar_bytes(automaton(cells, k, max_length)) <= max_bytes:
+        if grammar_bytes(automaton(cells, k, max_length, unit)) <= max_bytes:
             return k
     return None
 
@@ -150,7 +163,8 @@ ROOT = 1
 class _Trie:
     """Every run as a path: edges labelled with the run's text, one word (with its separator) at a time."""
 
-    def __init__(self, max_words: int, max_length: int | None) -> None:
+    def __init__(self, max_words: int, max_length: int | None, word: re.Pattern[str] = WORD) -> None:
+        self.word = word
         self.max_words = max_words
         self.max_length = max_length
         self.root: dict[str, Any] = {}  # label -> child node; every node but the root accepts
@@ -160,7 +174,7 @@ class _Trie:
         return self.max_length is None or length <= self.max_length
 
     def add_cell(self, cell: str) -> None:
-        bounds = [m.span() for m in WORD.finditer(cell)]
+        bounds = [m.span() for m in self.word.finditer(cell)]
         for i, (start, end) in enumerate(bounds):
             word = cell[start:end]
             window = bounds[i:i + self.max_words]
@@ -218,9 +232,10 @@ class Automaton:
         return len(self.edges)
 
 
-def automaton(cells: Iterable[str], max_words: int, max_length: int | None) -> Automaton:
-    """The automaton of every run of 1..max_words words inside one of `cells`, at most max_length characters."""
-    trie = _Trie(max_words, max_length)
+def automaton(cells: Iterable[str], max_words: int, max_length: int | None, unit: str = "word") -> Automaton:
+    """The automaton of every run of 1..max_words words (`unit`s) inside one of `cells`, at most max_length
+    characters."""
+    trie = _Trie(max_words, max_length, UNITS[unit])
     for cell in cells:
         trie.add_cell(cell)
     return Automaton(trie)
@@ -342,5 +357,6 @@ def to_ebnf(schema: dict[str, Any], any_whitespace: bool = False,
             rules.append(f"{prefix} ::= " + " | ".join(f'("{literal}")' for literal in payload["literals"]))
             continue
         cells = payload.get("cells") or []
-        rules.extend(automaton_rules(automaton(cells, int(payload["max_words"]), payload.get("max_length")), prefix))
+        rules.extend(automaton_rules(automaton(cells, int(payload["max_words"]), payload.get("max_length"),
+                                               payload.get("unit", "word")), prefix))
     return base.rstrip("\n") + "\n" + "\n".join(rules) + "\n"

@@ -81,8 +81,10 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
     branch = _value_branch(node)
     if kind == "word" and isinstance(branch.get("enum"), list):
         kind = "code"  # an enum marked `word`: the codes the document writes or its symbols stand for
-    if kind in RUN_KINDS and not index.spaced:
-        return _without_key(node)  # Chinese, Japanese, Thai: a value is no run of space-delimited words
+    if kind in RUN_KINDS and not index.spaced:  # Chinese, Japanese, Thai: a value is no run of spaced words,
+        # but a text is a run of the document's characters (one clause at most), where its grammar fits
+        substring = _substring(node, kind, index, cache, unit="char") if kind in CHAR_RUN_KINDS else None
+        return substring if substring is not None else _without_key(node)
     candidates = _allowed(index.values(kind), branch, cache)
     if not candidates and kind in FALLBACK and not _nullable(node):
         kind = FALLBACK[kind]  # a required amount, id or currency the document writes in no such shape
@@ -113,10 +115,16 @@ RUN_KINDS = frozenset({"word", "text", "cell", "item", "id"})
 # under a grammar of any such run instead of an enum (schemas.substring): `text` runs of up to MAX_WORDS words,
 # `word` runs of one. Only for a plain string field (a maxLength at most): other bounds keep the schema.
 SUBSTRING_KINDS = {"text": MAX_WORDS, "item": MAX_WORDS, "word": 1}
+# In a script written without spaces: `text` and `item` runs of up to CHAR_RUN characters of one clause
+# (schemas.substring.CHAR_WORD), the longest whose grammar fits, as for words. DeepJSONEval zh dev, first 32: its
+# gold names and titles are 2-15 characters (亚历杭德罗·冈萨雷斯·伊纳里图).
+CHAR_RUN_KINDS = frozenset({"text", "item"})
+CHAR_RUN = 24
 PLAIN_STRING_KEYS = frozenset({"type", "maxLength", "minLength"})
 
 
-def _substring(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict[str, Any]) -> dict[str, Any] | None:
+def _substring(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict[str, Any],
+               unit: str = "word") -> dict[str, Any] | None:
     """The field as a substring node (any run of the document's words, as few per run as the grammar's size
     needs, or one of the normal forms of its dates and time ranges: `schemas.grounding.normal`), or None where
     the field has bounds a run cannot honour or no word bound fits."""
@@ -124,12 +132,13 @@ def _substring(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dic
     if branch.get("type") != "string" or not set(branch) <= PLAIN_STRING_KEYS:
         return None
     max_length = branch.get("maxLength")
-    key = ("substring", kind, max_length)
+    key = ("substring", kind, max_length, unit)
     if key not in cache:
         extra = normal_forms(index) if kind != "word" else ()
-        words_per_run = fit_max_words(index.document, SUBSTRING_KINDS[kind], max_length, extra=extra)
+        longest = CHAR_RUN if unit == "char" else SUBSTRING_KINDS[kind]
+        words_per_run = fit_max_words(index.document, longest, max_length, extra=extra, unit=unit)
         cache[key] = None if words_per_run is None else substring_node(index.document, words_per_run, max_length,
-                                                                       extra=extra)
+                                                                       extra=extra, unit=unit)
     found = cache[key]
     if found is None:
         return None

@@ -130,10 +130,14 @@ def test_a_screen_never_removes_the_last_candidate(monkeypatch) -> None:
     assert ground(schema, "alpha beta", screens=("everything",))["properties"]["code"] == {"enum": ["alpha", "beta"]}
 
 
-def test_unspaced_scripts_leave_string_fields_plain_and_numbers_grounded() -> None:
-    schema = {"type": "object", "properties": {"title": {"type": "string"}, "year": {"type": "integer"}}}
+def test_unspaced_scripts_ground_text_as_runs_of_characters_and_numbers_as_values() -> None:
+    from schemas.substring import SUBSTRING_KEY
+
+    schema = {"type": "object", "properties": {"title": {"type": "string"}, "year": {"type": "integer"},
+                                               "code": {"type": ["string", "null"], "x-grounded": "id"}}}
     props = ground(schema, "在科幻影坛的璀璨星河中，2028年诞生了一部原创力作《量子回声》。", mode="auto")["properties"]
-    assert props["title"] == {"type": "string"} and props["year"] == {"enum": [2028]}
+    assert props["title"][SUBSTRING_KEY]["unit"] == "char" and props["year"] == {"enum": [2028]}
+    assert props["code"] == {"type": ["string", "null"]}  # an id is no run of characters: its plain type
 
 
 def test_a_locale_is_auto_or_a_locale_tag() -> None:

@@ -174,3 +174,37 @@ def test_a_grounded_decimal_is_spliced_as_the_document_writes_it_not_as_17_digit
     assert not _is_grammar_accept_string(grammar, '{"score":8.6999999999999993}')
     assert without_substrings(grounded)["properties"]["score"] == {"enum": [8.7, 9]}
     assert "x-literals" not in json.dumps(ground(schema, "Rated 8 by critics and 9 by fans."))  # integers: as is
+
+
+ZH = ("在浩瀚的电影宇宙中，这部由传奇导演大卫·芬奇倾力执导的作品《索恩之影》于2023年上映。"
+      "游戏名称“量子跃迁：奇点危机”搭载HarmonyOS Next系统，售价¥499。")
+
+
+def zh_schema(field: dict) -> dict:
+    return {"type": "object", "properties": {"director": field}, "required": ["director"]}
+
+
+def test_a_script_without_spaces_runs_over_its_characters_within_one_clause() -> None:
+    """Issue 54 (DeepJSONEval zh dev): a Chinese name or title is a run of characters, not of space-delimited
+    words; a run may start and end at any character, holds a Latin run whole, and never crosses a full-width
+    comma or stop."""
+    node = substring_node(ZH, 24, None, unit="char")
+    assert node[SUBSTRING_KEY]["unit"] == "char"
+    ebnf = to_ebnf(zh_schema(node))
+
+    def ok(value: str) -> bool:
+        return _is_grammar_accept_string(ebnf, json.dumps({"director": value}, ensure_ascii=False,
+                                                          separators=(",", ":")))
+
+    for value in ("大卫·芬奇", "《索恩之影》", "索恩之影", "量子跃迁：奇点危机", "HarmonyOS Next", "HarmonyOS"):
+        assert ok(value), value
+    for value in ("Director", "这部由传奇导演大卫·芬奇倾力执导的作品《索恩之影》于2023年上映", "宇宙中，这部", "Harmony", "芬奇导演"):
+        assert not ok(value), value
+
+
+def test_a_spaced_documents_payload_is_as_before_units() -> None:
+    """The word unit writes no `unit` key, so the grammars (and their cache keys) of every spaced document are
+    those of before."""
+    assert "unit" not in substring_node(DOC, 3, None)[SUBSTRING_KEY]
+    assert runs_of(automaton(["大卫·芬奇执导"], 2, None, "char")) == {"大", "大卫", "卫", "卫·", "·", "·芬", "芬",
+                                                                      "芬奇", "奇", "奇执", "执", "执导", "导"}

@@ -138,7 +138,7 @@ def _substring_check(validator: Any, payload: Any, instance: Any, schema: dict[s
     auto = _AUTOMATA.get(key)
     if auto is None:
         auto = _AUTOMATA[key] = automaton([_folded(c) for c in payload["cells"]], payload["max_words"],
-                                          payload.get("max_length"))
+                                          payload.get("max_length"), payload.get("unit", "word"))
     if not _accepts(auto, _folded(instance)):
         yield jsonschema.ValidationError(f"{instance!r} is not a run of the document's words")
 
