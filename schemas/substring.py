@@ -63,9 +63,9 @@ def document_cells(document: str, extra: Iterable[str] = (), unit: str = "word")
     cell is not cut after a `label:` here; a run still never crosses a sentence end."""
     found: dict[str, None] = {}
     for cell in [*sentences_of(document, labels=False), *extra]:
-        for clause in CLAUSE_BREAK.split(cell) if unit == "char" else (cell,):
+        for clause in [c.strip() for c in CLAUSE_BREAK.split(cell)] if unit == "char" else (cell,):
             if UNITS[unit].search(clause):
-                found[clause.strip()] = None
+                found[clause] = None
     return list(found)
 
 
