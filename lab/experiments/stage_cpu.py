@@ -28,6 +28,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from pipeline.config import load_config  # noqa: E402
 from pipeline.dataflow import build_spec  # noqa: E402
 from pipeline.output.slices import SliceWriter  # noqa: E402
+from pipeline.stage_config import ActorConfig  # noqa: E402
 from pipeline.storage import LocalStorage  # noqa: E402
 from workers.bundled_model import resolve_model_path  # noqa: E402
 from workers.extractor import BatchExtractor  # noqa: E402
@@ -61,7 +62,7 @@ def main() -> None:
         "model.path": "simulated", "model.simulated": {"allow": True}, "model.engine_kwargs": {}})
     # As the job runs on its model: constrained (so each document is grounded) and tokenized by the model's own
     # tokenizer; the simulated engine only answers.
-    spec = dataclasses.replace(build_spec(loaded, "stage-cpu"), constrained=True)
+    spec = dataclasses.replace(build_spec(ActorConfig.of(loaded), "stage-cpu"), constrained=True)
     engine = start_simulated(spec)
     if args.tokenizer:
         from transformers import AutoTokenizer
