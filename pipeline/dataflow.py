@@ -15,9 +15,10 @@ import ray
 import ray.data
 import structlog
 
-from pipeline.config import LoadedConfig, WorkersConfig
+from pipeline.config import WorkersConfig
 from pipeline.reader import read_tasks, read_units
 from pipeline.routing import SchemaRoutes
+from pipeline.stage_config import ActorConfig
 from pipeline.storage import Storage
 from pipeline.units import Unit
 from workers import logs, ray_compat
@@ -67,48 +68,49 @@ def actor_env(gpus_per_actor: float) -> dict[str, str]:
     return env
 
 
-def build_spec(loaded: LoadedConfig, run_id: str, routes: SchemaRoutes | None = None) -> ExtractionSpec:
-    cfg = loaded.config
-    routes = routes or SchemaRoutes(default=cfg.schema_policy.backends[0])
+def build_spec(job: ActorConfig, run_id: str, routes: SchemaRoutes | None = None) -> ExtractionSpec:
+    """The actors' spec: `job` (`ActorConfig.of(loaded)`), the run's id, and where routing sent the schemas."""
+    model, policy = job.model, job.policy
+    routes = routes or SchemaRoutes(default=policy.backends[0])
     return ExtractionSpec(
         run_id=run_id,
-        id_column=cfg.input.id_column,
-        text_column=cfg.input.text_column,
-        prompt_template=cfg.prompt,
-        contract=loaded.contract,
-        model_path=loaded.model_path,
-        model_name=cfg.model.path,
-        max_tokens=cfg.model.max_tokens,
-        temperature=cfg.model.temperature,
-        max_model_len=cfg.model.max_model_len,
-        tensor_parallel_size=cfg.workers.tensor_parallel_size,
-        sequences_in_flight=cfg.workers.batch_size * cfg.workers.batches_in_flight,
-        engine_kwargs=dict(cfg.model.engine_kwargs),
-        constrained=cfg.model.constrained,
+        id_column=job.input.id_column,
+        text_column=job.input.text_column,
+        prompt_template=job.prompt,
+        contract=job.contract,
+        model_path=job.model_path,
+        model_name=model.path,
+        max_tokens=model.max_tokens,
+        temperature=model.temperature,
+        max_model_len=model.max_model_len,
+        tensor_parallel_size=job.workers.tensor_parallel_size,
+        sequences_in_flight=job.workers.batch_size * job.workers.batches_in_flight,
+        engine_kwargs=dict(model.engine_kwargs),
+        constrained=model.constrained,
         backend=routes.default,
-        schema_column=cfg.input.schema_column,
-        schema_table=dict(loaded.schema_table),
-        schema_limits=loaded.schema_limits,
+        schema_column=job.input.schema_column,
+        schema_table=dict(job.schema_table),
+        schema_limits=job.limits,
         unsupported=dict(routes.unsupported),
         routes=dict(routes.by_value),
         default_backend=routes.default,
-        prompt_schema=cfg.prompt_schema,
-        system=cfg.system,
-        examples=tuple((example.document, output) for example, output in loaded.examples),
-        chat_template=loaded.chat_template,
+        prompt_schema=job.prompt_schema,
+        system=job.system,
+        examples=tuple((example.document, output) for example, output in job.examples),
+        chat_template=job.chat_template,
         # output.confidence: the sampled token's log-probability with every token (workers.confidence)
-        sampling={**cfg.model.sampling.options(), **({"logprobs": 0} if cfg.output.confidence else {})},
-        retry=cfg.model.retry.policy(cfg.model.temperature, cfg.model.sampling.seed),
-        grammar_bounds=(cfg.schema_policy.max_string_length, cfg.schema_policy.max_array_items),
-        grounding=cfg.schema_policy.grounding,
-        ground_numbers=cfg.schema_policy.ground_numbers,
-        grounding_locale=cfg.grounding_locale,
-        grounding_screens=tuple(cfg.schema_policy.grounding_screens),
-        repeated_items=cfg.schema_policy.repeated_items,
-        min_confidence=cfg.output.min_confidence,
-        calibration=loaded.calibration,
-        long_documents=cfg.input.long_documents,
-        windows=window_policy(cfg.input),
+        sampling={**model.sampling.options(), **({"logprobs": 0} if job.confidence else {})},
+        retry=model.retry.policy(model.temperature, model.sampling.seed),
+        grammar_bounds=(policy.max_string_length, policy.max_array_items),
+        grounding=policy.grounding,
+        ground_numbers=policy.ground_numbers,
+        grounding_locale=job.grounding_locale,
+        grounding_screens=tuple(policy.grounding_screens),
+        repeated_items=policy.repeated_items,
+        min_confidence=job.min_confidence,
+        calibration=job.calibration,
+        long_documents=job.input.long_documents,
+        windows=window_policy(job.input),
     )
 
 

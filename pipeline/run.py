@@ -416,11 +416,12 @@ def _stream(
     the driver counts each unit's rows and notes its slices, and holds no outcome. A run split across two pools
     gets the outcomes in full, buffers each unit's and stages it as one file when the last has come."""
     from pipeline.dataflow import build_dataset, build_spec
+    from pipeline.stage_config import ActorConfig
 
     units = [u for w in streaming for u in w.pending]
     in_storage = storage_for(streaming[0].input.partition.input_uri, settings)
     id_field = streaming[0].input.schema.field(loaded.config.input.id_column)
-    spec = build_spec(loaded, committer.run_id, routes)
+    spec = build_spec(ActorConfig.of(loaded), committer.run_id, routes)
     books = _Books(streaming, committer, commit, progress)
     slices = _slice_staging(streaming, committer, books.counts) if len(routes.backends) == 1 else None
     books.writer = slices.writer if slices else None

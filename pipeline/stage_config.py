@@ -1,11 +1,14 @@
 """What each stage of a run reads of the job: typed, frozen slices of `LoadedConfig`, built once where the job is
-run (`pipeline.run`), so that planning and routing take what they read and nothing more. The workers' slice is
-`workers.spec.ExtractionSpec` (built by `pipeline.dataflow.build_spec`), and the dataflow reads `workers` alone.
+run (`pipeline.run`), so that planning, routing and the actors' spec take what they read and nothing more. The
+actors get `workers.spec.ExtractionSpec`, built from `ActorConfig` by `pipeline.dataflow.build_spec`; the dataflow
+reads the job's `workers` section alone.
 
 - `InputSource`: where the documents are and how a partition is cut into units (`pipeline.planning.plan_input`).
 - `PlanningConfig`: that, and the job's identity a committed partition is held to (`pipeline.planning.plan_run`).
 - `RoutingConfig`: the model, the schema policy, the schemas and the few-shot examples routing checks
   (`pipeline.routing.route_schemas`).
+- `ActorConfig`: what an extraction actor reads of the job: the prompt, the model, the schemas and their policy,
+  the input's columns and windows, the confidence settings (`pipeline.dataflow.build_spec`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pipeline.config import SchemaPolicyConfig
+from pipeline.config import InputConfig, SchemaPolicyConfig
+from pipeline.config_model import ModelConfig, WorkersConfig
 from pipeline.output.commit import output_parts
 from pipeline.storage import S3Settings
 from schemas.contract import SchemaContract
@@ -81,3 +85,39 @@ class RoutingConfig:
         return cls(model_path=loaded.model_path, constrained=cfg.model.constrained, policy=cfg.schema_policy,
                    limits=loaded.schema_limits, contract=loaded.contract, schema_column=cfg.input.schema_column,
                    schema_table=loaded.schema_table, examples=loaded.examples, source=str(loaded.path))
+
+
+@dataclass(frozen=True)
+class ActorConfig:
+    """What the actors' spec is built from: the prompt and how it shows the schema, the model (`model_path`
+    resolved) and its chat template, the job's `input` (columns, long documents and windows), `workers` (the
+    sequences an engine holds), `schema_policy`, the schemas and limits, the few-shot examples, the grounding
+    locale, and the confidence settings with their calibration (`output.calibration`'s content, checked)."""
+
+    prompt: str
+    prompt_schema: str
+    system: str | None
+    model_path: str
+    model: ModelConfig
+    chat_template: str | None
+    input: InputConfig
+    workers: WorkersConfig
+    policy: SchemaPolicyConfig
+    contract: SchemaContract
+    schema_table: dict[str, dict[str, Any]]
+    limits: Any  # schemas.limits.SchemaLimits
+    examples: list[tuple[Any, str]]  # (schemas.examples.Example, its output as the grammar emits it)
+    grounding_locale: str
+    confidence: bool
+    min_confidence: float | None
+    calibration: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, loaded: LoadedConfig) -> ActorConfig:
+        cfg = loaded.config
+        return cls(prompt=cfg.prompt, prompt_schema=cfg.prompt_schema, system=cfg.system, model_path=loaded.model_path,
+                   model=cfg.model, chat_template=loaded.chat_template, input=cfg.input, workers=cfg.workers,
+                   policy=cfg.schema_policy, contract=loaded.contract, schema_table=loaded.schema_table,
+                   limits=loaded.schema_limits, examples=loaded.examples, grounding_locale=cfg.grounding_locale,
+                   confidence=cfg.output.confidence, min_confidence=cfg.output.min_confidence,
+                   calibration=loaded.calibration)

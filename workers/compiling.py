@@ -12,7 +12,9 @@
 3. **Compiled into each actor's engine** (`compile_in_engine`, called by `workers.extractor.BatchExtractor.warm`):
    before the first batch by a one-token request (`Engine.warm`), later beside the busy engine (`Engine.compile`).
 
-Nothing else keeps a compile cache or starts a compile child for a run.
+Every compile child is opened here (`open_compiler`: the model as configured, resolved). `extract schemas check`
+and `extract conformance` open theirs here too, and use no cache: they report and measure each compile. Nothing
+else keeps a compile cache or starts a compile child.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -31,9 +34,24 @@ from schemas.contract import SchemaContract
 from schemas.limits import SchemaLimits
 from workers.engine.contract import Engine
 
+if TYPE_CHECKING:
+    from workers.compiler import SchemaCompiler
+
 log = structlog.get_logger(__name__)
 
 CACHE_DIRS = {"verdicts": "schema-checks", "examples": "example-checks"}  # under workers.bundled_model.cache_root
+
+
+def open_compiler(model_path: str, timeout_s: float, backends: Iterable[str] | None = None,
+                  limits: SchemaLimits | None = None) -> SchemaCompiler:
+    """A compile child's handle (`workers.compiler.SchemaCompiler`) for `model_path` as configured ("bundled", a
+    folder), on `backends` (default: all) with `timeout_s` a compile; its child starts at the first compile. Close
+    it, or use it as a context manager."""
+    from workers.bundled_model import resolve_model_path
+    from workers.compiler import BACKENDS, SchemaCompiler
+
+    return SchemaCompiler(resolve_model_path(model_path), timeout_s=timeout_s,
+                          backends=BACKENDS if backends is None else tuple(backends), limits=limits)
 
 
 def cache_dir(kind: str) -> Path:
@@ -111,13 +129,9 @@ class GrammarChecker:
         return verdict
 
     def _check(self, contract: SchemaContract) -> SchemaVerdict:
-        from workers.bundled_model import resolve_model_path
-        from workers.compiler import SchemaCompiler
-
         if self._compiler is None:
-            self._compiler = SchemaCompiler(resolve_model_path(self.model_path),
-                                            timeout_s=self.policy.compile_timeout_s,
-                                            backends=tuple(self.policy.backends), limits=self.limits)
+            self._compiler = open_compiler(self.model_path, self.policy.compile_timeout_s, self.policy.backends,
+                                           self.limits)
         check = self._compiler.check(contract.json_schema, contract.name)
         errors = {b: (r.error or "") for b, r in check.results.items() if not r.ok}
         if check.limit_error:
@@ -135,15 +149,12 @@ def check_examples_grammar(examples: list[Any], contract: SchemaContract, model_
     `schemas.examples.ExampleError` naming the first it refuses. A pass is remembered on disk (schema, examples,
     model, backend), so a nightly job pays the compile child once; a refusal is checked again every time."""
     from schemas.examples import check_grammar, examples_hash
-    from workers.bundled_model import resolve_model_path
-    from workers.compiler import SchemaCompiler
 
     ident = json.dumps([contract.hash, examples_hash(examples), model_path, backend])
     passed = cache_dir("examples") / f"{hashlib.sha256(ident.encode()).hexdigest()[:24]}.ok"
     if passed.exists():
         return
-    with SchemaCompiler(resolve_model_path(model_path), timeout_s=timeout_s, backends=(backend,),
-                        limits=limits) as compiler:
+    with open_compiler(model_path, timeout_s, (backend,), limits) as compiler:
         check_grammar(examples, contract.json_schema, compiler, backend)
     try:
         passed.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,8 @@
 - A value that is only the field's own name (`Jurisdiction` for `jurisdiction`, `Parties` in `party`: a label the
   window copied, not its value) loses to any other value, and such a list item is dropped while others remain
   (`label_only`; issue 56: Kleister NDA train, docs 1-8, 4 of 8 jurisdictions read so at 512-2048 tokens a window).
+- Given the document's `DefinedTerms`, a list item the document defines as a term of its own (`(the “Company”)`:
+  an alias of a name written before it) is dropped while other items remain.
 
 Each leaf of the merged record keeps where it came from: its window, and that window's confidence and spans, the
 spans moved by the window's start so that they are offsets into the whole document.
@@ -27,7 +29,6 @@ from typing import Any
 
 from schemas.spans import join_path, leaves
 from workers.aliases import defined_name
-from workers.cues import Cues
 from workers.windows import Window
 
 
@@ -52,17 +53,39 @@ class Merged:
     confidence: dict[str, float] = field(default_factory=dict)
     spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     windows: dict[str, int] = field(default_factory=dict)
-    cues: Cues | None = None  # the document and its fields' cue words (workers.cues): a value's relevance
+    terms: DefinedTerms | None = None  # the document's defined terms: list items that are aliases
+
+
+# A defined term: `(the “Company”)`, `("Recipient")`, `(hereinafter referred to as "Seller")`, `(each a “Party”)`
+DEFINED = r"\(\s*(?:(?:hereinafter|collectively|each|individually)[\w\s,]*?)?(?:the\s+|a\s+|an\s+)?[\"“”']{}[\"“”']"
+
+
+@dataclass
+class DefinedTerms:
+    """The terms a document defines for itself, asked value by value (each answer kept)."""
+
+    document: str
+    _defined: dict[str, bool] = field(default_factory=dict)
+
+    def defined(self, value: Any) -> bool:
+        """Whether the document defines `value` as a term of its own, in brackets and quotes (`(the “Company”)`,
+        `("Recipient")`, `(hereinafter referred to as "Seller")`): an alias of a name written before it."""
+        if not isinstance(value, str) or not value.strip():
+            return False
+        if value not in self._defined:
+            term = re.sub(r"^(?:the|a|an)\s+", "", value.strip(), flags=re.IGNORECASE)
+            self._defined[value] = re.search(DEFINED.format(re.escape(term)), self.document) is not None
+        return self._defined[value]
 
 
 # A value as one window gives it: (the window's output, the value, its path in that window's record).
 Found = tuple[WindowOutput, Any, str]
 
 
-def merge(outputs: list[WindowOutput], cues: Cues | None = None) -> Merged:
-    """The one record of `outputs` (a document's windows, in order, each with a record); with `cues`, a scalar
-    goes to the window whose value is written nearest its field's cue words (`workers.cues`), then the surest."""
-    merged = Merged(record={}, cues=cues)
+def merge(outputs: list[WindowOutput], terms: DefinedTerms | None = None) -> Merged:
+    """The one record of `outputs` (a document's windows, in order, each with a record); with `terms`, a list
+    item the document defines as a term is dropped while others remain (module docstring)."""
+    merged = Merged(record={}, terms=terms)
     record = _merge([(o, o.record, "") for o in outputs], "", merged)
     merged.record = record if isinstance(record, dict) else {}
     return merged
@@ -86,10 +109,9 @@ def _merge_object(found: list[Found], path: str, out: Merged) -> dict[str, Any]:
 
 
 def _merge_scalar(found: list[Found], path: str, out: Merged) -> Any:
-    def sureness(item: tuple[int, Found]) -> tuple[bool, float, float, int]:
+    def sureness(item: tuple[int, Found]) -> tuple[bool, float, int]:
         i, (o, value, at) = item
-        relevance = out.cues.relevance(path, o.absolute(at)) if out.cues is not None else 0.0
-        return (not label_only(value, path), relevance, o.confidence.get(at, -1.0), -i)
+        return (not label_only(value, path), o.confidence.get(at, -1.0), -i)
 
     _, (best, value, at) = max(enumerate(found), key=sureness)
     _keep(out, path, best, at)
@@ -149,10 +171,11 @@ def _merge_list(found: list[Found], path: str, out: Merged) -> list[Any]:
     items = [_Item(o, value, f"{at}[{i}]", i) for o, values, at in found for i, value in enumerate(values)]
     if any(not label_only(item.value, path) for item in items):
         items = [item for item in items if not label_only(item.value, path)]
-    if out.cues is not None:
-        items = [_named(item, out.cues.document) for item in items]  # a defined term: the name it stands for
-    if out.cues is not None and any(not out.cues.defined(item.value) for item in items):
-        items = [item for item in items if not out.cues.defined(item.value)]  # an alias, where a name remains
+    terms = out.terms
+    if terms is not None:
+        items = [_named(item, terms.document) for item in items]  # a defined term: the name it stands for
+    if terms is not None and any(not terms.defined(item.value) for item in items):
+        items = [item for item in items if not terms.defined(item.value)]  # an alias, where a name remains
     kept: list[_Item] = []
     for item in items:
         if not any(same_read(earlier, item) or _same_name(earlier, item) for earlier in kept):

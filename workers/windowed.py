@@ -7,7 +7,7 @@
 - a window whose output fails its checks (truncated, not JSON, refused by the schema or a validator against its
   own text) adds nothing; a `low_confidence` window counts with its record (the threshold is the document's);
 - no window with a record: a dead letter with the first failing window's reason;
-- else the windows' records are merged (workers.merge, with the document's defined terms: workers.cues), and the
+- else the windows' records are merged (workers.merge, with the document's defined terms), and the
   merged record is checked as any output is, against the whole schema and the whole document; it fails as a
   dead letter like any other.
 Every window's output is kept in the document's raw output (a JSON list, one entry per window), rows and dead
@@ -23,9 +23,8 @@ from typing import Any
 
 from schemas.contract import SchemaContract
 from workers.classify import Outcome, _below, classify, dead_letter
-from workers.cues import Cues
 from workers.engine import Generation
-from workers.merge import WindowOutput, merge
+from workers.merge import DefinedTerms, WindowOutput, merge
 from workers.outcome import DeadLetterReason
 from workers.windows import MIN_WINDOW_TOKENS, Splitter, TooManyWindows, Window, WindowPolicy
 
@@ -102,7 +101,7 @@ def document_outcome(document: str, document_id: Any, windows: list[Window], out
     outputs = [u for u in usable if u is not None]
     if not outputs:
         return _failed(outcomes[0].reason, windows[0], outcomes[0], len(windows), raw, tokens)
-    merged = merge(outputs, Cues(document, {}))  # its defined terms; cue ranking is off (workers.cues)
+    merged = merge(outputs, DefinedTerms(document))
     generation = Generation(text=json.dumps(merged.record, ensure_ascii=False), finish_reason="stop", **tokens)
     outcome = classify(generation, contract, {"document": document, "document_id": document_id}, constrained=False,
                        repeated_items="keep")

@@ -213,6 +213,7 @@ def load_job(args: argparse.Namespace) -> tuple[Any, Any, list[Any], list[str]]:
 
     from pipeline.config import load_config
     from pipeline.dataflow import build_spec
+    from pipeline.stage_config import ActorConfig
     from workers.memory import sample_document
 
     loaded = load_config(args.config, {k: yaml.safe_load(v) for k, v in (o.split("=", 1) for o in args.overrides)})
@@ -222,7 +223,7 @@ def load_job(args: argparse.Namespace) -> tuple[Any, Any, list[Any], list[str]]:
     ids = table.column(cfg.input.id_column).to_pylist()
     if args.docs:
         texts, ids = texts[:args.docs], ids[:args.docs]
-    spec = build_spec(loaded, "memory-parts")
+    spec = build_spec(ActorConfig.of(loaded), "memory-parts")
     spec = dataclasses.replace(spec, kv_sample=sample_document(texts, max_chars=16 * spec.max_model_len,
                                                                documents=len(texts)))
     return cfg, spec, ids, texts

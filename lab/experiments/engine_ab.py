@@ -34,12 +34,13 @@ def setting(config: Path, overrides: list[str], texts: list[str]) -> Any:
 
     from pipeline.config import load_config
     from pipeline.dataflow import build_spec
+    from pipeline.stage_config import ActorConfig
     from workers.actor import start_engine
     from workers.extractor import BatchExtractor
     from workers.memory import sample_document
 
     loaded = load_config(config, {k: yaml.safe_load(v) for k, v in (o.split("=", 1) for o in overrides)})
-    spec = build_spec(loaded, "engine-ab")
+    spec = build_spec(ActorConfig.of(loaded), "engine-ab")
     spec = dataclasses.replace(spec, kv_sample=sample_document(texts, max_chars=16 * spec.max_model_len,
                                                                documents=len(texts)))
     engine = start_engine(spec, False)

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from pipeline.config import load_config  # noqa: E402
 from pipeline.dataflow import build_spec  # noqa: E402
 from pipeline.output.slices import SliceWriter  # noqa: E402
+from pipeline.stage_config import ActorConfig  # noqa: E402
 from pipeline.storage import LocalStorage  # noqa: E402
 from schemas.grounding import index as grounding_index  # noqa: E402
 from workers.bundled_model import resolve_model_path  # noqa: E402
@@ -73,7 +74,7 @@ def job_extractor(config: str, tokenizer_model: str) -> tuple[Any, BatchExtracto
     document is grounded) and tokenized by the model's own tokenizer; the simulated engine only answers."""
     loaded = load_config(config, overrides={
         "model.path": "simulated", "model.simulated": {"allow": True}, "model.engine_kwargs": {}})
-    spec = dataclasses.replace(build_spec(loaded, "stage-cpu"), constrained=True)
+    spec = dataclasses.replace(build_spec(ActorConfig.of(loaded), "stage-cpu"), constrained=True)
     engine = start_simulated(spec)
     if tokenizer_model:
         from transformers import AutoTokenizer

@@ -14,11 +14,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.cli.options import error_line
 from schemas.lint import LintWarning, lint
-from workers.compiler import BACKENDS, SchemaCheck, SchemaCompiler
+from workers.compiler import SchemaCheck
+from workers.compiling import open_compiler
+
+if TYPE_CHECKING:
+    from workers.compiler import SchemaCompiler
 
 
 class SchemaArgError(ValueError):
@@ -46,20 +50,6 @@ def load_schema(ref: str) -> tuple[str, dict[str, Any]]:
             raise SchemaArgError(str(exc)) from None
         return ref, contract.json_schema
     raise SchemaArgError(f"{ref}: no such file, and not a 'module:Model' reference")
-
-
-def check_contract_schemas(json_schemas: dict[str, dict[str, Any]], model_path: str,
-                           timeout_s: float = 30.0) -> list[SchemaCheck]:
-    """One `SchemaCheck` per named schema, with one compile worker for all of them.
-
-    For `extract validate` and job preflight: a job routes each schema to `check.backend`, and a
-    schema whose backend is None cannot run (unless its rows are dead-lettered `schema_unsupported`).
-    `model_path` may be `bundled`.
-    """
-    from workers.bundled_model import resolve_model_path
-
-    with SchemaCompiler(resolve_model_path(model_path), timeout_s=timeout_s, backends=BACKENDS) as compiler:
-        return [compiler.check(schema, name) for name, schema in json_schemas.items()]
 
 
 def render_check(check: SchemaCheck, warnings: list[LintWarning]) -> str:
@@ -132,11 +122,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     if loaded is None:
         return 2
     from schemas.examples import ExampleError
-    from workers.bundled_model import resolve_model_path
 
     outputs: list[dict[str, Any]] = []
     ok = True
-    with SchemaCompiler(resolve_model_path(args.model), timeout_s=args.timeout) as compiler:
+    with open_compiler(args.model, args.timeout) as compiler:  # no verdict cache: the check reports each compile
         for name, schema in loaded:
             check = compiler.check(schema, name)
             warnings = lint(schema) if check.limit_error is None else []

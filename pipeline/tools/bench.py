@@ -40,6 +40,7 @@ from pipeline.config import SIMULATED, LoadedConfig, load_config
 from pipeline.dataflow import actor_env, build_spec
 from pipeline.output.manifest import committed, run_manifests
 from pipeline.output.tables import read_columns
+from pipeline.stage_config import ActorConfig
 from pipeline.storage import Storage, storage_for
 from pipeline.tools.bench_long import LongSetup, run_long_arm, write_long
 from pipeline.tools.bench_naive import ARM as NAIVE
@@ -83,7 +84,8 @@ def open_engine(loaded: LoadedConfig, sequences: int, engine_kwargs: dict[str, A
     if loaded.model_path == SIMULATED:
         from workers.actor import start_engine
 
-        return start_engine(dataclasses.replace(build_spec(loaded, "bench"), sequences_in_flight=sequences), False)
+        spec = build_spec(ActorConfig.of(loaded), "bench")
+        return start_engine(dataclasses.replace(spec, sequences_in_flight=sequences), False)
     return VllmEngine(**engine_arguments(resolve_model_path(loaded.model_path), loaded.config.model.max_model_len, 1,
                                          engine_kwargs, has_accelerator(), sequences=sequences))
 

@@ -33,7 +33,7 @@ from pipeline.config import LoadedConfig
 from pipeline.dataflow import actor_env, build_spec
 from pipeline.partition import partition_for
 from pipeline.planning import plan_input
-from pipeline.stage_config import InputSource
+from pipeline.stage_config import ActorConfig, InputSource
 from pipeline.storage import storage_for
 from pipeline.tools.bench_sampler import others_cpu
 from pipeline.tools.machine import cpu_seconds
@@ -109,7 +109,7 @@ class TimedEngine(Engine):
 def actor_spec(loaded: LoadedConfig, run_id: str = "bench-same-requests") -> ExtractionSpec:
     """The `ExtractionSpec` an actor of `extract run` gets for this config: the driver's `build_spec`, with the KV
     sample `build_dataset` reads from the units it plans (one partition, no `{date}`)."""
-    spec = build_spec(loaded, run_id)
+    spec = build_spec(ActorConfig.of(loaded), run_id)
     units = plan_input(InputSource.of(loaded), partition_for(loaded.input_uri, None)).units
     storage = storage_for(loaded.input_uri, loaded.s3_settings)
     cpu = not loaded.config.workers.gpus_per_actor

@@ -157,13 +157,14 @@ class Tuner:
         """The job's engine from the actor's factory (`workers.actor.start_engine`: vLLM, or the simulated engine
         under `model.path: simulated`), sized for the documents tuned on, at most the job's sequences in flight."""
         from pipeline.dataflow import actor_env, build_spec
+        from pipeline.stage_config import ActorConfig
         from workers.actor import SIMULATED, start_engine
         from workers.engine import has_accelerator
 
         cfg = self.loaded.config
         for key, value in actor_env(cfg.workers.gpus_per_actor).items():  # the same set-up as an actor's
             os.environ.setdefault(key, value)
-        spec = build_spec(self.loaded, "tune")
+        spec = build_spec(ActorConfig.of(self.loaded), "tune")
         spec = dataclasses.replace(spec, sequences_in_flight=max(1, min(len(self.ids), spec.sequences_in_flight)))
         self.engine = start_engine(spec, spec.model_path != SIMULATED and has_accelerator())
         self.engine_starts += 1
@@ -196,9 +197,10 @@ class Tuner:
 
     def _decode(self, loaded: LoadedConfig) -> tuple[list[Any], float]:
         from pipeline.dataflow import build_spec
+        from pipeline.stage_config import ActorConfig
         from workers.extractor import BatchExtractor
 
-        spec = build_spec(loaded, "tune")
+        spec = build_spec(ActorConfig.of(loaded), "tune")
         self.engine.use_sampling(spec.sampling, spec.grammar_bounds)  # this setting's, not the last one's
         extractor = BatchExtractor(self.engine, spec, min(spec.max_model_len, self.engine.max_model_len))
         extractor.prepare()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli.schemas import check_contract_schemas, load_schema, render_check
+from pipeline.cli.schemas import load_schema, render_check
 from schemas.invoice import Invoice
 from schemas.lint import lint
 from tests.conftest import run_cli
@@ -180,11 +180,19 @@ def test_check_report_text(compiler: SchemaCompiler) -> None:
 
 
 @pytest.mark.engine
-def test_check_contract_schemas_routes_each_schema() -> None:
-    checks = check_contract_schemas(
-        {"plain": {"type": "object", "properties": {"n": {"type": "integer"}}},
-         "needs_guidance": {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 5}}},
-         "unsupported": {"type": "object", "properties": {"t": {"type": "array", "uniqueItems": True}}}},
-        "bundled", timeout_s=60)
-    assert [(c.name, c.backend) for c in checks] == [("plain", "xgrammar"), ("needs_guidance", "guidance"),
-                                                     ("unsupported", None)]
+def test_the_grammar_checker_routes_each_schema_to_the_first_backend_that_compiles_it(tmp_path, monkeypatch) -> None:
+    """The check routing runs before any actor starts (`workers.compiling.GrammarChecker`), its cache in tmp_path."""
+    from pipeline.config import SchemaPolicyConfig
+    from schemas.contract import SchemaContract
+    from schemas.limits import SchemaLimits
+    from workers import compiling
+
+    monkeypatch.setattr(compiling, "cache_dir", lambda kind: tmp_path / kind)
+    schemas = {"plain": {"type": "object", "properties": {"n": {"type": "integer"}}},
+               "needs_guidance": {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 5}}},
+               "unsupported": {"type": "object", "properties": {"t": {"type": "array", "uniqueItems": True}}}}
+    with compiling.GrammarChecker("bundled", SchemaPolicyConfig(compile_timeout_s=60), SchemaLimits()) as checker:
+        verdicts = [checker.verdict(SchemaContract.from_dict(schema, default_name=name))
+                    for name, schema in schemas.items()]
+    assert [v.backend for v in verdicts] == ["xgrammar", "guidance", None]
+    assert len(list((tmp_path / "verdicts").glob("*.json"))) == 3  # each verdict kept for the next run

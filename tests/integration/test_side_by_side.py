@@ -25,6 +25,7 @@ import yaml
 from pipeline.config import load_config
 from pipeline.dataflow import build_spec
 from pipeline.output.manifest import committed
+from pipeline.stage_config import ActorConfig
 from pipeline.storage import storage_for
 from tests.conftest import ROOT, SAMPLE, write_config
 from workers.bundled_model import resolve_model_path
@@ -57,7 +58,7 @@ def _rule_budget(config) -> tuple[int, int]:
     old rule's (max_model_len for each of the 4 sequences), both in the dtype the engine will run in
     (`workers.engine.precision`: float32 on a CPU without native bfloat16)."""
     loaded = load_config(config)
-    spec = build_spec(loaded, "side-by-side")
+    spec = build_spec(ActorConfig.of(loaded), "side-by-side")
     spec = dataclasses.replace(spec, kv_sample=read_sample(storage_for(str(SAMPLE)),
                                                            [SimpleNamespace(path=str(SAMPLE), row_group=0)], spec))
     path = resolve_model_path(spec.model_path)

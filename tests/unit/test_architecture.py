@@ -8,6 +8,7 @@ manual (150 and 400 lines)."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -222,24 +223,43 @@ def test_the_length_check_finds_a_long_function_and_a_long_module():
     assert _too_long("x = 1\n" * 600, "big.py") == []
 
 
+def _product_files() -> list[Path]:
+    """The product's Python files: its packages', and the jobs it ships (jobs/: their schemas and input makers)."""
+    return [*_modules().values(), *sorted((ROOT / "jobs").rglob("*.py"))]
+
+
+_LAB_MODULE = re.compile(r"^lab(?:\.\w+)*(?::\w+)?$")  # "lab.experiments.x", "lab.x:Model": import_module's text
+
+
 def _lab_imports(path: Path, root: Path = ROOT) -> list[str]:
-    """Each import of the lab (`lab` or `lab.*`) in the file, as `path:line module`."""
-    return [f"{path.relative_to(root)}:{line} {module}" for module, line in _imports(path) if _in(module, "lab")]
+    """Each import of the lab (`lab` or `lab.*`) in the file, and each string that is a dotted lab module (what
+    `importlib.import_module` or a `module:Model` reference would load), as `path:line module`."""
+    tree = ast.parse(path.read_text())
+    strings = [(node.value, node.lineno) for node in ast.walk(tree) if isinstance(node, ast.Constant)
+               and isinstance(node.value, str) and "." in node.value and _LAB_MODULE.match(node.value)]
+    return [f"{path.relative_to(root)}:{line} {module}"
+            for module, line in sorted([*((m, n) for m, n in _imports(path) if _in(m, "lab")), *strings],
+                                       key=lambda found: found[1])]
 
 
 def test_the_product_never_imports_the_lab():
-    """`lab/` (experiment scripts, their journal) builds on the product; nothing under pipeline/, schemas/ or
-    workers/ loads it, so the product installs and runs without it."""
-    wrong = sorted(found for path in _modules().values() for found in _lab_imports(path))
+    """`lab/` (experiment scripts, their journal) builds on the product; nothing under pipeline/, schemas/,
+    workers/ or jobs/ loads it, so the product installs and runs without it."""
+    files = _product_files()
+    assert any(path.parts[-3] == "jobs" for path in files)  # the shipped jobs are read too
+    wrong = sorted(found for path in files for found in _lab_imports(path))
     assert wrong == [], "the product imports the lab:\n" + "\n".join(wrong)
 
 
 def test_the_lab_import_check_names_each_lab_import(tmp_path):
     source = tmp_path / "m.py"
     source.write_text("import lab\nimport labels\nfrom lab.experiments import engine_ab\n"
-                      "def f():\n    import lab.journal\n")
+                      "def f():\n    import lab.journal\n"
+                      "    importlib.import_module('lab.experiments.driver_growth')\n"
+                      "    print('lab', 'lab/README.md')\n")
     assert _lab_imports(source, tmp_path) == ["m.py:1 lab", "m.py:3 lab.experiments",
-                                              "m.py:3 lab.experiments.engine_ab", "m.py:5 lab.journal"]
+                                              "m.py:3 lab.experiments.engine_ab", "m.py:5 lab.journal",
+                                              "m.py:6 lab.experiments.driver_growth"]
 
 
 REF_KEYWORD = "$ref"
@@ -260,7 +280,7 @@ def _naming_ref(paths: list[Path], root: Path = ROOT) -> list[str]:
 def test_ref_is_named_only_by_the_schema_graph_and_the_limits():
     """References are followed in one place, `schemas.refs` (`SchemaGraph`: `$ref`, `$anchor` and `$id`, one rule for
     siblings and cycles); every walker reads its view. Only the hostile-schema limits name `$ref` besides."""
-    naming = _naming_ref(list(_modules().values()))
+    naming = _naming_ref(_product_files())
     assert {entry.split(":")[0] for entry in naming} >= REF_MODULES  # the check sees the keyword where it is
     wrong = sorted(entry for entry in naming if entry.split(":")[0] not in REF_MODULES)
     assert wrong == [], "modules naming $ref (walk references through schemas.refs.SchemaGraph):\n" + "\n".join(wrong)

@@ -17,6 +17,7 @@ import yaml
 
 from pipeline.config import ConfigError, load_config
 from pipeline.dataflow import build_spec
+from pipeline.stage_config import ActorConfig
 from schemas.contract import SchemaContract
 from workers.classify import Outcome, dead_letter, settle
 from workers.engine import Generation
@@ -112,13 +113,13 @@ def config(tmp_path: Path, **model) -> Path:
 def test_retry_settings_reach_the_spec(tmp_path: Path) -> None:
     path = config(tmp_path, retry={"attempts": 3, "temperature": 0.7, "on": ["semantic_invalid", "truncated"]},
                   sampling={"seed": 11})
-    spec = build_spec(load_config(path), "r")
+    spec = build_spec(ActorConfig.of(load_config(path)), "r")
     assert spec.retry == RetryPolicy(attempts=3, feedback=True, temperature=0.7, on=("semantic_invalid", "truncated"),
                                      seed=11)
 
 
 def test_retry_temperature_defaults_to_the_models(tmp_path: Path) -> None:
-    spec = build_spec(load_config(config(tmp_path, retry={"attempts": 2}, temperature=0.3)), "r")
+    spec = build_spec(ActorConfig.of(load_config(config(tmp_path, retry={"attempts": 2}, temperature=0.3))), "r")
     assert spec.retry.temperature == 0.3 and spec.retry.feedback
 
 
@@ -136,8 +137,8 @@ def test_a_retry_that_cannot_work_fails_before_ray_starts(tmp_path: Path, model:
 
 
 def test_resampling_without_feedback_is_allowed(tmp_path: Path) -> None:
-    spec = build_spec(load_config(config(tmp_path, retry={"attempts": 2, "feedback": False, "temperature": 0.8})),
-                      "r")
+    loaded = load_config(config(tmp_path, retry={"attempts": 2, "feedback": False, "temperature": 0.8}))
+    spec = build_spec(ActorConfig.of(loaded), "r")
     assert spec.retry.attempts == 2 and not spec.retry.feedback
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.config import load_config
 from pipeline.dataflow import build_spec
+from pipeline.stage_config import ActorConfig
 from workers.chat_tokens import ChatTokens
 from workers.prompt import prompt_for, with_feedback
 from workers.windows import paragraphs
@@ -32,7 +33,7 @@ def test_the_bundled_tokenizer_gives_the_same_ids_for_every_sample_prompt() -> N
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(prepare()))
     loaded = load_config("jobs/extract.yaml")
-    spec = build_spec(loaded, "r")
+    spec = build_spec(ActorConfig.of(loaded), "r")
     schema = loaded.contract.json_schema
     schema_json = json.dumps(schema)
     texts = [t for t in pq.read_table("jobs/sample/invoices.parquet", columns=["text"]).column("text").to_pylist()

@@ -105,3 +105,38 @@ def test_only_the_owner_names_the_compile_caches():
              for path in sorted((ROOT / package).rglob("*.py"))
              if path.name != "compiling.py" and any(f'"{name}"' in path.read_text() for name in names)]
     assert found == []
+
+
+def compile_children(path: Path) -> list[str]:
+    """Each call of `SchemaCompiler(...)` in `path` (a compile child opened): 'file:line'."""
+    import ast
+
+    return [f"{path.name}:{node.lineno}" for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
+            and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "SchemaCompiler"]
+
+
+def test_only_the_owner_opens_a_compile_child():
+    """Routing, the examples' check, `extract schemas check` and `extract conformance` open theirs through
+    `compiling.open_compiler`; `workers.compiler` (the child's own module) opens one for its `--derive` tool."""
+    found = [place for package in ("pipeline", "schemas", "workers", "jobs")
+             for path in sorted((ROOT / package).rglob("*.py")) if path.name not in ("compiling.py", "compiler.py")
+             for place in compile_children(path)]
+    assert found == []
+
+
+def test_the_compile_child_check_sees_a_child(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from workers import compiler\nfrom workers.compiler import SchemaCompiler\n"
+                      "a = SchemaCompiler('m')\nb = compiler.SchemaCompiler('m', timeout_s=1)\nc = SchemaCompiler\n")
+    assert compile_children(module) == ["m.py:3", "m.py:4"]
+
+
+def test_open_compiler_resolves_the_model_as_configured_and_starts_no_child(monkeypatch):
+    from workers import bundled_model
+
+    monkeypatch.setattr(bundled_model, "prepare", lambda: Path("/models/converted"))
+    with compiling.open_compiler("bundled", 7.0, ("guidance",)) as compiler:
+        assert (compiler.model_path, compiler.timeout_s, compiler.backends) == ("/models/converted", 7.0, ("guidance",))
+        assert compiler._worker is None  # the child starts at the first compile
+    assert compiling.open_compiler("/a/folder", 1.0).backends == ("xgrammar", "guidance")

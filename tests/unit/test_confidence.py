@@ -85,6 +85,7 @@ def test_output_calibration_is_read_relative_to_the_config_and_checked(tmp_path)
 
     from pipeline.config import ConfigError, load_config
     from pipeline.dataflow import build_spec
+    from pipeline.stage_config import ActorConfig
 
     root = __import__("pathlib").Path(__file__).resolve().parents[2]
     raw = yaml.safe_load((root / "jobs/extract.yaml").read_text())
@@ -95,7 +96,7 @@ def test_output_calibration_is_read_relative_to_the_config_and_checked(tmp_path)
     (tmp_path / "extract.yaml").write_text(yaml.safe_dump(raw))
     (tmp_path / "cal.json").write_text(json.dumps({"format": 1, "fields": {"*": {"raw": [0.2], "calibrated": [0.5]}}}))
     loaded = load_config(tmp_path / "extract.yaml")
-    assert build_spec(loaded, "r").calibration["fields"]["*"]["calibrated"] == [0.5]
+    assert build_spec(ActorConfig.of(loaded), "r").calibration["fields"]["*"]["calibrated"] == [0.5]
     (tmp_path / "cal.json").write_text("{}")
     with pytest.raises(ConfigError, match="output.calibration: .*cal.json: not a calibration file"):
-        build_spec(load_config(tmp_path / "extract.yaml"), "r")
+        build_spec(ActorConfig.of(load_config(tmp_path / "extract.yaml")), "r")

@@ -1,5 +1,5 @@
-"""Stages get what they read (issue 53, item 6): planning and routing take their typed slices of the job
-(`pipeline.stage_config`), not `LoadedConfig`; and no module of `pipeline/` or `workers/` reads the job's config
+"""Stages get what they read (issue 53, item 6): planning, routing and the actors' spec take their typed slices of
+the job (`pipeline.stage_config`), not `LoadedConfig`; and no module of `pipeline/` or `workers/` reads the job's config
 or an actor's spec by probing (`getattr(spec, "name", default)`): a slice has its fields, or it is the wrong one."""
 
 from __future__ import annotations
@@ -62,8 +62,9 @@ def test_the_probe_check_sees_a_probe(tmp_path):
     ("pipeline.planning", "plan_input", "InputSource"),
     ("pipeline.planning", "plan_run", "PlanningConfig"),
     ("pipeline.routing", "route_schemas", "RoutingConfig"),
+    ("pipeline.dataflow", "build_spec", "ActorConfig"),
 ])
-def test_planning_and_routing_take_their_slice_not_the_loaded_config(module, function, slice_name):
+def test_planning_routing_and_the_spec_take_their_slice_not_the_loaded_config(module, function, slice_name):
     import importlib
 
     first = next(iter(inspect.signature(getattr(importlib.import_module(module), function)).parameters.values()))
@@ -80,3 +81,19 @@ def test_the_slices_are_frozen_and_read_the_job(tmp_path):
     assert routing.contract.hash == loaded.contract.hash and routing.model_path == loaded.model_path
     with pytest.raises(dataclasses.FrozenInstanceError):
         planning.output_hash = "another"  # type: ignore[misc]
+
+
+def test_the_actors_slice_is_frozen_and_the_spec_reads_the_job_through_it(tmp_path):
+    from pipeline.dataflow import build_spec
+    from pipeline.stage_config import ActorConfig
+
+    loaded = load_config(write_config(tmp_path, **{"workers.batch_size": 3, "model.max_tokens": 77,
+                                                   "output.min_confidence": 0.25, "input.window_overlap": 0.2}))
+    job = ActorConfig.of(loaded)
+    spec = build_spec(job, "r")
+    assert (spec.run_id, spec.model_path, spec.contract.hash) == ("r", loaded.model_path, loaded.contract.hash)
+    assert spec.sequences_in_flight == 3 * loaded.config.workers.batches_in_flight and spec.max_tokens == 77
+    assert spec.min_confidence == 0.25 and spec.windows.overlap == 0.2
+    assert spec.backend == loaded.config.schema_policy.backends[0]  # no routes: the policy's first backend
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        job.prompt = "another {document}"  # type: ignore[misc]

@@ -120,60 +120,26 @@ def test_label_only_reads_words_case_and_number():
     assert not label_only("Company", "party[0]") and not label_only(12, "term")
 
 
-def _contract_document():
-    filler = "Each party shall keep the other's information secret and use it only for the purpose. " * 5
-    head = "Signed in 2017 by the undersigned officers. " + filler  # window 0: characters 0-1100
-    law = "This Agreement is governed by the laws of the State of California. "
-    text = head.ljust(1000) + filler + law + filler
-    return text, text.index("2017"), text.index("California")
-
-
-def test_with_cues_a_scalar_goes_to_the_window_that_writes_it_near_its_fields_words():
-    from workers.cues import Cues, field_cues
-
-    text, year, state = _contract_document()
-    schema = {"properties": {"jurisdiction": {"type": "string",
-                                              "description": "the state or country whose law governs the agreement"}}}
-    w1 = Window(1, 900, len(text))
-    windows = [out(W0, {"jurisdiction": "2017"}, {"jurisdiction": 0.9}, {"jurisdiction": [(year, year + 4)]}),
-               out(w1, {"jurisdiction": "California"}, {"jurisdiction": 0.2},
-                   {"jurisdiction": [(state - 900, state - 900 + 10)]})]
-    assert merge(windows).record == {"jurisdiction": "2017"}  # the surest, without cues
-    assert merge(windows, Cues(text, field_cues(schema))).record == {"jurisdiction": "2017"}  # ranking is off
-    merged = merge(windows, Cues(text, field_cues(schema), rank=True))
-    assert merged.record == {"jurisdiction": "California"}
-    assert merged.spans == {"jurisdiction": [(state, state + 10)]}
-
-
-def test_cue_words_are_the_stems_of_a_fields_name_and_description():
-    from workers.cues import field_cues
-
-    cues = field_cues({"properties": {"effective_date": {"description": "the date the agreement takes effect"},
-                                      "parties": {"type": "array", "items": {"type": "string"}}}})
-    assert cues["effective_date"] == {"effect", "date", "agreement", "take"}
-    assert cues["parties"] == {"parti"}
-
-
-def test_with_cues_a_list_item_the_document_defines_as_a_term_is_dropped_while_names_remain():
-    from workers.cues import Cues
+def test_with_defined_terms_a_list_item_the_document_defines_as_a_term_is_dropped_while_names_remain():
+    from workers.merge import DefinedTerms
 
     text = "This Agreement is made by the parties listed below (the “Company”) and Oakfield Securities LLC. " * 3
-    cues = Cues(text, {})  # the term's name is not found: dropped
+    terms = DefinedTerms(text)  # the term's name is not found: dropped
     first = out(W0, {"party": ["the Company", "Oakfield Securities LLC"]})
     second = out(W1, {"party": ["Company"]})
-    assert merge([first, second], cues).record == {"party": ["Oakfield Securities LLC"]}
+    assert merge([first, second], terms).record == {"party": ["Oakfield Securities LLC"]}
     assert merge([first, second]).record == {"party": ["the Company", "Oakfield Securities LLC", "Company"]}
-    assert merge([out(W0, {"party": ["Company"]})], cues).record == {"party": ["Company"]}
+    assert merge([out(W0, {"party": ["Company"]})], terms).record == {"party": ["Company"]}
 
 
-def test_with_cues_a_defined_term_is_replaced_once_by_the_name_it_stands_for():
-    from workers.cues import Cues
+def test_with_defined_terms_a_defined_term_is_replaced_once_by_the_name_it_stands_for():
+    from workers.merge import DefinedTerms
 
     text = ("This Agreement is between Umbrella Footwear, Inc. (the “Company”) and Oakfield Securities LLC. "
             "The Company shall keep the information secret. ")
     first = out(W0, {"party": ["the Company", "Oakfield Securities LLC"]})
     second = out(W1, {"party": ["Company"]})
-    merged = merge([first, second], Cues(text, {}))
+    merged = merge([first, second], DefinedTerms(text))
     assert merged.record == {"party": ["Oakfield Securities LLC", "Umbrella Footwear Inc."]}
     start = text.index("Umbrella")
     assert merged.spans["party[1]"] == [(start, text.index(" (the"))]

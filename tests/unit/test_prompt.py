@@ -8,6 +8,7 @@ import pytest
 
 from pipeline.config import load_config
 from pipeline.dataflow import build_spec
+from pipeline.stage_config import ActorConfig
 from schemas.invoice import Invoice
 from workers.prompt import Chat, build_chat, plain_transcript, presented_schema, prompt_for, render_prompt
 
@@ -79,7 +80,7 @@ def test_sample_job_spec_renders_its_examples_through_the_bundled_chat_template(
     from workers.bundled_model import prepare
 
     loaded = load_config("jobs/extract.yaml")
-    spec = build_spec(loaded, "r")
+    spec = build_spec(ActorConfig.of(loaded), "r")
     assert "{schema}" not in spec.prompt_template
     chat = prompt_for(spec.prompt, "INVOICE ZZZ-1", loaded.contract.json_schema, "{}")
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(prepare()))

@@ -9,6 +9,7 @@ import yaml
 
 from pipeline.config import ConfigError, load_config
 from pipeline.dataflow import build_spec
+from pipeline.stage_config import ActorConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,9 +28,10 @@ def config(tmp_path: Path, sampling: dict) -> Path:
 def test_known_names_reach_the_spec(tmp_path: Path) -> None:
     loaded = load_config(config(tmp_path, {"repetition_penalty": 1.1, "top_p": 0.9, "seed": 7, "stop": ["\n\n"]}))
     sampling = {"repetition_penalty": 1.1, "top_p": 0.9, "seed": 7, "stop": ["\n\n"]}
-    assert build_spec(loaded, "r").sampling == {**sampling, "logprobs": 0}  # output.confidence, the default
+    # output.confidence, the default
+    assert build_spec(ActorConfig.of(loaded), "r").sampling == {**sampling, "logprobs": 0}
     loaded = load_config(loaded.path, {"output.confidence": False})
-    assert build_spec(loaded, "r").sampling == sampling
+    assert build_spec(ActorConfig.of(loaded), "r").sampling == sampling
 
 
 @pytest.mark.parametrize("sampling, message", [

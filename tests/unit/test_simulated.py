@@ -13,6 +13,7 @@ import yaml
 
 from pipeline.config import ConfigError, load_config
 from pipeline.dataflow import build_spec
+from pipeline.stage_config import ActorConfig
 from schemas.contract import SchemaContract
 from workers.classify import classify
 from workers.extractor import BatchExtractor
@@ -37,7 +38,7 @@ def _config(tmp_path: Path, **model) -> Path:
 
 def _extractor(tmp_path: Path, **simulated):
     loaded = load_config(_config(tmp_path), {f"model.simulated.{k}": v for k, v in simulated.items()})
-    spec = build_spec(loaded, "run-1")
+    spec = build_spec(ActorConfig.of(loaded), "run-1")
     engine = start_simulated(spec)
     return loaded, spec, engine, BatchExtractor(engine, spec, min(spec.max_model_len, engine.max_model_len))
 

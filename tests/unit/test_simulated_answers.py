@@ -13,6 +13,7 @@ import pytest
 
 from pipeline.config import ConfigError, load_config
 from pipeline.dataflow import build_spec
+from pipeline.stage_config import ActorConfig
 from tests.conftest import SAMPLE, write_config
 from workers.extractor import BatchExtractor
 from workers.simulated import CHARS_PER_TOKEN, start_simulated, token_logprobs
@@ -23,7 +24,7 @@ DOCS = pq.read_table(SAMPLE).select(["doc_id", "text"])
 def _extract(tmp_path: Path, simulated: dict, **overrides):
     tmp_path.mkdir(parents=True, exist_ok=True)
     loaded = load_config(write_config(tmp_path, simulated, **overrides))
-    spec = build_spec(loaded, "run-1")
+    spec = build_spec(ActorConfig.of(loaded), "run-1")
     engine = start_simulated(spec)
     return BatchExtractor(engine, spec, min(spec.max_model_len, engine.max_model_len))(DOCS)
 
@@ -114,7 +115,7 @@ def test_valid_answers_a_few_shot_examples_document_with_its_output(tmp_path):
     docs = write_docs(tmp_path / "docs.parquet", ids, [e["document"] for e in examples])
     loaded = load_config(write_config(tmp_path, {"answers": "valid"}, **{"input.uri": str(docs)}))
     assert loaded.examples  # the sample job shows them to the model
-    spec = build_spec(loaded, "run-1")
+    spec = build_spec(ActorConfig.of(loaded), "run-1")
     engine = start_simulated(spec)
     out = BatchExtractor(engine, spec, 4096)(pq.read_table(docs))
     for example, raw in zip(examples, out.column("_raw_output").to_pylist(), strict=True):

@@ -233,7 +233,7 @@ def run_conformance(corpora: list[str], out: Path, opts: Options) -> dict[str, A
     """Run the harness on `corpora`, write this run's parts, and render DIR/conformance.{json,md} from
     every part in DIR (this run's, plus earlier ones with `opts.keep`)."""
     from workers.bundled_model import resolve_model_path
-    from workers.compiler import SchemaCompiler
+    from workers.compiling import open_compiler
 
     check_selection(corpora, opts)
     started_at = datetime.now(timezone.utc)
@@ -244,7 +244,7 @@ def run_conformance(corpora: list[str], out: Path, opts: Options) -> dict[str, A
            "corpora": corpora, "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()}}
     results: dict[str, dict[str, Any]] = {}
     prepared = None
-    with SchemaCompiler(model_path, timeout_s=opts.compile_timeout_s, backends=BACKENDS) as compiler:
+    with open_compiler(model_path, opts.compile_timeout_s) as compiler:  # no cache: each compile is measured
         if SUITE in corpora:
             results[SUITE] = run_suite(opts, compiler)
         if BENCH in corpora:
