@@ -157,7 +157,20 @@ def build_dataset(
     return branches[0].union(*branches[1:])
 
 
-_tick_warned = False
+# The Ray settings a process has warned about (`_tuned`): each says so once per process, not once per run.
+_warned: set[str] = set()
+
+
+def _tuned(setting: str, problem: str | None, warning: str) -> bool:
+    """True where the Ray door set `setting` (`problem` None); else the run goes on at Ray's own and `warning`
+    (with this Ray's version and what the door must learn) is logged once per process."""
+    if problem is None:
+        return True
+    if setting not in _warned:
+        _warned.add(setting)
+        log.warning(f"{warning}: {problem} (ray {ray.__version__}); the run goes on; workers/ray_compat.py "
+                    f"{setting} needs this Ray's names for it")
+    return False
 
 
 def slow_scheduler_tick(seconds: float = SCHEDULER_TICK_S, state: Any = None) -> bool:
@@ -167,38 +180,18 @@ def slow_scheduler_tick(seconds: float = SCHEDULER_TICK_S, state: Any = None) ->
     goes on at Ray's own tick (it is a cost of the driver's CPU, not of correctness) and says so in one warning
     line per process naming the constant, so a Ray upgrade that renames it is seen, not silently slower.
     True if the wait is set."""
-    global _tick_warned
     problem = ray_compat.set_scheduler_tick(float(os.environ.get("EXTRACT_SCHEDULER_TICK_S", seconds)), state)
-    if problem is None:
-        return True
-    if not _tick_warned:
-        _tick_warned = True
-        log.warning(f"Ray Data's scheduling loop keeps Ray's own wait between looks, not {seconds} s: {problem} "
-                    f"(ray {ray.__version__}); the run goes on, with more of the driver's CPU per outcome; "
-                    f"workers/ray_compat.py set_scheduler_tick needs this Ray's name for it")
-    return False
-
-
-_poll_warned = False
+    return _tuned("set_scheduler_tick", problem, f"Ray Data's scheduling loop keeps Ray's own wait between looks, "
+                                                 f"not {seconds} s, with more of the driver's CPU per outcome")
 
 
 def slow_output_poll(seconds: float = OUTPUT_POLL_S, state: Any = None) -> bool:
     """Set how often the driver looks for Ray Data's next output block (`OUTPUT_POLL_S`; EXTRACT_OUTPUT_POLL_S
     overrides it) through the Ray door (`workers.ray_compat.set_output_poll`; `state`: the module to set it in).
     Where this Ray waits otherwise, the run goes on at Ray's own 10 ms and says so once per process. True if set."""
-    global _poll_warned
     problem = ray_compat.set_output_poll(float(os.environ.get("EXTRACT_OUTPUT_POLL_S", seconds)), state)
-    if problem is None:
-        return True
-    if not _poll_warned:
-        _poll_warned = True
-        log.warning(f"the driver looks for Ray Data's next output every 10 ms, not {seconds} s: {problem} "
-                    f"(ray {ray.__version__}); the run goes on, with more of the driver's CPU per second; "
-                    f"workers/ray_compat.py set_output_poll needs this Ray's names for it")
-    return False
-
-
-_stats_warned = False
+    return _tuned("set_output_poll", problem, f"the driver looks for Ray Data's next output every 10 ms, not "
+                                              f"{seconds} s, with more of the driver's CPU per second")
 
 
 def bound_block_stats(keep: int = BLOCK_STATS_KEPT, state: Any = None) -> bool:
@@ -206,16 +199,9 @@ def bound_block_stats(keep: int = BLOCK_STATS_KEPT, state: Any = None) -> bool:
     `workers.ray_compat.bound_block_stats`; `state`: the module to patch). Where this Ray keeps them otherwise,
     the run goes on (its driver's memory and CPU then grow with its blocks) and says so once per process.
     True if bounded."""
-    global _stats_warned
     problem = ray_compat.bound_block_stats(keep, state)
-    if problem is None:
-        return True
-    if not _stats_warned:
-        _stats_warned = True
-        log.warning(f"Ray Data keeps every output block's stats for the run: {problem} (ray {ray.__version__}); "
-                    f"the run goes on, its driver's memory growing with its blocks; workers/ray_compat.py "
-                    f"bound_block_stats needs this Ray's names for them")
-    return False
+    return _tuned("bound_block_stats", problem, "Ray Data keeps every output block's stats for the run, its "
+                                                "driver's memory growing with its blocks")
 
 
 def read_concurrency(workers: WorkersConfig) -> int:

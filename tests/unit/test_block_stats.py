@@ -63,7 +63,7 @@ def test_this_rays_map_operators_are_bounded(monkeypatch) -> None:
 
 
 def test_a_ray_without_the_list_is_one_warning_and_the_run_goes_on(monkeypatch) -> None:
-    monkeypatch.setattr(dataflow, "_stats_warned", False)
+    monkeypatch.setattr(dataflow, "_warned", set())
     renamed = types.ModuleType("renamed")  # a Ray whose operator has another name
     moved = _stand_in()  # a Ray whose operator keeps its stats elsewhere
 

@@ -46,7 +46,7 @@ def _polls(self) -> None:
 
 
 def test_a_missing_or_changed_wait_is_one_warning_and_the_run_goes_on(monkeypatch) -> None:
-    monkeypatch.setattr(dataflow, "_poll_warned", False)
+    monkeypatch.setattr(dataflow, "_warned", set())
     gone = types.ModuleType("gone")  # a Ray without the method
     changed = types.ModuleType("changed")  # a Ray whose wait no longer sleeps 10 ms
     changed.time = time  # type: ignore[attr-defined]

@@ -27,7 +27,7 @@ def _reads_it() -> float:
 
 
 def test_a_missing_or_unread_constant_is_one_warning_and_the_run_goes_on(monkeypatch) -> None:
-    monkeypatch.setattr(dataflow, "_tick_warned", False)
+    monkeypatch.setattr(dataflow, "_warned", set())
     renamed = types.ModuleType("renamed")  # a Ray whose constant has another name
     unread = types.ModuleType("unread")  # a Ray that has the name but no function reading it
     unread.WAIT_FOR_TASK_COMPLETION_TIMEOUT_S = 0.1  # type: ignore[attr-defined]
