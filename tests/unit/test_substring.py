@@ -198,7 +198,8 @@ def test_a_script_without_spaces_runs_over_its_characters_within_one_clause() ->
 
     for value in ("大卫·芬奇", "《索恩之影》", "索恩之影", "量子跃迁：奇点危机", "HarmonyOS Next", "HarmonyOS"):
         assert ok(value), value
-    for value in ("Director", "这部由传奇导演大卫·芬奇倾力执导的作品《索恩之影》于2023年上映", "宇宙中，这部", "Harmony", "芬奇导演"):
+    too_long = "这部由传奇导演大卫·芬奇倾力执导的作品《索恩之影》于2023年上映"  # 30 characters
+    for value in ("Director", too_long, "宇宙中，这部", "Harmony", "芬奇导演"):
         assert not ok(value), value
 
 
