@@ -143,14 +143,13 @@ def run_main(args: list[str], cwd: Path | None = None, env: dict[str, str | None
     file descriptor 2 for the process's life) is left out: it belongs to a CLI process, and Ray must not start here
     (a command that would start it is refused)."""
     import contextlib
-    import io
     import warnings
 
     import structlog
 
     from pipeline.cli import main as cli_main
 
-    out, err = io.StringIO(), io.StringIO()
+    out, err = _captured(), _captured()  # text streams with a .buffer, as sys.stdout has (CSV goes to it)
     saved_env, saved_cwd, saved_logs = dict(os.environ), Path.cwd(), structlog.get_config()
     ray = sys.modules.get("ray")
     was_connected = bool(ray is not None and ray.is_initialized())
@@ -174,7 +173,18 @@ def run_main(args: list[str], cwd: Path | None = None, env: dict[str, str | None
     if ray is not None and ray.is_initialized() and not was_connected:
         ray.shutdown()
         raise AssertionError(f"extract {' '.join(map(str, args))} started Ray in the test process")
-    return Ran([str(a) for a in args], int(code), out.getvalue(), err.getvalue())
+    return Ran([str(a) for a in args], int(code), _text(out), _text(err))
+
+
+def _captured():
+    import io
+
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="", write_through=True)
+
+
+def _text(stream) -> str:
+    stream.flush()
+    return stream.buffer.getvalue().decode("utf-8", errors="replace")
 
 
 @contextlib.contextmanager
