@@ -340,9 +340,17 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
 
 
 def stop_ray_head(head: dict) -> None:
+    """Every process of the cluster: those naming its temp dir and their descendants (the raylet's dashboard agent
+    and workers name it nowhere on their command lines, and outlived a kill of the others)."""
     import time
 
-    kill_processes_mentioning(head["temp_dir"])
+    import psutil
+
+    for proc in processes_of_cluster(head["temp_dir"]):
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
     time.sleep(1)
 
 
