@@ -4,8 +4,8 @@ eval must print an F1 line. The engine is the tests' small one (a fixed KV cache
 
 The page's first `extract run` runs on vLLM, as a user's does; from `extract tune` on (the grid's runs and the tuned
 job's `extract eval --force`, whose subject here is that the page's commands work in order, not the engine's
-outputs) the job is on the simulated engine (`answers: valid`), two engine starts fewer. Tune's search, scores and
-files are `test_tune.py`'s subject, on the same simulated engine."""
+outputs) the job is on the simulated engine (`answers: valid`), one engine start (tune's) fewer. Tune's search,
+scores and files are `test_tune.py`'s subject, on the same simulated engine."""
 
 from __future__ import annotations
 
