@@ -143,14 +143,13 @@ def run_main(args: list[str], cwd: Path | None = None, env: dict[str, str | None
     file descriptor 2 for the process's life) is left out: it belongs to a CLI process, and Ray must not start here
     (a command that would start it is refused)."""
     import contextlib
-    import io
     import warnings
 
     import structlog
 
     from pipeline.cli import main as cli_main
 
-    out, err = io.StringIO(), io.StringIO()
+    out, err = _captured(), _captured()  # text streams with a .buffer, as sys.stdout has (CSV goes to it)
     saved_env, saved_cwd, saved_logs = dict(os.environ), Path.cwd(), structlog.get_config()
     ray = sys.modules.get("ray")
     was_connected = bool(ray is not None and ray.is_initialized())
@@ -174,7 +173,18 @@ def run_main(args: list[str], cwd: Path | None = None, env: dict[str, str | None
     if ray is not None and ray.is_initialized() and not was_connected:
         ray.shutdown()
         raise AssertionError(f"extract {' '.join(map(str, args))} started Ray in the test process")
-    return Ran([str(a) for a in args], int(code), out.getvalue(), err.getvalue())
+    return Ran([str(a) for a in args], int(code), _text(out), _text(err))
+
+
+def _captured():
+    import io
+
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", newline="", write_through=True)
+
+
+def _text(stream) -> str:
+    stream.flush()
+    return stream.buffer.getvalue().decode("utf-8", errors="replace")
 
 
 @contextlib.contextmanager
@@ -330,9 +340,17 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
 
 
 def stop_ray_head(head: dict) -> None:
+    """Every process of the cluster: those naming its temp dir and their descendants (the raylet's dashboard agent
+    and workers name it nowhere on their command lines, and outlived a kill of the others)."""
     import time
 
-    kill_processes_mentioning(head["temp_dir"])
+    import psutil
+
+    for proc in processes_of_cluster(head["temp_dir"]):
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
     time.sleep(1)
 
 

@@ -1,11 +1,13 @@
-"""Issue 23 item 5: every failure in the exit-code table, through the real command (`extract` in a child process).
+"""Issue 23 item 5: every failure in the exit-code table, through the real command.
 
 Each case gives its documented exit code and exactly one line on stderr (the broken pipe: none), never a
 traceback; where a case meets input or a committed output, no document is lost or duplicated (`committed_ids`).
-None starts Ray or an engine (a second or two each): the late refusal at commit resumes a run whose documents
-were all staged, so the commit is the run's first write to the data folders. The stores that refuse are real:
-a tmpfs mounted read-only or filled (root), or a folder without write permission (any other user); a case that
-can do neither here is skipped, saying why.
+None starts Ray or an engine, so the cases run `extract`'s main in this process (`tests.conftest.run_main`, which
+fails a command that starts Ray); the late refusal at commit resumes a run whose documents were all staged, so the
+commit is the run's first write to the data folders. What needs a process of its own runs as `extract` in a child:
+the broken pipe (exit 141 as SIGPIPE) and Ray that cannot start or connect (the entry point itself:
+test_cli_exit_codes.py). The stores that refuse are real: a tmpfs mounted read-only or filled (root), or a folder
+without write permission (any other user); a case that can do neither here is skipped, saying why.
 """
 
 from __future__ import annotations
@@ -312,28 +314,21 @@ CASES: dict[str, Case] = {
 }
 
 
-# Run in this process (`tests.conftest.run_main`): commands that fail reading their config, schema or output, before
-# any lease, Ray or engine. The others run as `extract` child processes, as a user meets them.
-IN_PROCESS = frozenset(CASES[name] for name in (
-    "yaml nested 20,000 deep", "a 1 KB yaml bomb", "a config over 1 MiB", "a config that is not utf-8",
-    "a schema file nested 20,000 deep", "a schema table nested 20,000 deep", "query: a corrupt manifest",
-    "query: a missing data file", "a --set value nested 5,000 deep",
-    "query: a manifest naming a file outside its partition", "query: a data file swapped for another",
-    "query --verify: a data file changed at its size", "validate: a field named like an output column"))
+# Only errors on stderr: each case must print exactly its one line. Outside any Ray cluster.
+QUIET = {"EXTRACT_LOG_LEVEL": "error", "RAY_ADDRESS": None}
 
 
-@pytest.fixture
-def quiet_env(cli_env):
-    """Only errors on stderr: each case must print exactly its one line."""
-    return {**cli_env, "EXTRACT_LOG_LEVEL": "error"}
+def _no_ray_env() -> dict[str, str]:
+    env = {**os.environ, "EXTRACT_LOG_LEVEL": "error"}
+    env.pop("RAY_ADDRESS", None)
+    return env
 
 
 @pytest.mark.parametrize("case", [pytest.param(case, id=name) for name, case in CASES.items()])
-def test_each_failure_is_one_line_and_its_exit_code(case, tmp_path, quiet_env):
+def test_each_failure_is_one_line_and_its_exit_code(case, tmp_path):
     with ExitStack() as stack:
         argv = case.build(tmp_path, stack)
-        result = run_main(argv, tmp_path, {"EXTRACT_LOG_LEVEL": "error", "RAY_ADDRESS": None}) if case in IN_PROCESS \
-            else run_cli(argv, quiet_env, cwd=tmp_path)
+        result = run_main(argv, tmp_path, QUIET)
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-3000:]
         assert case.says in lines[0]
@@ -341,12 +336,12 @@ def test_each_failure_is_one_line_and_its_exit_code(case, tmp_path, quiet_env):
         if case.ids != ():
             assert committed_ids(tmp_path / "extract.yaml") == (sorted(case.ids) if case.ids else None)
     if case.resumes:  # staged, not lost: once the store takes writes again, a rerun commits every document once
-        rerun = run_cli(argv, quiet_env, cwd=tmp_path)
+        rerun = run_main(argv, tmp_path, QUIET)
         assert rerun.returncode == 0, rerun.stderr[-3000:]
         assert committed_ids(tmp_path / "extract.yaml") == sorted(DOCS)
 
 
-def test_a_reader_that_closes_stdout_ends_the_query_quietly(tmp_path, cli_env):
+def test_a_reader_that_closes_stdout_ends_the_query_quietly(tmp_path):
     """`extract query ... --format csv | head -2`: no traceback, no 'Exception ignored', exit 141 (as SIGPIPE)."""
     cfg = committed_job(tmp_path)
     for fmt in ("csv", "json", "table"):
@@ -355,13 +350,13 @@ def test_a_reader_that_closes_stdout_ends_the_query_quietly(tmp_path, cli_env):
         try:
             result = subprocess.run([sys.executable, "-m", "pipeline", "query", str(cfg),
                                      "SELECT * FROM dead_letters", "--format", fmt], stdout=write_end,
-                                    stderr=subprocess.PIPE, text=True, env=cli_env, cwd=ROOT, timeout=120)
+                                    stderr=subprocess.PIPE, text=True, env=_no_ray_env(), cwd=ROOT, timeout=120)
         finally:
             os.close(write_end)
         assert (result.returncode, result.stderr) == (exit_codes.BROKEN_PIPE, ""), (fmt, result.stderr[-2000:])
 
 
-def test_a_copied_partition_folder_does_not_change_what_query_reads(tmp_path, quiet_env):
+def test_a_copied_partition_folder_does_not_change_what_query_reads(tmp_path):
     """`cp -r _partitions/all _partitions/all.bak`: only a partition label's manifest counts, so the query still
     reads each committed document once, and exits 0."""
     import shutil
@@ -369,14 +364,14 @@ def test_a_copied_partition_folder_does_not_change_what_query_reads(tmp_path, qu
     cfg = committed_job(tmp_path)
     meta = tmp_path / "out" / "_partitions"
     shutil.copytree(meta / "all", meta / "all.bak")
-    result = run_cli(["query", str(cfg), "SELECT doc_id FROM rows UNION ALL SELECT doc_id FROM dead_letters",
-                      "--format", "csv"], quiet_env, cwd=tmp_path)
+    result = run_main(["query", str(cfg), "SELECT doc_id FROM rows UNION ALL SELECT doc_id FROM dead_letters",
+                       "--format", "csv"], tmp_path, QUIET)
     assert (result.returncode, result.stderr) == (0, ""), result.stderr[-2000:]
     assert sorted(v.strip('"') for v in result.stdout.split()[1:]) == sorted(DOCS)
     assert committed_ids(cfg) == sorted(DOCS)
 
 
-def test_query_csv_writes_nested_columns_as_json_text(tmp_path, quiet_env):
+def test_query_csv_writes_nested_columns_as_json_text(tmp_path):
     """The sample's rows hold a list (`items`) and structs: CSV cannot, so each is written as JSON text, not a
     pyarrow traceback."""
     import csv
@@ -384,8 +379,8 @@ def test_query_csv_writes_nested_columns_as_json_text(tmp_path, quiet_env):
     import json
 
     cfg = committed_job(tmp_path)
-    result = run_cli(["query", str(cfg), "SELECT doc_id, items, {'n': 1, 'l': [2]} AS s FROM rows", "--format",
-                      "csv"], quiet_env, cwd=tmp_path)
+    result = run_main(["query", str(cfg), "SELECT doc_id, items, {'n': 1, 'l': [2]} AS s FROM rows", "--format",
+                       "csv"], tmp_path, QUIET)
     assert (result.returncode, result.stderr) == (0, ""), result.stderr[-2000:]
     (row,) = list(csv.DictReader(io.StringIO(result.stdout)))
     assert row["doc_id"] == "a" and isinstance(json.loads(row["items"]), list)

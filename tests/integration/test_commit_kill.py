@@ -1,7 +1,7 @@
 """Kill-at-every-step: the real `PartitionCommitter` (a run's commit) and the real `merge_partition` (a
-retry's commit) run in a child process that SIGKILLs itself at a chosen step, on a local folder and on S3
-(a moto server). After each kill, the committed output read through `extract query`'s reader is the old
-state or the new one, never a mix of tables; rows + dead letters = input, no id twice. Then a later run
+retry's commit) run in a child process (forked from a forkserver) that SIGKILLs itself at a chosen step, on a
+local folder and on S3 (a moto server). After each kill, the committed output read through `extract query`'s reader
+is the old state or the new one, never a mix of tables; rows + dead letters = input, no id twice. Then a later run
 (`run_job`, which starts no engine when every partition is committed) or a later commit sweeps what the
 dead process left, and only the files the manifest names remain.
 
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,7 +23,6 @@ from pipeline.output.manifest import read_manifest
 from pipeline.output.query import connect
 from pipeline.partition import partition_for
 from pipeline.storage import storage_for
-from tests.conftest import ROOT
 from tests.fixtures.commits import DOCS, commit_outcome, committed_output, committer_for, invoice, outcomes
 
 pytestmark = pytest.mark.slow  # child processes killed at every step, locally and on a moto server
@@ -63,12 +60,34 @@ def child_retry(cfg: Path, step: str | None) -> None:
 
 
 def run_child(kind: str, cfg: Path, step: str | None) -> int:
-    code = (f"import sys; from pathlib import Path; from tests.integration.test_commit_kill import child_{kind}; "
-            f"child_{kind}(Path(sys.argv[1]), sys.argv[2] or None)")
-    done = subprocess.run([sys.executable, "-c", code, str(cfg), step or ""], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode in (0, -signal.SIGKILL), done.stderr[-3000:]
-    return done.returncode
+    """`child_KIND(cfg, step)` in a child process; its exit code (-SIGKILL when it killed itself at `step`). The
+    children fork from one forkserver that imported this module once (a fresh interpreter for each of the 20 cost
+    about 2 CPU s of imports); the forkserver runs no thread of this process's (moto's server, Ray's)."""
+    child = _forkserver().Process(target=_child, args=(kind, str(cfg), step))
+    child.start()
+    child.join(300)
+    if child.exitcode is None:
+        child.kill()
+        child.join()
+    assert child.exitcode in (0, -signal.SIGKILL), f"the {kind} child exited {child.exitcode} (its traceback above)"
+    return child.exitcode
+
+
+def _child(kind: str, cfg: str, step: str | None) -> None:
+    {"commit": child_commit, "retry": child_retry}[kind](Path(cfg), step)
+
+
+_CONTEXT: list = []
+
+
+def _forkserver():
+    if not _CONTEXT:
+        import multiprocessing
+
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
+        _CONTEXT.append(context)
+    return _CONTEXT[0]
 
 
 # -------------------------------------------------------------------------------------------- the tests

@@ -115,3 +115,47 @@ def test_scoring_an_existing_run_gives_the_same_numbers(sample_eval):
         assert first[key] == second[key]
     missing = run_main(["eval", cfg, "--gold", gold, "--run", "no-such-run"])
     assert missing.returncode == 2 and "--run no-such-run: no such run" in missing.stderr
+
+
+@pytest.mark.engine
+def test_the_sample_runs_rows_are_typed_with_confidence_and_spans(sample_eval):
+    """The sample job's committed rows, as `extract run` wrote them (the run eval started through the CLI): DuckDB
+    reads dates as dates, structs and lists; each row says how sure each value is (the simulated engine's seeded
+    log-probabilities: real vLLM's are test_pipeline_e2e.py's) and where the document writes it; the docs' query of
+    the least sure values runs. Moved here from test_pipeline_e2e.py, whose own CLI run of the sample job took a vLLM
+    engine."""
+    import duckdb
+
+    from pipeline.output.query import run_query
+    from tests.integration.test_pipeline_e2e import confidence_query
+
+    folder, _, _, result = sample_eval
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = folder / "out"
+    assert "committed" in result.stdout and "input      6 documents" in result.stdout
+    con = duckdb.connect()
+    types = dict(con.sql(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "
+                         f"read_parquet('{out}/rows/*.parquet'))").fetchall())
+    assert types["issue_date"] == "DATE" and types["due_date"] == "DATE"
+    assert types["vendor"].startswith("STRUCT(") and types["items"] == "VARCHAR[]"
+    assert types["_confidence"] == "MAP(VARCHAR, DOUBLE)" and types["_min_confidence"] == "DOUBLE"
+    assert types["_spans"] == 'MAP(VARCHAR, STRUCT("start" INTEGER, "end" INTEGER)[])'
+    n_rows, = con.execute(f"SELECT count(*) FROM read_parquet('{out}/rows/*.parquet')").fetchone()
+    n_dead, = con.execute(f"SELECT count(*) FROM read_parquet('{out}/dead_letters/*.parquet')").fetchone()
+    assert n_rows + n_dead == 6
+    texts = dict(zip(*pq.read_table(SAMPLE, columns=["doc_id", "text"]).to_pydict().values(), strict=True))
+    rows = duckdb.connect().sql(f"SELECT doc_id, invoice_number, _confidence, _min_confidence, _spans "
+                   f"FROM read_parquet('{out}/rows/*.parquet')").fetchall()
+    assert rows
+    for doc_id, number, confidence, lowest, spans in rows:
+        assert confidence and all(0 < v <= 1 for v in confidence.values()), confidence
+        assert lowest == min(confidence.values())
+        for path, places in spans.items():  # every place a leaf points at writes it (numbers as the text does)
+            assert path in confidence or path.startswith("items[")
+            assert all(texts[doc_id][p["start"]:p["end"]] for p in places), (doc_id, path, places)
+        if number is not None:  # the invoice number is grounded: the document writes it
+            (first, *_) = spans["invoice_number"]
+            assert texts[doc_id][first["start"]:first["end"]] == number
+    found = run_query(str(out), confidence_query()).fetchall()
+    assert found and all(0 < conf <= 1 for _, _, conf, _ in found)
+    assert [c for _, _, c, _ in found] == sorted(c for _, _, c, _ in found)

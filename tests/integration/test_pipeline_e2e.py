@@ -1,4 +1,7 @@
-"""The whole path on real components: a local Ray cluster, vLLM on the bundled model, Parquet, DuckDB."""
+"""The whole path on real components: Ray, vLLM on the bundled model, Parquet, DuckDB: one real run of a tickets
+job (every pre- and post-generation reason, typed rows with lineage, confidence and spans from vLLM's
+log-probabilities), its rerun, and a forced rerun on the simulated engine. The sample job's own run through the CLI
+(dates as dates, its confidence and spans, the docs' query) is test_eval.py's, on the simulated engine."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import pytest
 
 from pipeline.config import load_config
 from pipeline.run import run_job
-from tests.conftest import ROOT, run_cli, write_config, write_docs
+from tests.conftest import ROOT, write_config, write_docs
 
 pytestmark = pytest.mark.engine
 
@@ -144,51 +147,35 @@ def test_tiny_token_budget_truncates_and_a_forced_rerun_replaces_the_output(firs
     assert len(list((output / "_runs").glob("*.json"))) == 3
 
 
-def test_cli_runs_the_sample_job_and_duckdb_reads_dates_as_dates(tmp_path, cli_env):
-    result = run_cli(["run", "jobs/extract.yaml", "--limit", "6", "--output", str(tmp_path / "inv")], cli_env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "committed" in result.stdout and "input      6 documents" in result.stdout
-    con = duckdb.connect()
-    types = dict(con.sql(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "
-                         f"read_parquet('{tmp_path}/inv/rows/*.parquet'))").fetchall())
-    assert types["issue_date"] == "DATE" and types["due_date"] == "DATE"
-    assert types["vendor"].startswith("STRUCT(") and types["items"] == "VARCHAR[]"
-    n_rows, = con.execute(f"SELECT count(*) FROM read_parquet('{tmp_path}/inv/rows/*.parquet')").fetchone()
-    n_dead, = con.execute(f"SELECT count(*) FROM read_parquet('{tmp_path}/inv/dead_letters/*.parquet')").fetchone()
-    assert n_rows + n_dead == 6
-    _confidence_and_spans(types, tmp_path / "inv")
-
-
-def _confidence_and_spans(types: dict[str, str], output: Path) -> None:
-    """The rows of a real run say how sure each value is and where the document writes it; the docs' query runs."""
-    import re
-
-    import pyarrow.parquet as pq
-
+def test_a_real_runs_rows_say_how_sure_and_where_the_document_writes_each_value(first_run, job_dir):
+    """vLLM's log-probabilities become `_confidence` (each leaf in (0, 1], the least of them `_min_confidence`) and
+    every place `_spans` names writes its leaf's value in the document; the docs' confidence query runs on it.
+    (The sample job's rows, typed and with spans, on the simulated engine: test_eval.py.)"""
     from pipeline.output.query import run_query
 
-    assert types["_confidence"] == "MAP(VARCHAR, DOUBLE)" and types["_min_confidence"] == "DOUBLE"
-    assert types["_spans"] == 'MAP(VARCHAR, STRUCT("start" INTEGER, "end" INTEGER)[])'
-    texts = dict(zip(*pq.read_table(ROOT / "jobs/sample/invoices.parquet", columns=["doc_id", "text"])
-                     .to_pydict().values(), strict=True))
-    rows = duckdb.connect().sql(f"SELECT doc_id, invoice_number, _confidence, _min_confidence, _spans "
-                   f"FROM read_parquet('{output}/rows/*.parquet')").fetchall()
-    assert rows
-    for doc_id, number, confidence, lowest, spans in rows:
+    _, output = first_run
+    rows = query(f"SELECT doc_id, customer.name, product, _confidence, _min_confidence, _spans "
+                 f"FROM read_parquet('{output}/rows/*.parquet')")
+    assert rows, "the model produced no valid ticket at all"
+    for doc_id, name, product, confidence, lowest, spans in rows:
         assert confidence and all(0 < v <= 1 for v in confidence.values()), confidence
         assert lowest == min(confidence.values())
-        if number is not None:
-            assert "invoice_number" in confidence
-        for path, places in spans.items():  # every place a leaf points at writes it (numbers as the text does)
-            assert path in confidence or path.startswith("items[")
+        values = {"customer.name": name, "product": product}
+        for path, places in spans.items():
+            assert path in confidence, (path, confidence)
             for place in places:
-                written = texts[doc_id][place["start"]:place["end"]]
+                written = TICKETS[doc_id][place["start"]:place["end"]]
                 assert written, (doc_id, path, place)
-        if number is not None:  # the invoice number is grounded: the document writes it
-            (first, *_) = spans["invoice_number"]
-            assert texts[doc_id][first["start"]:first["end"]] == number
-    docs = (ROOT / "docs" / "outputs.md").read_text()
-    sql = re.search(r"<!-- confidence-query -->\n```sql\n(.*?)```", docs, re.S).group(1)
-    found = run_query(str(output), sql).fetchall()
+                if isinstance(values.get(path), str):
+                    assert written == values[path], (doc_id, path, written, values[path])
+    found = run_query(str(output), confidence_query()).fetchall()
     assert found and all(0 < conf <= 1 for _, _, conf, _ in found)
     assert [c for _, _, c, _ in found] == sorted(c for _, _, c, _ in found)
+
+
+def confidence_query() -> str:
+    """docs/outputs.md's query of the least sure values."""
+    import re
+
+    docs = (ROOT / "docs" / "outputs.md").read_text()
+    return re.search(r"<!-- confidence-query -->\n```sql\n(.*?)```", docs, re.S).group(1)
