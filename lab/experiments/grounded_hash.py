@@ -40,13 +40,14 @@ def digest(value: Any) -> str:
 def extractor_for(config: str, tokenizer: Any) -> Any:
     from pipeline.config import load_config
     from pipeline.dataflow import build_spec
+    from pipeline.stage_config import ActorConfig
     from workers.engine.vllm_engine import chat_token_ids
     from workers.extractor import BatchExtractor
     from workers.simulated import start_simulated
 
     loaded = load_config(ROOT / config, overrides={
         "model.path": "simulated", "model.simulated": {"allow": True}, "model.engine_kwargs": {}})
-    spec = dataclasses.replace(build_spec(loaded, "grounded-hash"), constrained=True)
+    spec = dataclasses.replace(build_spec(ActorConfig.of(loaded), "grounded-hash"), constrained=True)
     engine = start_simulated(spec)
     engine.prompt_token_ids = lambda prompt: chat_token_ids(tokenizer, prompt)
     return loaded, BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
