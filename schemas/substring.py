@@ -46,7 +46,10 @@ FORMAT_VERSION = 2
 # letters and its full-width punctuation), so a run is any 1..K consecutive characters of one clause (`unit:
 # "char"` in the payload). A clause ends at a full-width stop, comma or enumeration comma, so a run never crosses
 # one. A run of other letters inside such a text (`HarmonyOS`, `8K`) stays one word.
-UNSPACED_CHARS = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uff65\u0e00-\u0e7f"
+# The letters of those scripts (kana, CJK ideographs, Thai; `schemas.grounding.index.spaced` counts them), and the
+# characters of a `char` unit: those letters and the full-width punctuation and forms beside them.
+UNSPACED_LETTERS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f"
+UNSPACED_CHARS = UNSPACED_LETTERS + "\u3000-\u303f\uff00-\uff65"
 CHAR_WORD = re.compile(rf"[{UNSPACED_CHARS}]|[^\s—{UNSPACED_CHARS}]+")
 CLAUSE_BREAK = re.compile("[\u3001\u3002\uff01\uff0c\uff1b\uff1f]+")
 UNITS = {"word": WORD, "char": CHAR_WORD}

@@ -23,12 +23,13 @@ from schemas.grounding.locale import Locale, language_mark, resolve
 from schemas.grounding.numbers import decimal_mark, money_readings
 from schemas.grounding.numbers import readings as number_readings
 from schemas.labels import LabelIndex, label_texts, labelled, labelled_values, unlabelled_values
+from schemas.substring import UNSPACED_LETTERS
 
 Reading = tuple[Any, int, int]
 OFFSET_KINDS = frozenset({"number", "money", "date"})  # kinds whose values the index holds with their offsets
 
 
-UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f\uf900-\ufaff]")
+UNSPACED = re.compile(f"[{UNSPACED_LETTERS}]")  # Korean is not among them: it writes spaces
 
 
 def spaced(document: str) -> bool:
@@ -36,7 +37,7 @@ def spaced(document: str) -> bool:
     Japanese or Thai characters (Korean counts as spaced: it writes spaces)."""
     sample = document[:4000]
     letters = sum(map(str.isalpha, sample))
-    unspaced = len(UNSPACED.findall(sample)) - len(re.findall(r"[\uac00-\ud7af]", sample))
+    unspaced = len(UNSPACED.findall(sample))
     return not letters or unspaced < letters / 3
 
 
