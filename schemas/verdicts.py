@@ -3,8 +3,12 @@
 Grounding (`schemas.grounding.core._allowed`) keeps, of each document's candidates for a field, those the field's own
 value schema allows: a JSON Schema validation per candidate, the largest part of grounding's CPU per document. The
 same words and numbers recur from document to document, so each verdict is kept, keyed by the schema's text (with
-its definitions) and the candidate with its type (1, 1.0 and True hash alike but are not the same JSON value). A
-verdict is the validator's, so grounding is the same with or without the memo; it is cleared when full.
+the document it sits in) and the candidate with its type (1, 1.0 and True hash alike but are not the same JSON
+value). A verdict is the validator's, so grounding is the same with or without the memo; it is cleared when full.
+
+A branch is validated where it sits: its references resolve against the whole schema document (`root`), by
+jsonschema's `referencing` with remote references refused (`schemas.refs.NO_REMOTE_REGISTRY`), so a `#/$defs/...`,
+an `$anchor` or an `$id`-relative reference inside a grounded field means what it means in the schema.
 """
 
 from __future__ import annotations
@@ -13,13 +17,16 @@ from typing import Any
 
 import jsonschema
 
+from schemas.refs import NO_REMOTE_REGISTRY
+
 VERDICTS: dict[tuple[str, type, Any], bool] = {}
 VALIDATORS: dict[str, Any] = {}
 MEMO_SIZE = 200_000  # verdicts kept (a few tens of MB at most); then cleared and kept anew
 
 
-def valid(schema_key: str, branch: dict[str, Any], definitions: dict[str, Any], value: Any) -> bool:
-    """Whether `value` is valid under `branch` with `definitions` beside it (`schema_key`: their text)."""
+def valid(schema_key: str, branch: dict[str, Any], root: dict[str, Any], value: Any) -> bool:
+    """Whether `value` is valid under `branch`, a subschema of the schema document `root` whose references resolve
+    against it (`schema_key`: the text of both)."""
     try:
         verdict = VERDICTS.get((schema_key, type(value), value))
     except TypeError:  # an unhashable candidate: not remembered
@@ -28,7 +35,7 @@ def valid(schema_key: str, branch: dict[str, Any], definitions: dict[str, Any], 
         return verdict
     check = VALIDATORS.get(schema_key) if schema_key else None
     if check is None:
-        check = jsonschema.Draft202012Validator({**branch, **definitions})
+        check = branch_validator(branch, root)
         if schema_key:
             if len(VALIDATORS) >= 1_000:
                 VALIDATORS.clear()
@@ -39,3 +46,9 @@ def valid(schema_key: str, branch: dict[str, Any], definitions: dict[str, Any], 
             VERDICTS.clear()
         VERDICTS[(schema_key, type(value), value)] = verdict
     return verdict
+
+
+def branch_validator(branch: dict[str, Any], root: dict[str, Any]) -> Any:
+    """A validator of `branch` whose references resolve in `root`, the schema document it belongs to: `root`'s
+    resolver, evolved to the branch (draft 2020-12 rules, formats as annotations, as grounding has always read them)."""
+    return jsonschema.Draft202012Validator(root, registry=NO_REMOTE_REGISTRY).evolve(schema=branch)

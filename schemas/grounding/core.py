@@ -172,11 +172,11 @@ def _allowed(found: list[Any], branch: dict[str, Any], cache: dict[str, Any]) ->
             allowed = [c for c in found if check(c) and _within(c, bounds)]
         else:
             allowed = [c for c in found if any(check(c) for check in checks) and _within(c, bounds)]
-    else:  # the field's bounds, with the schema's definitions beside them (a marked enum may be a reference to one)
-        if "definitions_key" not in cache:  # verdicts are kept across documents (schemas.verdicts)
-            cache["definitions_key"] = json.dumps(cache["definitions"], sort_keys=True, default=str)
-        schema_key = key[: -len(str(id(found)))] + cache["definitions_key"]
-        allowed = [c for c in found if valid(schema_key, branch, cache["definitions"], c)]
+    else:  # the field's bounds, its references resolved in the whole schema (a marked enum may be a reference)
+        if "root_key" not in cache:  # verdicts are kept across documents (schemas.verdicts)
+            cache["root_key"] = json.dumps(cache["root"], sort_keys=True, default=str)
+        schema_key = key[: -len(str(id(found)))] + cache["root_key"]
+        allowed = [c for c in found if valid(schema_key, branch, cache["root"], c)]
     cache[key] = allowed
     return allowed
 
@@ -315,8 +315,7 @@ def _ground(json_schema: dict[str, Any], document: str | None, all_numbers: bool
     if not kinds:
         return json_schema
     work = copy.deepcopy(json_schema)
-    definitions = {key: json_schema[key] for key in ("$defs", "definitions") if isinstance(json_schema.get(key), dict)}
-    cache: dict[str, Any] = {"definitions": definitions}
+    cache: dict[str, Any] = {"root": json_schema}  # the schema as given: grounded branches resolve references in it
     index = document_index(document, locale)
     nodes = {path: _at(work, path) for path in kinds}  # each grounded field's node in the copy, before any changes
     concepts = _concepts(kinds)

@@ -169,6 +169,23 @@ def test_a_marked_field_whose_bounds_are_a_ref_is_filtered_through_the_definitio
     assert ground(schema, "Total due (EUR): 12.00, or USD 13")["properties"]["currency"] == {"enum": ["EUR", "USD"]}
 
 
+
+@pytest.mark.parametrize("ref, where", [
+    ("#/properties/home_currency", {}),
+    ("#currency", {"$anchor": "currency"}),
+    ("https://example.test/currency.json", {"$id": "https://example.test/currency.json"}),
+    ("currency.json", {"$id": "currency.json"}),
+])
+def test_a_marked_field_whose_bounds_are_a_ref_outside_defs_is_filtered_through_its_target(ref: str, where: dict
+                                                                                            ) -> None:
+    """A grounded branch's references resolve in the whole schema (schemas.verdicts.branch_validator): before, the
+    branch was validated with only `$defs` copied beside it, so a reference to another property (by pointer,
+    `$anchor` or `$id`) did not resolve."""
+    schema = {"$id": "https://example.test/root.json", "type": "object",
+              "properties": {"home_currency": {**where, "type": "string", "enum": ["USD", "EUR", "GBP"]},
+                             "currency": {"$ref": ref, "x-grounded": "word"}}}
+    assert ground(schema, "Total due (EUR): 12.00, or USD 13")["properties"]["currency"] == {"enum": ["EUR", "USD"]}
+
 PLAIN = {"type": "object", "$defs": {"Party": {"type": "object", "properties": {
     "name": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}},
     "properties": {
