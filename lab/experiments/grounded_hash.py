@@ -8,8 +8,9 @@ planning must leave every line the same (issue 57 item 4).
     (cd /tmp/before && PYTHONPATH=$PWD /work/main/.venv/bin/python lab/experiments/grounded_hash.py --out /tmp/b.jsonl)
     cmp /tmp/before.jsonl /tmp/after.jsonl
 
-Corpora: the sample job (jobs/extract.yaml), tickets, multilingual, and DeepJSONEval en/zh dev (each row's own
-schema, from ../shared/corpora; skipped when absent). Each corpus's documents are grounded as the actor grounds
+Corpora: the sample job (jobs/extract.yaml), the sample under its unmarked model (`unmarked`), tickets,
+multilingual, contracts, and DeepJSONEval en/zh dev (each row's own schema, from ../shared/corpora; skipped when
+absent). `--corpora` picks some. Each corpus's documents are grounded as the actor grounds
 them (`BatchExtractor._grammar` under the job's settings, constrained); windows: every document of the corpus
 and, per corpus, `--long` documents of 20,000 characters made of its documents joined (as stage_cpu.py makes
 them), planned with the job's settings and the bundled model's tokenizer, whether or not the job reads windows.
@@ -29,15 +30,17 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared" / "corpora" / "deepjsoneval-dev"  # --shared: another place
 
-JOBS = {"sample": "jobs/extract.yaml", "tickets": "jobs/tickets/extract.yaml",
-        "multilingual": "jobs/multilingual/extract.yaml"}
+JOBS = {"sample": ("jobs/extract.yaml", {}),
+        "unmarked": ("jobs/extract.yaml", {"schema": "sample.unmarked_invoice:UnmarkedInvoice"}),
+        "tickets": ("jobs/tickets/extract.yaml", {}), "multilingual": ("jobs/multilingual/extract.yaml", {}),
+        "contracts": ("jobs/contracts/extract.yaml", {})}
 
 
 def digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr).encode()).hexdigest()[:16]
 
 
-def extractor_for(config: str, tokenizer: Any) -> Any:
+def extractor_for(config: str, tokenizer: Any, sets: dict[str, Any] | None = None) -> Any:
     from pipeline.config import load_config
     from pipeline.dataflow import build_spec
     from pipeline.stage_config import ActorConfig
@@ -46,7 +49,7 @@ def extractor_for(config: str, tokenizer: Any) -> Any:
     from workers.simulated import start_simulated
 
     loaded = load_config(ROOT / config, overrides={
-        "model.path": "simulated", "model.simulated": {"allow": True}, "model.engine_kwargs": {}})
+        **(sets or {}), "model.path": "simulated", "model.simulated": {"allow": True}, "model.engine_kwargs": {}})
     spec = dataclasses.replace(build_spec(ActorConfig.of(loaded), "grounded-hash"), constrained=True)
     engine = start_simulated(spec)
     engine.prompt_token_ids = lambda prompt: chat_token_ids(tokenizer, prompt)
@@ -109,7 +112,7 @@ def lines_for(name: str, extractor: Any, docs: list[tuple[str, str, Any]], long:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--corpora", default="sample,tickets,multilingual,dje-en,dje-zh")
+    parser.add_argument("--corpora", default="sample,unmarked,tickets,multilingual,contracts,dje-en,dje-zh")
     parser.add_argument("--dje", type=int, default=136, help="DeepJSONEval documents per language")
     parser.add_argument("--shared", type=Path, default=SHARED, help="the DeepJSONEval dev folder")
     parser.add_argument("--long", type=int, default=8, help="20,000-character documents per corpus")
@@ -128,7 +131,8 @@ def main() -> None:
                 continue
             _, extractor = extractor_for("jobs/deepjsoneval/extract.yaml", tokenizer)
         else:
-            loaded, extractor = extractor_for(JOBS[name], tokenizer)
+            config, sets = JOBS[name]
+            loaded, extractor = extractor_for(config, tokenizer, sets)
             docs = job_documents(loaded)
         docs = [d for d in docs if d[1]]
         found = lines_for(name, extractor, docs, joined(docs, args.long, 20_000))
