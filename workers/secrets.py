@@ -46,9 +46,11 @@ _SECRET_PARTS = ("secret", "password", "passwd")
 _NOT_SECRET_TAILS = frozenset({"dir", "path", "file", "name", "count", "ms", "mb", "unix", "ratio", "s"})
 
 
-# `max_tokens`, `num_keys`: a count of tokens or keys, not tokens or keys.
+# `max_tokens`, `num_keys`, `input.window_tokens`, `max_num_batched_tokens`: a count of tokens or keys (or a key
+# that orders), not tokens or keys.
 COUNTED = frozenset({"tokens", "keys", "token", "key"})
-COUNTS = frozenset({"max", "min", "num", "n", "total", "prompt", "output", "input", "sort", "primary"})
+COUNTS = frozenset({"max", "min", "num", "n", "total", "prompt", "output", "input", "sort", "primary", "window",
+                    "batched", "context", "chunk"})
 
 
 # A URL's userinfo: `scheme://user:password@`. The password runs to the first `@` and may hold quotes and spaces

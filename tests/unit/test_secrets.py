@@ -45,6 +45,8 @@ def test_a_count_of_tokens_or_keys_is_not_a_secret():
     from workers.secrets import secret_key
 
     assert not secret_key("model.max_tokens") and not secret_key("prompt_tokens") and not secret_key("num_keys")
+    # the window's size and vLLM's batch budget: `extract retry`'s hint printed `input.window_tokens=***` before
+    assert not secret_key("input.window_tokens") and not secret_key("model.engine_kwargs.max_num_batched_tokens")
     assert secret_key("tokens") and secret_key("auth.token") and secret_key("api_key")
 
 
