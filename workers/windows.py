@@ -2,7 +2,8 @@
 context is cut into windows that do, each one a request of its own under the same schema.
 
 Where a window may end: at a paragraph (a blank line), else at a sentence (pysbd, a rule-based sentence splitter
-for 22 languages), else, for a sentence longer than a window, at a space (or anywhere, for text without one).
+for 22 languages; workers.sentence_split gives its sentences without its cost that grows with the square of a
+paragraph's length), else, for a sentence longer than a window, at a space (or anywhere, for text without one).
 A window holds as many whole pieces as its token budget takes:
 
     budget = min(window_tokens, max_model_len − max_tokens − the prompt's own tokens (template, examples))
@@ -72,13 +73,12 @@ def paragraphs(text: str, start: int = 0, end: int | None = None) -> list[tuple[
 def sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """`text[start:end]` as contiguous sentence spans (pysbd; Chinese, Japanese or Korean rules where the text is
     mostly in those scripts)."""
-    import pysbd
+    from workers.sentence_split import segmenter
 
     piece = text[start:end]
     cjk = len(_CJK.findall(piece[:2000])) > len(piece[:2000]) // 4
-    segmenter = pysbd.Segmenter(language="zh" if cjk else "en", clean=False)
     spans, cursor = [], start
-    for sentence in segmenter.segment(piece):
+    for sentence in segmenter("zh" if cjk else "en").segment(piece):
         found = text.find(sentence, cursor, end) if sentence else -1
         if found < 0:
             continue
