@@ -16,7 +16,9 @@ and both are quadratic in the length of the line:
 - `Segmenter.sentences_with_char_spans`: for every sentence, a regular expression of its own text (compiled, and
   filling the `re` module's cache of 512 with patterns used once) searched from the start of the text. The same
   search is made with `str.find` and the whitespace after a match (`\\s*` matches what `str.isspace` accepts):
-  the same matches, in the same order; an empty sentence takes pysbd's own path.
+  the same matches, in the same order; an empty sentence takes pysbd's own path. A sentence written again (the
+  sample's contract is one sentence written 131 times) goes on from where its last search stopped, not from the
+  start: the matches before it end before the sentences found since, so pysbd's search passes them too.
 
 Everything else is pysbd's. `tests/unit/test_sentence_split.py` checks the sentences against pysbd's on the jobs'
 documents and on texts written to exercise each rule.
@@ -77,19 +79,21 @@ def _segmenter_class() -> Any:
         def sentences_with_char_spans(self, sentences: list[str]) -> list[Any]:
             text = self.original_text
             spans, prior = [], 0
+            resume: dict[str, int] = {}  # a sentence seen before: where its last search stopped
             for sentence in sentences:
-                span = _found(sentence, text, prior) if sentence else _pysbd_found(sentence, text, prior)
+                span = _found(sentence, text, prior, resume.get(sentence, 0)) if sentence else \
+                    _pysbd_found(sentence, text, prior)
                 if span is not None:
                     spans.append(TextSpan(text[span[0]:span[1]], *span))
-                    prior = span[1]
+                    prior = resume[sentence] = span[1]
             return spans
 
     return Segmenter
 
 
-def _found(sentence: str, text: str, prior: int) -> tuple[int, int] | None:
-    """The first of `re.finditer(re.escape(sentence) + r"\\s*", text)` that ends after `prior`, by `str.find`."""
-    at = 0
+def _found(sentence: str, text: str, prior: int, at: int = 0) -> tuple[int, int] | None:
+    """The first of `re.finditer(re.escape(sentence) + r"\\s*", text)` that ends after `prior`, by `str.find`;
+    `at`: where a match of that sequence ends that ends at or before `prior` (the search goes on from there)."""
     while (found := text.find(sentence, at)) >= 0:
         end = found + len(sentence)
         while end < len(text) and text[end].isspace():

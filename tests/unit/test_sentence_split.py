@@ -123,3 +123,25 @@ def test_sentences_are_found_in_the_text_without_a_pattern_each(monkeypatch):
     compiled.clear()
     assert segmenter("en").segment(text) == theirs
     assert compiled == []
+
+
+def test_a_sentence_written_again_is_searched_for_from_where_its_last_search_stopped(monkeypatch):
+    from workers import sentence_split
+
+    starts: list[tuple[str, int]] = []
+    original = sentence_split._found
+
+    def recording(sentence, text, prior, at=0):
+        starts.append((sentence, at))
+        return original(sentence, text, prior, at)
+
+    monkeypatch.setattr(sentence_split, "_found", recording)
+    repeated = "The Supplier shall deliver the Goods. " * 40 + "The Supplier shall deliver. The Goods. " * 5
+    for text in (repeated, sample_contract()[:20_000]):
+        starts.clear()
+        assert segmenter("en").segment(text) == pysbd_sentences(text, "en")
+        seen: set[str] = set()
+        for sentence, at in starts:
+            assert (at > 0) == (sentence in seen), sentence
+            seen.add(sentence)
+        assert len(starts) > len(seen) + 30
