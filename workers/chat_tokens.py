@@ -120,3 +120,79 @@ def _fast_encode(tokenizer: Any, text: str) -> list[int]:
 
 
 chat_tokens = ChatTokens()  # one per process: the engine's tokenizer is one
+
+
+# ---------------------------------------------------------------- a document's tokens in its prompt, counted alone
+
+# A long document is measured in pieces (workers.windowed): each piece's tokens as a window's document, that is
+# its prompt's ids less the empty document's. Made as a prompt is (the chat template rendered, the text after the
+# last special token encoded), that is a template rendering and a head lookup per piece, a fifth of the planning of
+# a 20,000-character document. Where the prompt's text is its document written as it is between two texts that do
+# not change with it, the piece is encoded between them alone: the same count.
+SENTINEL = "\ue000document\ue001"  # private-use characters: written by no document
+PROBES = ("x", "  Two words.\n\n", "\n\t{document} <b> \"quoted\" \\n é 中文 \u00a0\n \n", " ")
+_counters: OrderedDict[tuple[int, str | None, str], tuple[Any, tuple[str, str, int] | None]] = OrderedDict()
+_counters_lock = threading.Lock()
+
+
+def document_counter(tokenizer: Any, render: Any) -> Any:
+    """`count(document)`: `len(ids(render(document))) - len(ids(render("")))` (at least 0), `ids` being
+    `workers.engine.vllm_engine.chat_token_ids` on `tokenizer`, without rendering the chat template again; None
+    where that is not safe (no chat template, special tokens read as text, a template that does not write the
+    document as it is, a count that differs from the prompt's own on the probes). Checked once per prompt shape
+    (its text with a placeholder document, its template)."""
+    rendered = _rendered(tokenizer, render(SENTINEL))
+    if rendered is None or rendered[1].count(SENTINEL) != 1 or getattr(tokenizer, "split_special_tokens", False):
+        return None
+    key = (id(tokenizer), rendered[0], rendered[1])
+    with _counters_lock:
+        entry = _counters.get(key)
+        if entry is not None and entry[0] is tokenizer:
+            _counters.move_to_end(key)
+    if entry is None or entry[0] is not tokenizer:
+        entry = (tokenizer, _checked(tokenizer, render, rendered[1]))
+        with _counters_lock:
+            _counters[key] = entry
+            while len(_counters) > KEPT:
+                _counters.popitem(last=False)
+    parts = entry[1]
+    if parts is None:
+        return None
+    head, tail, empty = parts
+    return lambda document: max(0, len(_fast_encode(tokenizer, head + document + tail)) - empty)
+
+
+def _rendered(tokenizer: Any, prompt: Any) -> tuple[str | None, str] | None:
+    """(the template, the prompt's text) as `chat_token_ids` renders it; None without a chat template."""
+    if isinstance(prompt, str):
+        messages, template = [{"role": "user", "content": prompt}], None
+    else:
+        messages, template = list(prompt.messages), prompt.chat_template
+    template = template or getattr(tokenizer, "chat_template", None)
+    if not template:
+        return None
+    return template, tokenizer.apply_chat_template(messages, chat_template=template, tokenize=False,
+                                                   add_generation_prompt=True)
+
+
+def _checked(tokenizer: Any, render: Any, text: str) -> tuple[str, str, int] | None:
+    """(the text from the last special token before the document, the text after it, the empty document's count
+    of that) where the probes are written as they are and counted as their prompts' own ids count them."""
+    from workers.engine.vllm_engine import chat_token_ids
+
+    before, after = text.split(SENTINEL)
+    for probe in PROBES:
+        found = _rendered(tokenizer, render(probe))
+        if found is None or found[1] != before + probe + after:
+            return None
+    start = chat_tokens._head(tokenizer, before, len(before))
+    if start is None:
+        return None
+    head = before[start[0]:]
+    empty = len(_fast_encode(tokenizer, head + after))
+    reference = len(chat_token_ids(tokenizer, render("")))
+    for probe in PROBES:
+        own = max(0, len(chat_token_ids(tokenizer, render(probe))) - reference)
+        if own != max(0, len(_fast_encode(tokenizer, head + probe + after)) - empty):
+            return None
+    return head, after, empty
