@@ -137,10 +137,10 @@ _counters_lock = threading.Lock()
 
 def document_counter(tokenizer: Any, render: Any) -> Any:
     """`count(document)`: `len(ids(render(document))) - len(ids(render("")))` (at least 0), `ids` being
-    `workers.engine.vllm_engine.chat_token_ids` on `tokenizer`, without rendering the chat template again; None
-    where that is not safe (no chat template, special tokens read as text, a template that does not write the
-    document as it is, a count that differs from the prompt's own on the probes). Checked once per prompt shape
-    (its text with a placeholder document, its template)."""
+    `workers.engine.vllm_engine.chat_token_ids` on `tokenizer` (`ChatTokens.ids` under a chat template), without
+    rendering the chat template again; None where that is not safe (no chat template, special tokens read as text,
+    a template that does not write the document as it is, a count that differs from the prompt's own on the
+    probes). Checked once per prompt shape (its text with a placeholder document, its template)."""
     rendered = _rendered(tokenizer, render(SENTINEL))
     if rendered is None or rendered[1].count(SENTINEL) != 1 or getattr(tokenizer, "split_special_tokens", False):
         return None
@@ -162,24 +162,35 @@ def document_counter(tokenizer: Any, render: Any) -> Any:
     return lambda document: max(0, len(_fast_encode(tokenizer, head + document + tail)) - empty)
 
 
-def _rendered(tokenizer: Any, prompt: Any) -> tuple[str | None, str] | None:
-    """(the template, the prompt's text) as `chat_token_ids` renders it; None without a chat template."""
+def _messages(tokenizer: Any, prompt: Any) -> tuple[list[dict[str, str]], str] | None:
+    """(the messages, the chat template) `chat_token_ids` renders a prompt with; None without a chat template."""
     if isinstance(prompt, str):
         messages, template = [{"role": "user", "content": prompt}], None
     else:
         messages, template = list(prompt.messages), prompt.chat_template
     template = template or getattr(tokenizer, "chat_template", None)
-    if not template:
+    return (messages, template) if template else None
+
+
+def _rendered(tokenizer: Any, prompt: Any) -> tuple[str, str] | None:
+    """(the template, the prompt's text) as `chat_token_ids` renders it; None without a chat template."""
+    found = _messages(tokenizer, prompt)
+    if found is None:
         return None
+    messages, template = found
     return template, tokenizer.apply_chat_template(messages, chat_template=template, tokenize=False,
                                                    add_generation_prompt=True)
+
+
+def _own_count(tokenizer: Any, prompt: Any) -> int:
+    """The prompt's ids as `workers.engine.vllm_engine.chat_token_ids` makes them (with a chat template), counted."""
+    messages, template = _messages(tokenizer, prompt) or ([], "")
+    return len(chat_tokens.ids(tokenizer, messages, template))
 
 
 def _checked(tokenizer: Any, render: Any, text: str) -> tuple[str, str, int] | None:
     """(the text from the last special token before the document, the text after it, the empty document's count
     of that) where the probes are written as they are and counted as their prompts' own ids count them."""
-    from workers.engine.vllm_engine import chat_token_ids
-
     before, after = text.split(SENTINEL)
     for probe in PROBES:
         found = _rendered(tokenizer, render(probe))
@@ -190,9 +201,9 @@ def _checked(tokenizer: Any, render: Any, text: str) -> tuple[str, str, int] | N
         return None
     head = before[start[0]:]
     empty = len(_fast_encode(tokenizer, head + after))
-    reference = len(chat_token_ids(tokenizer, render("")))
+    reference = _own_count(tokenizer, render(""))
     for probe in PROBES:
-        own = max(0, len(chat_token_ids(tokenizer, render(probe))) - reference)
+        own = max(0, _own_count(tokenizer, render(probe)) - reference)
         if own != max(0, len(_fast_encode(tokenizer, head + probe + after)) - empty):
             return None
     return head, after, empty
