@@ -111,11 +111,15 @@ def encode(tokenizer: Any, text: str) -> list[int]:
 
 def _fast_encode(tokenizer: Any, text: str) -> list[int]:
     """`encode`, by the Rust tokenizer behind a fast one directly where nothing would truncate or pad the text (what
-    the wrapper's call adds is a tenth of a millisecond of Python; the split's first use checks the two agree)."""
+    the wrapper's call adds is a tenth of a millisecond of Python; the split's first use checks the two agree). Its
+    `encode_batch_fast` (tokenizers 0.20 on) of the one text where it has one: the same ids without the offsets,
+    a fifth less CPU on the sample's text, spent on the calling thread as `encode`'s is."""
     backend = getattr(tokenizer, "_tokenizer", None)
     if backend is None or getattr(backend, "truncation", True) is not None or getattr(backend, "padding", True) \
             is not None or not hasattr(backend, "encode"):
         return encode(tokenizer, text)
+    if hasattr(backend, "encode_batch_fast"):
+        return list(backend.encode_batch_fast([text], add_special_tokens=False)[0].ids)
     return list(backend.encode(text, add_special_tokens=False).ids)
 
 

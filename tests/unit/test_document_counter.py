@@ -185,3 +185,31 @@ def test_the_extractor_counts_a_long_documents_pieces_with_its_engines_counter()
     assert rows[0]["_windows"] > 3 and rows[1] == rows[0]
     assert len(counting.counted) > rows[0]["_windows"]  # every piece, by the engine's counter
     assert len(counting.texts) < len(plain.texts) - len(counting.counted) // 2  # not each by its prompt's ids
+
+
+def test_the_rust_tokenizer_encodes_without_offsets_and_gives_the_same_ids(tokenizer):
+    from workers.chat_tokens import _fast_encode
+
+    class Recording:
+        """The bundled tokenizer's Rust tokenizer, its calls recorded."""
+
+        truncation = padding = None
+
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def encode(self, text, add_special_tokens=False):
+            self.calls.append("encode")
+            return tokenizer._tokenizer.encode(text, add_special_tokens=add_special_tokens)
+
+        def encode_batch_fast(self, texts, add_special_tokens=False):
+            self.calls.append("encode_batch_fast")
+            return tokenizer._tokenizer.encode_batch_fast(texts, add_special_tokens=add_special_tokens)
+
+    class Wrapper:
+        _tokenizer = Recording()
+
+    texts = pq.read_table(JOBS["jobs/extract.yaml"]).column("text").to_pylist()
+    for text in [*texts[:20], max(texts, key=len), "", " <|im_start|>user\n\u00e9 \U0001f600"]:
+        assert _fast_encode(Wrapper(), text) == tokenizer._tokenizer.encode(text, add_special_tokens=False).ids
+    assert set(Wrapper._tokenizer.calls) == {"encode_batch_fast"}
