@@ -213,3 +213,23 @@ def test_the_rust_tokenizer_encodes_without_offsets_and_gives_the_same_ids(token
     for text in [*texts[:20], max(texts, key=len), "", " <|im_start|>user\n\u00e9 \U0001f600"]:
         assert _fast_encode(Wrapper(), text) == tokenizer._tokenizer.encode(text, add_special_tokens=False).ids
     assert set(Wrapper._tokenizer.calls) == {"encode_batch_fast"}
+
+
+def test_the_engine_threads_counter_counts_one_caller_at_a_time():
+    import threading
+
+    from workers.engine.thread import EngineThread
+
+    lock = threading.Lock()
+    held: list[bool] = []
+
+    class Inner:
+        def document_counter(self, render):
+            held.append(lock.locked())
+            return None if render is None else lambda document: held.append(lock.locked()) or len(document)
+
+    thread = EngineThread.__new__(EngineThread)  # no engine thread started: its tokenizing lock and a stand-in
+    thread._tokenizing, thread._engine = lock, Inner()
+    count = thread.document_counter(str)
+    assert count is not None and count("four") == 4 and held == [True, True]
+    assert thread.document_counter(None) is None and not lock.locked()
