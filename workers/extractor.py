@@ -236,8 +236,12 @@ class BatchExtractor:
     def _windowed(self, i: int, doc_id: Any, text: str, contract: SchemaContract, batch: Requests) -> Outcome | None:
         """A document too long for one prompt, as window requests in `batch` (None), or `input_too_long`."""
         schema_json = self._schema_json(contract)
-        planned = plan(text, lambda document: prompt_for(self.prompt, document, contract.json_schema, schema_json),
-                       self.engine.prompt_token_ids, self.max_model_len - self.decode.max_tokens, self.windows)
+
+        def render(document: str) -> Any:
+            return prompt_for(self.prompt, document, contract.json_schema, schema_json)
+
+        planned = plan(text, render, self.engine.prompt_token_ids, self.max_model_len - self.decode.max_tokens,
+                       self.windows, self.engine.document_counter(render))
         if isinstance(planned, Outcome):
             return planned
         for request in planned:

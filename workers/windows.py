@@ -2,7 +2,8 @@
 context is cut into windows that do, each one a request of its own under the same schema.
 
 Where a window may end: at a paragraph (a blank line), else at a sentence (pysbd, a rule-based sentence splitter
-for 22 languages), else, for a sentence longer than a window, at a space (or anywhere, for text without one).
+for 22 languages; workers.sentence_split gives its sentences without its cost that grows with the square of a
+paragraph's length), else, for a sentence longer than a window, at a space (or anywhere, for text without one).
 A window holds as many whole pieces as its token budget takes:
 
     budget = min(window_tokens, max_model_len − max_tokens − the prompt's own tokens (template, examples))
@@ -10,7 +11,7 @@ A window holds as many whole pieces as its token budget takes:
 and the next window starts with the last pieces of the one before, up to `overlap` × budget tokens, so a value
 written across the cut is whole in one of them. A piece's tokens are counted as the engine counts a prompt (its
 prompt less the empty document's), and each window's own prompt is counted again before it is sent: one that
-still does not fit is cut in two.
+still does not fit loses its last pieces until it does (`SHRINK_STEPS`).
 
 Windows are offsets into the document (`Window.start`, `Window.end`): a window's spans are moved by its start to
 be offsets into the whole document (workers.merge). Counting stops once a document needs more than `max_windows`
@@ -33,6 +34,11 @@ DEFAULT_OVERLAP = 0.1  # of a window's budget, in tokens
 # 150 MB document (or the 51 MB poison document of the tests) is refused before it is tokenized.
 DEFAULT_MAX_WINDOWS = 64
 MIN_WINDOW_TOKENS = 32  # below this a window holds no useful text: the prompt itself is too long
+# A window whose prompt is over max_model_len loses its last piece, checked again, up to this many times, then half
+# its pieces at a time. Its pieces' counts apart miss about a token a paragraph (a tokenizer's `\n\n` before a
+# word is two tokens, one at the end of a text): halving at once made 55 windows of the multilingual job's eight
+# 20,000-character documents, 41 of them halved, where 4-5 each hold them.
+SHRINK_STEPS = 3
 
 _PARAGRAPH = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 _SPACE = re.compile(r"\s+")
@@ -72,13 +78,12 @@ def paragraphs(text: str, start: int = 0, end: int | None = None) -> list[tuple[
 def sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """`text[start:end]` as contiguous sentence spans (pysbd; Chinese, Japanese or Korean rules where the text is
     mostly in those scripts)."""
-    import pysbd
+    from workers.sentence_split import segmenter
 
     piece = text[start:end]
     cjk = len(_CJK.findall(piece[:2000])) > len(piece[:2000]) // 4
-    segmenter = pysbd.Segmenter(language="zh" if cjk else "en", clean=False)
     spans, cursor = [], start
-    for sentence in segmenter.segment(piece):
+    for sentence in segmenter("zh" if cjk else "en").segment(piece):
         found = text.find(sentence, cursor, end) if sentence else -1
         if found < 0:
             continue
@@ -141,8 +146,10 @@ class Splitter:
                 last += 1
                 tokens += queue[last][2]
             start, end = queue[first][0], queue[last][1]
-            if not self.fits(start, end) and last > first:  # pieces merged into more tokens than they count apart
-                last = first + (last - first) // 2
+            shrunk = 0
+            while last > first and not self.fits(start, end):  # pieces merged into more tokens than they count
+                shrunk += 1  # apart (about one a paragraph): the last pieces dropped one at a time, then halved
+                last = last - 1 if shrunk <= SHRINK_STEPS else first + (last - first) // 2
                 end = queue[last][1]
             found.append(Window(len(found), start, end))
             if len(found) > self.policy.max_windows:

@@ -44,6 +44,7 @@ def extractor_for(config: str, tokenizer: Any, sets: dict[str, Any] | None = Non
     from pipeline.config import load_config
     from pipeline.dataflow import build_spec
     from pipeline.stage_config import ActorConfig
+    from workers.chat_tokens import document_counter
     from workers.engine.vllm_engine import chat_token_ids
     from workers.extractor import BatchExtractor
     from workers.simulated import start_simulated
@@ -53,6 +54,7 @@ def extractor_for(config: str, tokenizer: Any, sets: dict[str, Any] | None = Non
     spec = dataclasses.replace(build_spec(ActorConfig.of(loaded), "grounded-hash"), constrained=True)
     engine = start_simulated(spec)
     engine.prompt_token_ids = lambda prompt: chat_token_ids(tokenizer, prompt)
+    engine.document_counter = lambda render: document_counter(tokenizer, render)
     return loaded, BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
 
 
@@ -100,8 +102,13 @@ def lines_for(name: str, extractor: Any, docs: list[tuple[str, str, Any]], long:
     for doc_id, text, schema in [*docs, *long]:
         contract = extractor.contract_for(schema)
         schema_json = extractor._schema_json(contract)
-        planned = plan(text, lambda d, c=contract, s=schema_json: prompt_for(extractor.prompt, d, c.json_schema, s),
-                       extractor.engine.prompt_token_ids, extractor.max_model_len - extractor.decode.max_tokens, policy)
+
+        def render(d: str, c: Any = contract, s: str = schema_json) -> Any:
+            return prompt_for(extractor.prompt, d, c.json_schema, s)
+
+        planned = plan(text, render, extractor.engine.prompt_token_ids,
+                       extractor.max_model_len - extractor.decode.max_tokens, policy,
+                       extractor.engine.document_counter(render))
         value = planned.reason if not isinstance(planned, list) else [
             (r.window.index, r.window.start, r.window.end, digest(r.prompt)) for r in planned]
         out.append({"corpus": name, "doc": doc_id, "windows": digest(value),

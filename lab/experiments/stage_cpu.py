@@ -79,10 +79,12 @@ def job_extractor(config: str, tokenizer_model: str) -> tuple[Any, BatchExtracto
     if tokenizer_model:
         from transformers import AutoTokenizer
 
+        from workers.chat_tokens import document_counter
         from workers.engine.vllm_engine import chat_token_ids
 
         tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(tokenizer_model))
         engine.prompt_token_ids = lambda prompt: chat_token_ids(tokenizer, prompt)  # as vLLM's engine counts it
+        engine.document_counter = lambda render: document_counter(tokenizer, render)  # and its pieces
     return loaded, BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
 
 

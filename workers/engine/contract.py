@@ -8,7 +8,8 @@ of it by probing (`getattr`, `hasattr`): what an engine cannot do has its answer
 
 - abstract: `prompt_token_ids`, `warm`, `generate`;
 - with a default an engine overrides where it can do more: `compile` (a grammar compiled while the engine is
-  busy; by default `warm`'s request), `use_sampling` (kept in `sampling_options` and
+  busy; by default `warm`'s request), `document_counter` (a long document's pieces counted without rendering
+  each one's prompt; by default none), `use_sampling` (kept in `sampling_options` and
   `grammar_bounds`), `close` (nothing to stop);
 - facts: `max_model_len`, `max_chars_per_token` (None: unknown, no text is refused untokenized), `init_seconds`,
   `tokenizer` (the model's, for the document's script density; None where the engine does not hold one here);
@@ -56,6 +57,12 @@ class Engine(ABC):
                  max_tokens: int, temperature: float, seeds: Sequence[int | None] | None = None) -> list[Generation]:
         """One `Generation` per prompt, in order: under one JSON Schema's grammar, one per prompt (a sequence), or
         free (None); `seeds`, one sampling seed per prompt (a resampling attempt)."""
+
+    def document_counter(self, render: Callable[[str], Any]) -> Callable[[str], int] | None:
+        """A document's tokens in the prompt `render(document)` makes, less the empty document's, counted as
+        `prompt_token_ids` would count them but more cheaply (a long document's pieces, `workers.windowed`); None
+        (by default): count with `prompt_token_ids`."""
+        return None
 
     def compile(self, json_schema: dict[str, Any]) -> float | None:
         """Compile a grammar while the engine is busy decoding: the seconds, or None where it cannot now (the rows'

@@ -191,6 +191,11 @@ class HostedEngine(Engine):
 
         return chat_token_ids(self.tokenizer, prompt)
 
+    def document_counter(self, render: Any) -> Any:
+        from workers.chat_tokens import document_counter
+
+        return document_counter(self.tokenizer, render)
+
     def use_sampling(self, options: Any, grammar_bounds: GrammarBounds = NO_BOUNDS) -> None:
         """This run's sampling and grammar bounds, sent with each of its calls to the host."""
         self.using = (dict(options), tuple(grammar_bounds))

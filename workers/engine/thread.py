@@ -99,6 +99,20 @@ class EngineThread(Engine):
         with self._tokenizing:
             return self._engine.prompt_token_ids(prompt)
 
+    def document_counter(self, render: Any) -> Any:
+        """The engine's counter, one caller at a time (as `prompt_token_ids`)."""
+        assert self._engine is not None
+        with self._tokenizing:
+            count = self._engine.document_counter(render)
+        if count is None:
+            return None
+
+        def one_at_a_time(document: str) -> int:
+            with self._tokenizing:
+                return count(document)
+
+        return one_at_a_time
+
     def use_sampling(self, options: Mapping[str, Any], grammar_bounds: GrammarBounds = NO_BOUNDS) -> None:
         """The run's sampling, kept by the engine that builds each request's `SamplingParams`."""
         assert self._engine is not None

@@ -75,6 +75,11 @@ class VllmEngine(Engine):
         """The chat-formatted prompt as token ids (`chat_token_ids` with the engine's tokenizer)."""
         return chat_token_ids(self.tokenizer, prompt)
 
+    def document_counter(self, render: Any) -> Any:
+        from workers.chat_tokens import document_counter
+
+        return document_counter(self.tokenizer, render)
+
     def _sampling(self, json_schema: dict[str, Any] | None, max_tokens: int, temperature: float,
                   min_tokens: int = 0, seed: int | None = None, using: Sampling | None = None) -> Any:
         """Sampling parameters. The schema keeps its key order: the grammar emits properties in that order,

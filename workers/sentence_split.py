@@ -1,0 +1,125 @@
+"""pysbd's sentences, the same ones, without its two costs that grow with the square of a paragraph's length.
+
+Window planning (workers.windows) splits a paragraph longer than a window into sentences with pysbd. On a paragraph
+with no line break (the sample's 33,000-character contract) pysbd 0.3.4 spends almost all its time in two places,
+and both are quadratic in the length of the line:
+
+- `AbbreviationReplacer.search_for_abbreviations_in_string`: for every abbreviation of its list written at the start
+  of a word (" co" in " contract" counts), once per occurrence, a substitution over the whole line, with a pattern
+  made of that occurrence's text (`replace_period_of_abbr` and its two kin). Every occurrence of one abbreviation
+  written the same way, with the same decision, applies the same substitution again. A substitution only turns "."
+  into "∯", and what its pattern asks of a character ("\\s", a letter, "\\.", or "." unescaped, any character) is
+  true of the "∯" after it only if it was true of the "." before it: a second application of a pattern finds only
+  what its first already replaced, at any later time. So each distinct substitution is applied once, at its first
+  occurrence, in the same order as before: the same text. Which occurrences apply one is decided as pysbd decides
+  it (the next word's first letter, paired by index as pysbd pairs them).
+- `Segmenter.sentences_with_char_spans`: for every sentence, a regular expression of its own text (compiled, and
+  filling the `re` module's cache of 512 with patterns used once) searched from the start of the text. The same
+  search is made with `str.find` and the whitespace after a match (`\\s*` matches what `str.isspace` accepts):
+  the same matches, in the same order; an empty sentence takes pysbd's own path. A sentence written again (the
+  sample's contract is one sentence written 131 times) goes on from where its last search stopped, not from the
+  start: the matches before it end before the sentences found since, so pysbd's search passes them too.
+
+Everything else is pysbd's. `tests/unit/test_sentence_split.py` checks the sentences against pysbd's on the jobs'
+documents and on texts written to exercise each rule.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+
+def _dedup_search(self: Any, text: str) -> str:
+    """`AbbreviationReplacer.search_for_abbreviations_in_string`, each distinct substitution applied once."""
+    lowered = text.lower()
+    abbreviation = self.lang.Abbreviation
+    prepositive, number = abbreviation.PREPOSITIVE_ABBREVIATIONS, abbreviation.NUMBER_ABBREVIATIONS
+    for abbr in abbreviation.ABBREVIATIONS:
+        stripped = abbr.strip()
+        if stripped not in lowered:
+            continue
+        found = re.findall(rf"(?:^|\s|\r|\n){stripped}", text, flags=re.IGNORECASE)
+        if not found:
+            continue
+        next_word_start = r"(?<={" + str(re.escape(stripped)) + "} ).{1}"
+        char_array = re.findall(next_word_start, text)
+        applied: set[tuple[int, str]] = set()
+        for ind, match in enumerate(found):
+            char = char_array[ind] if ind < len(char_array) else ""
+            key = match.strip()
+            lower = key.lower()
+            if str(char).isupper() and lower not in prepositive:
+                continue  # pysbd's scan_for_replacements does nothing here
+            kind = 0 if lower in prepositive else 1 if lower in number else 2
+            if (kind, key) in applied:
+                continue
+            applied.add((kind, key))
+            text = self.scan_for_replacements(text, match, ind, char_array)
+    return text
+
+
+@functools.cache
+def _language(code: str) -> Any:
+    """pysbd's language `code`, its abbreviation replacer applying each substitution once."""
+    from pysbd.languages import Language
+
+    base = Language.get_language_code(code)
+    replacer = type("AbbreviationReplacer", (base.AbbreviationReplacer,),
+                    {"search_for_abbreviations_in_string": _dedup_search})
+    return type(base.__name__, (base,), {"AbbreviationReplacer": replacer})
+
+
+def _segmenter_class() -> Any:
+    import pysbd
+    from pysbd.utils import TextSpan
+
+    class Segmenter(pysbd.Segmenter):
+        def sentences_with_char_spans(self, sentences: list[str]) -> list[Any]:
+            text = self.original_text
+            spans, prior = [], 0
+            resume: dict[str, int] = {}  # a sentence seen before: where its last search stopped
+            for sentence in sentences:
+                span = _found(sentence, text, prior, resume.get(sentence, 0)) if sentence else \
+                    _pysbd_found(sentence, text, prior)
+                if span is not None:
+                    spans.append(TextSpan(text[span[0]:span[1]], *span))
+                    prior = resume[sentence] = span[1]
+            return spans
+
+    return Segmenter
+
+
+def _found(sentence: str, text: str, prior: int, at: int = 0) -> tuple[int, int] | None:
+    """The first of `re.finditer(re.escape(sentence) + r"\\s*", text)` that ends after `prior`, by `str.find`;
+    `at`: where a match of that sequence ends that ends at or before `prior` (the search goes on from there)."""
+    while (found := text.find(sentence, at)) >= 0:
+        end = found + len(sentence)
+        while end < len(text) and text[end].isspace():
+            end += 1
+        if end > prior:
+            return found, end
+        at = end
+    return None
+
+
+def _pysbd_found(sentence: str, text: str, prior: int) -> tuple[int, int] | None:
+    """pysbd's own search for one sentence (its `sentences_with_char_spans` loop body)."""
+    for match in re.finditer(rf"{re.escape(sentence)}\s*", text):
+        if match.end() > prior:
+            return match.start(), match.end()
+    return None
+
+
+_SEGMENTER: Any = None
+
+
+def segmenter(language: str) -> Any:
+    """A pysbd segmenter (`clean=False`) of `language` that gives pysbd's sentences (module docstring)."""
+    global _SEGMENTER
+    if _SEGMENTER is None:
+        _SEGMENTER = _segmenter_class()
+    found = _SEGMENTER(language=language, clean=False)
+    found.language_module = _language(language)
+    return found
