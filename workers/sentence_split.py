@@ -113,11 +113,19 @@ def _pysbd_found(sentence: str, text: str, prior: int) -> tuple[int, int] | None
 
 
 _SEGMENTER: Any = None
+# The pysbd whose internals the two methods above replace (0.3.4, its last release, from 2021): another one gets
+# pysbd's own segmenter, slower on long paragraphs but its own sentences whatever it changed inside.
+CHECKED_PYSBD = ("0.3.4",)
 
 
 def segmenter(language: str) -> Any:
-    """A pysbd segmenter (`clean=False`) of `language` that gives pysbd's sentences (module docstring)."""
+    """A pysbd segmenter (`clean=False`) of `language` that gives pysbd's sentences (module docstring); pysbd's own
+    where the installed pysbd is not one whose internals this module was checked against (`CHECKED_PYSBD`)."""
     global _SEGMENTER
+    import pysbd
+
+    if getattr(pysbd, "__version__", None) not in CHECKED_PYSBD:
+        return pysbd.Segmenter(language=language, clean=False)
     if _SEGMENTER is None:
         _SEGMENTER = _segmenter_class()
     found = _SEGMENTER(language=language, clean=False)

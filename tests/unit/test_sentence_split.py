@@ -145,3 +145,15 @@ def test_a_sentence_written_again_is_searched_for_from_where_its_last_search_sto
             assert (at > 0) == (sentence in seen), sentence
             seen.add(sentence)
         assert len(starts) > len(seen) + 30
+
+
+def test_another_pysbd_gets_its_own_segmenter(monkeypatch):
+    """The two replaced methods were checked against pysbd 0.3.4 only: another version's internals may differ, so
+    it splits with its own segmenter (the same sentences, slower), not with methods written for another's."""
+    import pysbd
+
+    from workers import sentence_split
+
+    assert type(sentence_split.segmenter("en")) is not pysbd.Segmenter  # the checked version: the faster one
+    monkeypatch.setattr(pysbd, "__version__", "0.4.0")
+    assert type(sentence_split.segmenter("en")) is pysbd.Segmenter
