@@ -12,6 +12,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -110,7 +111,8 @@ EXIT_ENGINE_DEAD = 75
 
 
 class ExtractionActor:
-    def __init__(self, spec: ExtractionSpec, stats: Any = None, journal: Any = None, slices: Any = None) -> None:
+    def __init__(self, spec: ExtractionSpec, stats: Any = None, journal: Any = None, slices: Any = None,
+                 reader: Callable[[pa.Table], pa.Table] | None = None) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         logs.configure()
         # The simulated engine has no device: asking torch whether there is one costs a simulated actor 1.7 s of
@@ -121,6 +123,9 @@ class ExtractionActor:
         # Stages each finished batch where its `_slice` column says (pipeline.output.slices.SliceWriter), so that
         # a driver killed before it receives the batch does not cost the batch.
         self.slices = slices
+        # Reads a block of read tasks' descriptions (a unit, or the rows of it no slice holds) into its documents,
+        # here, so that they never pass through the driver (`pipeline.dataflow`); None: blocks are documents.
+        self.reader = reader
         self.gate = Gate()
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.reporter = reporter_for(spec.run_id, self.name)  # live counts for the driver's display
@@ -259,7 +264,10 @@ class ExtractionActor:
     def __call__(self, block: pa.Table) -> pa.Table:
         """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them. A
         block naming several slices (a unit's batches: `pipeline.reader.read_tasks`) is run and staged one batch
-        at a time; if any batch's slice could not be written, every batch's outcomes go back in full."""
+        at a time; if any batch's slice could not be written, every batch's outcomes go back in full. With a
+        reader, `block` describes the unit and is read into its documents first."""
+        if self.reader is not None:
+            block = self.reader(block)
         batches = slice_runs(block)
         if len(batches) < 2:
             return self._batch(block)[0]
