@@ -109,7 +109,7 @@ def slopes(series: list[dict[str, Any]], docs: int, between: str) -> dict[str, A
     }
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=200_000)
     parser.add_argument("--batch-size", type=int, default=16)
@@ -121,7 +121,11 @@ def main() -> None:
     parser.add_argument("--wrap", default="", help="a command the driver runs under (e.g. 'heaptrack -o OUT/ht')")
     parser.add_argument("--attach", type=Path, help="only sample the driver of this bench cell folder, run by another")
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     if args.attach:
@@ -166,7 +170,11 @@ def main() -> None:
         sampler.join(5)
     finally:
         cluster.stop()
-    manifest = simbench._run_manifest(output)
+    report(out, args, series, status, usage, wall, simbench._run_manifest(output))
+
+
+def report(out: Path, args: argparse.Namespace, series: list[dict[str, Any]], status: int, usage: Any, wall: float,
+           manifest: dict[str, Any]) -> None:
     outcomes = (manifest.get("rows") or 0) + (manifest.get("dead_letters") or 0)
     cpu = usage.ru_utime + usage.ru_stime
     result = {
