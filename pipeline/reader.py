@@ -1,9 +1,11 @@
-"""The read stage: one read task per `batch_size` rows of a unit, each row tagged with its unit.
+"""The read stage: the read tasks of a run's units (`read_tasks`) and their documents (`read_units`), each row
+tagged with its unit.
 
 A unit is the grain the driver accounts for and commits; its slices keep its id, so the driver counts whole units
-while the documents flow batch by batch (a small task per slice, so Ray Data does not merge a
-unit's outputs into one block released only at its end). Consecutive slices of one row group are cut from a
-single read of it, cached per worker process.
+while the documents flow batch by batch. With one actor pool each task is a unit, read by the actor that extracts it
+(`pipeline.dataflow`: the documents never pass through the driver); a run split across two backends reads one task
+per batch in Ray Data's read tasks. Consecutive tasks of one row group are cut from a single read of it, cached per
+process.
 
 One bad document is one dead letter, never a failed block: a value of the id, text or schema column that is
 not valid UTF-8, or a row group whose text pages cannot be read (corrupt data pages under an intact footer),
