@@ -144,12 +144,15 @@ def build_dataset(
     slow_output_poll()
     bound_block_stats()
     staging = slices if not split else None  # a split run filters each batch per pool: no batch is one range
-    documents = _documents(units, storage, id_field, spec, workers, routes, split, staging)
+    # With slices (one pool) the actors read their units themselves: the read tasks hand them each unit's
+    # description, and the documents never pass through the driver (`_documents`).
+    reader = _reader(storage, id_field, spec, routes, split) if staging else None
+    documents = _documents(units, storage, id_field, spec, workers, routes, split, staging, reader)
     # A document that kills its actor is isolated and dead-lettered (workers.crashes); that takes restarts.
     journal = stats if workers.max_restarts else None  # the run's desk keeps the journal too (pipeline.stats)
     if not split:
         return _actor_pool(documents, workers, dataclasses.replace(spec, backend=routes.default), stats, journal,
-                           staging.writer if staging else None)
+                           staging.writer if staging else None, reader)
     branches = [_actor_pool(documents.map_batches(_only_backend, fn_kwargs={"backend": b}, batch_size=None,
                                                   batch_format="pyarrow", num_cpus=READ_TASK_CPUS),
                             workers, dataclasses.replace(spec, backend=b), stats, journal)
@@ -221,9 +224,18 @@ class SliceStaging:
     covered: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
 
 
+def _reader(storage: Storage, id_field: pa.Field, spec: ExtractionSpec, routes: SchemaRoutes,
+            split: bool) -> Callable[[pa.Table], pa.Table]:
+    """Read tasks (a table of `pipeline.reader.read_tasks`' dicts) → their documents (`read_units`), for this run."""
+    return functools.partial(read_units, storage=storage, id_field=id_field, text_column=spec.text_column,
+                             schema_column=spec.schema_column, routes=routes.by_value if split else None,
+                             default_backend=routes.default)
+
+
 def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, spec: ExtractionSpec,
                workers: WorkersConfig, routes: SchemaRoutes, split: bool,
-               slices: SliceStaging | None = None) -> ray.data.Dataset:
+               slices: SliceStaging | None = None, reader: Callable[[pa.Table], pa.Table] | None = None,
+               ) -> ray.data.Dataset:
     """The units' documents. With `slices`, one read task (so one block) per unit, or per range of it no earlier
     slice holds, each row naming the slice file of its batch: the actor runs the block batch by batch
     (`workers.actor`), and separate blocks are what is in flight in an actor at once; the rows the slices of
@@ -232,11 +244,15 @@ def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, spec: Ex
 
     The tasks are a `UnitsDatasource`'s, not `from_items`' blocks: Ray Data keeps the metadata (with its schema) of
     every block `from_items` makes in the dataset's stats and pickles them all to its stats actor every 5 s while the
-    driver iterates, a cost that grew with the units of the run (issue 57); a datasource's read tasks leave none."""
+    driver iterates, a cost that grew with the units of the run (issue 57); a datasource's read tasks leave none.
+
+    With `reader` (the actors read their units: `_actor_pool`), each read task returns its unit's description
+    only (one row: file, row group, rows, slices), not its documents: a read task's output, under Ray's 100 KB
+    inline limit, is returned into the driver's memory store and copied from there into the actor task, so a
+    unit's documents (~45 KB at the defaults) passed through the driver, about half of its memory growth per
+    document at 10^6 documents (issue 57)."""
     tasks = read_tasks(units, workers.batch_size, slices.path if slices else None, slices.covered if slices else None)
-    source = UnitsDatasource(tasks, {"storage": storage, "id_field": id_field, "text_column": spec.text_column,
-                                     "schema_column": spec.schema_column, "routes": routes.by_value if split else None,
-                                     "default_backend": routes.default})
+    source = UnitsDatasource(tasks, None if reader is not None else _reader(storage, id_field, spec, routes, split))
     return ray.data.read_datasource(
         source,
         override_num_blocks=max(len(tasks), 1),
@@ -246,15 +262,18 @@ def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, spec: Ex
 
 
 class UnitsDatasource(ray.data.Datasource):
-    """Read tasks of `pipeline.reader.read_tasks`: each reads its unit's (or batch's) documents with `read_units`
-    (`kwargs`), one block per task, whatever parallelism Ray Data asks for."""
+    """Read tasks of `pipeline.reader.read_tasks`: each reads its unit's (or batch's) documents with `reader`
+    (`read_units` for the run), one block per task, whatever parallelism Ray Data asks for; without a reader, each
+    returns its task's description (one row), for an actor that reads the documents itself."""
 
-    def __init__(self, tasks: list[dict[str, Any]], kwargs: dict[str, Any]) -> None:
+    def __init__(self, tasks: list[dict[str, Any]], reader: Callable[[pa.Table], pa.Table] | None) -> None:
         self.tasks = tasks
-        self.kwargs = kwargs
+        self.reader = reader
+
+    NAME = "Units"  # Ray Data names its read operator "Read" + this
 
     def get_name(self) -> str:
-        return "Units"
+        return self.NAME
 
     def estimate_inmemory_data_size(self) -> int | None:
         return None
@@ -262,23 +281,25 @@ class UnitsDatasource(ray.data.Datasource):
     def get_read_tasks(self, parallelism: int, **_: Any) -> list[ray.data.ReadTask]:
         from ray.data.block import BlockMetadata
 
-        return [ray.data.ReadTask(functools.partial(_read_task, task, self.kwargs),
-                                  BlockMetadata(num_rows=task["stop"] - task["start"], size_bytes=None,
-                                                input_files=None, exec_stats=None))
+        return [ray.data.ReadTask(functools.partial(_read_task, task, self.reader),
+                                  BlockMetadata(num_rows=task["stop"] - task["start"] if self.reader else 1,
+                                                size_bytes=None, input_files=None, exec_stats=None))
                 for task in self.tasks]
 
 
-def _read_task(task: dict[str, Any], kwargs: dict[str, Any]) -> list[pa.Table]:
-    return [read_units(pa.Table.from_pylist([task]), **kwargs)]
+def _read_task(task: dict[str, Any], reader: Callable[[pa.Table], pa.Table] | None) -> list[pa.Table]:
+    described = pa.Table.from_pylist([task])
+    return [reader(described) if reader is not None else described]
 
 
 def _actor_pool(rows: ray.data.Dataset, workers: WorkersConfig, spec: ExtractionSpec, stats: Any,
-                journal: Any = None, slices: Any = None) -> ray.data.Dataset:
-    """`rows` through a pool of extraction actors for `spec` (its backend)."""
+                journal: Any = None, slices: Any = None, reader: Any = None) -> ray.data.Dataset:
+    """`rows` through a pool of extraction actors for `spec` (its backend); with `reader`, `rows` are read tasks'
+    descriptions, each read into its documents by the actor (`_documents`)."""
     resources = workers.ray_resources()
     return rows.map_batches(
         ExtractionActor,
-        fn_constructor_kwargs={"spec": spec, "stats": stats, "journal": journal, "slices": slices},
+        fn_constructor_kwargs={"spec": spec, "stats": stats, "journal": journal, "slices": slices, "reader": reader},
         # Each block is one batch already (one read task per batch, above). A batch size here would make
         # Ray Data bundle blocks up to it, e.g. a short last block with a full one, run as one task.
         batch_size=None,

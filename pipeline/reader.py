@@ -1,9 +1,11 @@
-"""The read stage: one read task per `batch_size` rows of a unit, each row tagged with its unit.
+"""The read stage: the read tasks of a run's units (`read_tasks`) and their documents (`read_units`), each row
+tagged with its unit.
 
 A unit is the grain the driver accounts for and commits; its slices keep its id, so the driver counts whole units
-while the documents flow batch by batch (a small task per slice, so Ray Data does not merge a
-unit's outputs into one block released only at its end). Consecutive slices of one row group are cut from a
-single read of it, cached per worker process.
+while the documents flow batch by batch. With one actor pool each task is a unit, read by the actor that extracts it
+(`pipeline.dataflow`: the documents never pass through the driver); a run split across two backends reads one task
+per batch in Ray Data's read tasks. Consecutive tasks of one row group are cut from a single read of it, cached per
+process.
 
 One bad document is one dead letter, never a failed block: a value of the id, text or schema column that is
 not valid UTF-8, or a row group whose text pages cannot be read (corrupt data pages under an intact footer),
@@ -13,6 +15,7 @@ row into an `invalid_input` dead letter.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -21,8 +24,8 @@ import pyarrow.compute  # pa.compute
 import pyarrow.parquet as pq
 import structlog
 
-from pipeline.output.slices import Slice, uncovered
-from pipeline.storage import Storage
+from pipeline.output.slices import Slice, slice_name, uncovered
+from pipeline.storage import Storage, join
 from pipeline.units import Unit
 from workers.classify import INVALID_INPUT_COLUMN
 from workers.extractor import BACKEND_COLUMN
@@ -34,6 +37,7 @@ UNIT_COLUMN = Internal.UNIT
 SLICE_COLUMN = Internal.SLICE
 
 _last_group: dict[tuple[str, str, int, tuple[str, ...]], pa.Table] = {}
+_group_lock = threading.Lock()
 
 
 def read_tasks(units: list[Unit], batch_size: int | None = None,
@@ -43,8 +47,8 @@ def read_tasks(units: list[Unit], batch_size: int | None = None,
     driver still accounts and stages whole units; a worker reads a row group once for consecutive slices.
 
     With `slice_path` (unit, start, stop → path), each task is a unit's rows that no slice holds yet, one task per
-    range of them (a whole unit, in a first run), and names the slice file of each of its batches (`slices`, one
-    per `step` rows): its actor runs and stages it batch by batch (`pipeline.output.slices`). So the driver and
+    range of them (a whole unit, in a first run), and names the slice file of each of its batches (`task_slices`,
+    one per `step` rows): its actor runs and stages it batch by batch (`pipeline.output.slices`). So the driver and
     Ray Data handle one block per unit, not one per batch (issue 57: their per-block state and CPU, at batch size
     16, were most of the driver's growth and CPU per document). The rows of a unit that `covered` (unit id →
     disjoint slices staged by an earlier run) holds are not read again."""
@@ -56,14 +60,35 @@ def read_tasks(units: list[Unit], batch_size: int | None = None,
         for first, last in ranges:
             bounds = [(start, min(start + step, last, u.stop)) for start in range(first, last, step)]
             if slice_path is not None:  # one task for the range, its batches' slices named
-                tasks.append({"path": u.path, "row_group": u.row_group, "start": first, "stop": bounds[-1][1],
-                              "unit_id": u.id, "version": u.version, "step": step,
-                              "slices": [slice_path(u, start, stop) for start, stop in bounds]})
+                task = {"path": u.path, "row_group": u.row_group, "start": first, "stop": bounds[-1][1],
+                        "unit_id": u.id, "version": u.version, "step": step}
+                tasks.append({**task, **_slice_names(u.id, [(start, stop, slice_path(u, start, stop))
+                                                              for start, stop in bounds])})
                 continue
             for start, stop in bounds:  # an empty unit: one task of no rows
                 tasks.append({"path": u.path, "row_group": u.row_group, "start": start, "stop": stop,
                               "unit_id": u.id, "version": u.version})
     return tasks
+
+
+def _slice_names(unit_id: str, named: list[tuple[int, int, str]]) -> dict[str, Any]:
+    """A task's slice files: their folder alone (`slice_dir`) where each is that folder's `slice_name` of its rows,
+    as the run's staging names them (the task then carries one path, not one per batch: the driver holds every
+    task of the run, and Ray Data puts each in the object store), else each path (`slices`)."""
+    folder = named[0][2].rsplit("/", 1)[0] if "/" in named[0][2] else None
+    if folder is not None and all(start < stop and path == join(folder, slice_name(unit_id, start, stop))
+                                  for start, stop, path in named):
+        return {"slice_dir": folder}
+    return {"slices": [path for _, _, path in named]}
+
+
+def task_slices(task: dict[str, Any]) -> list[str]:
+    """The slice file of each batch of a task of `read_tasks`, in order."""
+    if task.get("slices") is not None:
+        return task["slices"]
+    step, stop = task["step"], task["stop"]
+    return [join(task["slice_dir"], slice_name(task["unit_id"], start, min(start + step, stop)))
+            for start in range(task["start"], stop, step)]
 
 
 def batch_slices(step: int, paths: list[str], rows: int) -> pa.DictionaryArray:
@@ -73,12 +98,18 @@ def batch_slices(step: int, paths: list[str], rows: int) -> pa.DictionaryArray:
 
 
 def _row_group(storage: Storage, path: str, row_group: int, columns: list[str], version: str = "") -> pa.Table:
+    """The row group, from the one this process read last if it is the same. The units are read in the actors that
+    extract them (`pipeline.dataflow`), by up to `workers.batches_in_flight` threads at once: one reads a row group
+    while the others wait for it, as they are mostly the next units of the same one."""
     key = (path, version, row_group, tuple(columns))  # a worker outlives a run: a re-delivered file is read anew
-    if key not in _last_group:
-        _last_group.clear()  # hold one row group at a time
-        _last_group[key] = pq.ParquetFile(storage.arrow_path(path), filesystem=storage.arrow_fs()).read_row_group(
-            row_group, columns=columns)
-    return _last_group[key]
+    with _group_lock:
+        group = _last_group.get(key)
+        if group is None:
+            group = pq.ParquetFile(storage.arrow_path(path), filesystem=storage.arrow_fs()).read_row_group(
+                row_group, columns=columns)
+            _last_group.clear()  # hold one row group at a time
+            _last_group[key] = group
+        return group
 
 
 def read_units(
@@ -100,7 +131,7 @@ def read_units(
     fields += [pa.field(UNIT_COLUMN, pa.string())]
     fields += [pa.field(BACKEND_COLUMN, pa.string())] if routes is not None else []
     fields += [pa.field(INVALID_INPUT_COLUMN, pa.string())]
-    staged = "slices" in tasks.column_names  # each batch's slice file: one value per batch, dictionary-encoded
+    staged = bool({"slices", "slice_dir"} & set(tasks.column_names))  # each batch's slice file, dictionary-encoded
     fields += [pa.field(SLICE_COLUMN, pa.dictionary(pa.int32(), pa.string()))] if staged else []
     schema = pa.schema(fields)
     pieces = []
@@ -120,7 +151,7 @@ def read_units(
             piece = piece.append_column(BACKEND_COLUMN, pa.array(
                 [routes.get(v, default_backend) if v is not None else default_backend for v in values], pa.string()))
         if staged:
-            piece = piece.append_column(SLICE_COLUMN, batch_slices(task["step"], task["slices"], piece.num_rows))
+            piece = piece.append_column(SLICE_COLUMN, batch_slices(task["step"], task_slices(task), piece.num_rows))
         pieces.append(piece.select(schema.names).cast(schema))
     return pa.concat_tables(pieces) if pieces else schema.empty_table()
 

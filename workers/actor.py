@@ -12,6 +12,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -110,7 +111,8 @@ EXIT_ENGINE_DEAD = 75
 
 
 class ExtractionActor:
-    def __init__(self, spec: ExtractionSpec, stats: Any = None, journal: Any = None, slices: Any = None) -> None:
+    def __init__(self, spec: ExtractionSpec, stats: Any = None, journal: Any = None, slices: Any = None,
+                 reader: Callable[[pa.Table], pa.Table] | None = None) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         logs.configure()
         # The simulated engine has no device: asking torch whether there is one costs a simulated actor 1.7 s of
@@ -118,9 +120,10 @@ class ExtractionActor:
         accelerator = spec.model_path != SIMULATED and has_accelerator()
         self.stats = stats
         self.journal = journal  # the run's desk, its crash journal (workers.crashes): poison documents are isolated
-        # Stages each finished batch where its `_slice` column says (pipeline.output.slices.SliceWriter), so that
-        # a driver killed before it receives the batch does not cost the batch.
+        # Stages each finished batch where its `_slice` column says (pipeline.output.slices.SliceWriter): a driver
+        # killed before it receives the batch does not cost the batch.
         self.slices = slices
+        self.reader = reader  # a block of units' descriptions → their documents, read here (`pipeline.dataflow`)
         self.gate = Gate()
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.reporter = reporter_for(spec.run_id, self.name)  # live counts for the driver's display
@@ -141,15 +144,11 @@ class ExtractionActor:
                 pass
         self.reported: set[str] = set()
         self._lock = threading.Lock()
-        log.info("actor.warm", actor=self.name, schema=f"{schemas.contract.name}@{schemas.contract.version}",
-                 backend=backend, schemas=len(self.extractor.compile_seconds),
-                 engine_init_s=round(engine.init_seconds, 2),
-                 compile_s=round(sum(self.extractor.compile_seconds.values()), 3))
+        self._warm(engine)
         log.debug("actor.cpu", actor=self.name, **_cpu_settings())  # threads, cores, niceness: EXTRACT_LOG_LEVEL=debug
         if stats is not None:
             self.reported = set(self.extractor.compile_seconds)
-            stats.record_actor.remote({"actor": self.name, "engine_init_s": engine.init_seconds,
-                                       "backend": backend,
+            stats.record_actor.remote({"actor": self.name, "engine_init_s": engine.init_seconds, "backend": backend,
                                        "schema_compile_s": dict(self.extractor.compile_seconds),
                                        "ready_unix": time.time(), "node": _node_id()})
         if self.reporter is not None:
@@ -160,6 +159,12 @@ class ExtractionActor:
             release_free_memory()
             keep_trimmed()
         self._stage("ready")
+
+    def _warm(self, engine: Engine) -> None:
+        schemas, compiled = self.extractor.spec.schema, self.extractor.compile_seconds
+        log.info("actor.warm", actor=self.name, schema=f"{schemas.contract.name}@{schemas.contract.version}",
+                 backend=self.extractor.spec.engine.backend, schemas=len(compiled),
+                 engine_init_s=round(engine.init_seconds, 2), compile_s=round(sum(compiled.values()), 3))
 
     def _stage(self, stage: str) -> None:
         if self.reporter is not None:
@@ -259,7 +264,10 @@ class ExtractionActor:
     def __call__(self, block: pa.Table) -> pa.Table:
         """Runs on Ray Data's threads, up to `workers.batches_in_flight` at once; one engine thread serves them. A
         block naming several slices (a unit's batches: `pipeline.reader.read_tasks`) is run and staged one batch
-        at a time; if any batch's slice could not be written, every batch's outcomes go back in full."""
+        at a time; if any batch's slice could not be written, every batch's outcomes go back in full. With a
+        reader, `block` describes the unit and is read into its documents first."""
+        if self.reader is not None:
+            block = self.reader(block)
         batches = slice_runs(block)
         if len(batches) < 2:
             return self._batch(block)[0]

@@ -22,7 +22,7 @@ from pipeline.output.slices import (
     unit_file_id,
 )
 from pipeline.partition import Partition
-from pipeline.reader import batch_slices, read_tasks
+from pipeline.reader import batch_slices, read_tasks, task_slices
 from pipeline.storage import LocalStorage
 from pipeline.tools.simbench import staged_rows
 from pipeline.units import Unit
@@ -69,10 +69,17 @@ def test_read_tasks_name_each_batchs_slice_and_skip_the_rows_slices_hold():
     # slices, one per `step` rows.
     assert [(t["unit_id"], t["start"], t["stop"], t["step"]) for t in tasks] == [
         (a.id, 4, 8, 3), (b.id, 8, 10, 3), (b.id, 12, 16, 3)]
-    assert [[parse_slice(p) for p in t["slices"]] for t in tasks][0] == [
+    assert [[parse_slice(p) for p in task_slices(t)] for t in tasks][0] == [
         Slice(a.id, 4, 7, f"/stage/slice-{a.id}-4-7.arrow"), Slice(a.id, 7, 8, f"/stage/slice-{a.id}-7-8.arrow")]
-    assert [(parse_slice(p).start, parse_slice(p).stop) for p in tasks[2]["slices"]] == [(12, 15), (15, 16)]
-    assert batch_slices(3, tasks[2]["slices"], 4).to_pylist() == [tasks[2]["slices"][0]] * 3 + [tasks[2]["slices"][1]]
+    assert [(parse_slice(p).start, parse_slice(p).stop) for p in task_slices(tasks[2])] == [(12, 15), (15, 16)]
+    paths = task_slices(tasks[2])
+    assert batch_slices(3, paths, 4).to_pylist() == [paths[0]] * 3 + [paths[1]]
+    # The staging's own names travel as their folder (one string per task, not one per batch); others in full.
+    assert all(t["slice_dir"] == "/stage" and "slices" not in t for t in tasks)
+    odd = read_tasks([a], 3, lambda u, start, stop: f"/stage/{start}-{stop}.arrow")
+    assert odd[0]["slices"] == ["/stage/0-3.arrow", "/stage/3-6.arrow", "/stage/6-8.arrow"] == task_slices(odd[0])
+    empty = Unit("", "f.parquet", 0, 16, 16, "v1")  # an empty unit: one slice of no rows, named in full
+    assert task_slices(read_tasks([empty], 3, path)[0]) == [f"/stage/slice-{empty.id}-16-16.arrow"]
 
 
 def test_an_actor_runs_a_units_block_batch_by_batch_and_stages_each():
@@ -94,11 +101,16 @@ def test_an_actor_runs_a_units_block_batch_by_batch_and_stages_each():
             return full, None  # its slice was not written: its outcomes in full
         return receipt(batch.drop_columns(["_slice"]), batch.column("_slice")), full
 
-    actor = SimpleNamespace(_batch=run)
+    actor = SimpleNamespace(_batch=run, reader=None)
     back = ExtractionActor.__call__(actor, block)
     assert ran == [2, 2, 1]  # never more than a batch at once in the engine
     assert is_receipt(back) and back.column("_slice").to_pylist() == ["/a", "/a", "/b", "/b", "/c"]
-    actor = SimpleNamespace(_batch=lambda batch: run(batch, failing="/b"))
+    # With a reader, the block is the unit's description, read into its documents in the actor.
+    described = pa.table({"unit_id": ["u"]})
+    actor = SimpleNamespace(_batch=run, reader=lambda table: block if table is described else None)
+    assert ExtractionActor.__call__(actor, described).equals(back)
+    assert ran == [2, 2, 1] * 2
+    actor = SimpleNamespace(_batch=lambda batch: run(batch, failing="/b"), reader=None)
     back = ExtractionActor.__call__(actor, block)
     assert not is_receipt(back)  # one slice not written: every batch's outcomes go to the driver in full
     assert back.column("doc_id").to_pylist() == [f"d{i}" for i in range(5)]

@@ -4,14 +4,21 @@ driver iterated. Each read task reads exactly its unit's rows, with the slice of
 
 from __future__ import annotations
 
+import functools
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.dataflow import UnitsDatasource
 from pipeline.output.slices import parse_slice, slice_name
-from pipeline.reader import SLICE_COLUMN, UNIT_COLUMN, read_tasks
+from pipeline.reader import SLICE_COLUMN, UNIT_COLUMN, read_tasks, read_units
 from pipeline.storage import LocalStorage
 from pipeline.units import Unit
+
+
+def reader():
+    return functools.partial(read_units, storage=LocalStorage(), id_field=pa.field("doc_id", pa.string()),
+                             text_column="text", schema_column=None, routes=None, default_backend="xgrammar")
 
 
 def test_one_read_task_per_unit_whatever_the_parallelism_each_reading_its_rows(tmp_path):
@@ -20,9 +27,7 @@ def test_one_read_task_per_unit_whatever_the_parallelism_each_reading_its_rows(t
                    path, row_group_size=20)
     units = [Unit("", path, group, start, stop, "v") for group, start, stop in ((0, 0, 16), (0, 16, 20), (1, 0, 20))]
     tasks = read_tasks(units, 8, lambda u, start, stop: f"/stage/{slice_name(u.id, start, stop)}")
-    source = UnitsDatasource(tasks, {"storage": LocalStorage(), "id_field": pa.field("doc_id", pa.string()),
-                                     "text_column": "text", "schema_column": None, "routes": None,
-                                     "default_backend": "xgrammar"})
+    source = UnitsDatasource(tasks, reader())
     for parallelism in (1, 3, 200):
         read = source.get_read_tasks(parallelism)
         assert len(read) == 3 and [t.metadata.num_rows for t in read] == [16, 4, 20]
@@ -34,3 +39,23 @@ def test_one_read_task_per_unit_whatever_the_parallelism_each_reading_its_rows(t
     assert all(set(t.column(UNIT_COLUMN).to_pylist()) == {u.id} for t, u in zip(tables, units, strict=True))
     first = [parse_slice(p) for p in tables[0].column(SLICE_COLUMN).to_pylist()]
     assert [(s.start, s.stop) for s in first] == [(0, 8)] * 8 + [(8, 16)] * 8  # each batch's slice named
+
+
+def test_without_a_reader_each_read_task_returns_its_units_description_whatever_its_documents(tmp_path):
+    """The actors read their units (`pipeline.dataflow`: the one-pool run): what a read task returns, and so what
+    passes through the driver's memory store per unit, is one row describing the unit, the same size for documents
+    of 10 characters or 10,000; the actor's reader turns it into the documents."""
+    sizes = []
+    for length in (10, 10_000):
+        path = str(tmp_path / f"docs-{length}.parquet")
+        pq.write_table(pa.table({"doc_id": [f"d{i}" for i in range(32)], "text": ["x" * length] * 32}), path)
+        units = [Unit("", path, 0, 0, 16, "v"), Unit("", path, 0, 16, 32, "v")]
+        tasks = read_tasks(units, 4, lambda u, start, stop: f"/stage/{slice_name(u.id, start, stop)}")
+        described = [t.read_fn() for t in UnitsDatasource(tasks, None).get_read_tasks(1)]
+        assert [len(b) for b in described] == [1, 1] and all(b[0].num_rows == 1 for b in described)
+        assert "text" not in described[0][0].column_names
+        sizes.append(sum(b[0].nbytes for b in described) - sum(len(t["path"]) for t in tasks))
+        documents = reader()(pa.concat_tables([b[0] for b in described]))  # what the actor reads them into
+        assert documents.column("doc_id").to_pylist() == [f"d{i}" for i in range(32)]
+        assert set(documents.column("text").to_pylist()) == {"x" * length}
+    assert sizes[0] == sizes[1]

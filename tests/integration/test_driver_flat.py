@@ -1,0 +1,69 @@
+"""Issue 57 item 1, the flat driver as counts: what passes through the driver per unit does not depend on the
+unit's documents. Each unit is read in the actor that extracts it (`pipeline.dataflow`): the read task hands the
+actor the unit's description (one row), and the only block per unit the driver receives back is the unit's receipt.
+(Before, a read task per unit returned the unit's documents, ~45 KB at the defaults, under Ray's 100 KB inline
+limit, into the driver's memory store, from where they were copied into the actor task: about half of the driver's
+memory growth per document at 10^6 documents.) On the real path: the session's Ray cluster, the actors on the
+simulated engine (the model is not the subject), Parquet on a local folder. Counted, not timed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import pipeline.run
+from pipeline.config import load_config
+from pipeline.dataflow import UnitsDatasource
+from pipeline.run import run_job
+from tests.conftest import ROOT, write_config, write_docs
+from workers.outcome import is_receipt
+
+pytestmark = pytest.mark.engine
+
+UNITS, UNIT, BATCH = 5, 8, 4
+DOCS = {f"d-{i:02d}": f"Ticket {i}: my printer number {i} stopped working." for i in range(UNITS * UNIT)}
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Path:
+    write_docs(tmp_path / "docs.parquet", list(DOCS), list(DOCS.values()))
+    (tmp_path / "ticket_models.py").write_text((ROOT / "tests" / "fixtures" / "models.py").read_text())
+    # Units of 8 documents, each run as two batches of 4; `max_tokens` 3: every document is a quick `truncated`
+    # dead letter, which is all the accounting needs.
+    return write_config(tmp_path, simulated=True, name="flat", schema="ticket_models:Ticket",
+                        prompt="Extract the support ticket.\n{document}",
+                        **{"input.uri": "docs.parquet", "output.uri": str(tmp_path / "out"),
+                           "output.checkpoint_rows": UNIT, "workers.batch_size": BATCH, "model.max_tokens": 3,
+                           "model.max_model_len": 1024})
+
+
+def test_per_unit_the_driver_passes_a_description_and_receives_a_receipt_never_the_documents(
+        ray_cluster, job, monkeypatch):
+    seen: dict[str, object] = {}
+    received: list[pa.Table] = []
+    original = pipeline.run.outcome_batches
+
+    def watched(dataset):
+        seen["dataset"] = dataset
+        for batch in original(dataset):
+            received.append(batch)
+            yield batch
+
+    monkeypatch.setattr(pipeline.run, "outcome_batches", watched)
+    manifest = run_job(load_config(job))
+    assert manifest.status == "committed" and manifest.rows + manifest.dead_letters == len(DOCS)
+
+    # The read operator's blocks (what its tasks return through the driver): one row per unit, its description.
+    stats = seen["dataset"].stats()
+    read = stats[stats.index(f"Read{UnitsDatasource.NAME}"):]
+    read = read[:read.index("Operator", 1)] if "Operator" in read[1:] else read
+    assert f"{UNITS} tasks executed" in read, stats  # one read task per unit
+    assert f"Output num rows per block: 1 min, 1 max, 1 mean, {UNITS} total" in read, stats  # not its documents
+
+    # What reached the driver from the actors: one table per unit, each a receipt (unit, kind, reason, slice).
+    assert len(received) == UNITS
+    assert all(is_receipt(batch.drop_columns(["_unit"])) for batch in received), [b.column_names for b in received]
+    assert sum(batch.num_rows for batch in received) == len(DOCS)
+    assert all(len(batch.column("_unit").unique()) == 1 for batch in received)
