@@ -1,5 +1,6 @@
 """Shared engine hosts (`EXTRACT_ENGINE_HOST=shared`, `workers.engine.host`) on the session's real Ray cluster: a
-second run of the same job attaches to the engine the first one left, and a host that is gone is started anew."""
+second run of the same job attaches to the engine the first one left, and a host killed with a call of that run
+in it is started anew."""
 
 from __future__ import annotations
 
@@ -39,22 +40,15 @@ def run_sample(tmp_path, env, name: str, *sets: str) -> dict:
     return manifest
 
 
-def test_a_second_run_attaches_to_the_first_runs_engine(tmp_path, cli_env, ray_cluster):
-    first = run_sample(tmp_path, cli_env, "first")
-    after_first = hosts()
-    assert after_first, "the run left no engine host on the cluster"
-    # Another sampling (no presence penalty): per request in vLLM, so the same engine serves it.
-    second = run_sample(tmp_path, cli_env, "second", "model.sampling.presence_penalty=0.0")
-    assert hosts() == after_first  # the same host, the same process: no engine started
-    assert second["config_hash"] != first["config_hash"]
-    # A host that is gone is started anew, under the same name in a new process: the test below.
-
-
-def test_a_host_killed_mid_run_is_replaced_and_every_document_is_committed_once(tmp_path, cli_env, ray_cluster):
-    """The host dies while a call of the run is in it (the host the test above left, when it ran first): the actor
-    attaches to a new host and sends the call again (a second death would make it exit, for Ray to restart it);
-    nothing is lost, duplicated or dead-lettered. The new host has the killed one's name (the same engine) and
-    another process."""
+def test_a_second_run_attaches_to_the_first_runs_engine_and_a_host_killed_mid_run_is_replaced(tmp_path, cli_env,
+                                                                                                   ray_cluster):
+    """Two runs of the sample job, the second with another sampling (no presence penalty: per request in vLLM, so
+    the same engine serves it). The second run attaches to the host the first one left: while a call of it is in
+    the host, the cluster has the same hosts in the same processes (no engine started). The host then dies with
+    that call in it: the actor attaches to a new host and sends the call again (a second death would make it exit,
+    for Ray to restart it); nothing is lost, duplicated or dead-lettered. The new host has the killed one's name
+    (the same engine) and another process. One run fewer than the two tests this was (an attaching run, then a
+    killed one): the killed run is the attaching run."""
     import subprocess
     import sys
     import time
@@ -64,19 +58,25 @@ def test_a_host_killed_mid_run_is_replaced_and_every_document_is_committed_once(
 
     from tests.conftest import ROOT
 
-    out = tmp_path / "killed"
+    first = run_sample(tmp_path, cli_env, "first")
+    after_first = hosts()
+    assert after_first, "the run left no engine host on the cluster"
+    out = tmp_path / "second"
     proc = subprocess.Popen([sys.executable, "-m", "pipeline", "run", "jobs/extract.yaml", "--limit", "6",
-                             "--set", f"output.uri={out}", "--set", "workers.batch_size=2"],
+                             "--set", f"output.uri={out}", "--set", "workers.batch_size=2",
+                             "--set", "model.sampling.presence_penalty=0.0"],
                             cwd=ROOT, env=dict(cli_env, EXTRACT_ENGINE_HOST="shared", EXTRACT_ENGINE_HOST_IDLE_S="60"),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    killed = None
+    killed, seen = None, None
     try:
         deadline = time.monotonic() + 900
         while killed is None and proc.poll() is None and time.monotonic() < deadline:
-            for name in hosts():
+            found = hosts()
+            for name in found:
                 handle = ray.get_actor(name, namespace=NAMESPACE)
                 info = ray.get(handle.info.remote(), timeout=60)
                 if info["in_flight"]:
+                    seen = found  # the hosts while the second run's call is in one of them
                     ray.kill(handle)
                     killed = (name, info["pid"])
                     break
@@ -86,7 +86,10 @@ def test_a_host_killed_mid_run_is_replaced_and_every_document_is_committed_once(
         if proc.poll() is None:
             proc.kill()
     assert killed, "the run had no request in a host to kill:\n" + output[-3000:]
+    assert seen == after_first  # the same host, the same process: the second run started no engine
     assert proc.returncode == 0, output[-3000:]
+    second = json.loads(next((out / "_runs").glob("*.json")).read_text())
+    assert second["status"] == "committed" and second["config_hash"] != first["config_hash"], second
     rows, dead = sorted(out.glob("rows/**/*.parquet")), sorted(out.glob("dead_letters/**/*.parquet"))
     ids = [r[0] for f in rows + dead for r in duckdb.sql(f"SELECT doc_id FROM read_parquet('{f}')").fetchall()]
     assert len(ids) == len(set(ids)) == 6
