@@ -51,10 +51,6 @@ def test_a_second_run_attaches_to_the_first_runs_engine_and_a_host_killed_mid_ru
     killed one): the killed run is the attaching run."""
     import subprocess
     import sys
-    import time
-
-    import duckdb
-    import ray
 
     from tests.conftest import ROOT
 
@@ -67,6 +63,27 @@ def test_a_second_run_attaches_to_the_first_runs_engine_and_a_host_killed_mid_ru
                              "--set", "model.sampling.presence_penalty=0.0"],
                             cwd=ROOT, env=dict(cli_env, EXTRACT_ENGINE_HOST="shared", EXTRACT_ENGINE_HOST_IDLE_S="60"),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    killed, seen, output = kill_a_host_mid_call(proc)
+    assert killed, "the run had no request in a host to kill:\n" + output[-3000:]
+    assert seen == after_first  # the same host, the same process: the second run started no engine
+    assert proc.returncode == 0, output[-3000:]
+    second = json.loads(next((out / "_runs").glob("*.json")).read_text())
+    assert second["status"] == "committed" and second["config_hash"] != first["config_hash"], second
+    ids, reasons = committed_ids_and_reasons(out)
+    assert len(ids) == len(set(ids)) == 6
+    assert "engine_error" not in reasons
+    name, pid = killed
+    replaced = hosts()
+    assert name in replaced and replaced[name] != pid, (killed, replaced)  # the same name, in a new process
+
+
+def kill_a_host_mid_call(proc) -> tuple[tuple[str, int] | None, dict[str, int] | None, str]:
+    """While the run `proc` goes: the first host seen with a call in it is killed. Returns that host's (name, pid),
+    the hosts seen at that moment, and the run's output once it has ended."""
+    import time
+
+    import ray
+
     killed, seen = None, None
     try:
         deadline = time.monotonic() + 900
@@ -76,7 +93,7 @@ def test_a_second_run_attaches_to_the_first_runs_engine_and_a_host_killed_mid_ru
                 handle = ray.get_actor(name, namespace=NAMESPACE)
                 info = ray.get(handle.info.remote(), timeout=60)
                 if info["in_flight"]:
-                    seen = found  # the hosts while the second run's call is in one of them
+                    seen = found
                     ray.kill(handle)
                     killed = (name, info["pid"])
                     break
@@ -85,16 +102,14 @@ def test_a_second_run_attaches_to_the_first_runs_engine_and_a_host_killed_mid_ru
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert killed, "the run had no request in a host to kill:\n" + output[-3000:]
-    assert seen == after_first  # the same host, the same process: the second run started no engine
-    assert proc.returncode == 0, output[-3000:]
-    second = json.loads(next((out / "_runs").glob("*.json")).read_text())
-    assert second["status"] == "committed" and second["config_hash"] != first["config_hash"], second
+    return killed, seen, output
+
+
+def committed_ids_and_reasons(out) -> tuple[list[str], set[str]]:
+    """The document ids of the rows and dead letters under `out`, and the dead letters' reasons."""
+    import duckdb
+
     rows, dead = sorted(out.glob("rows/**/*.parquet")), sorted(out.glob("dead_letters/**/*.parquet"))
     ids = [r[0] for f in rows + dead for r in duckdb.sql(f"SELECT doc_id FROM read_parquet('{f}')").fetchall()]
-    assert len(ids) == len(set(ids)) == 6
     reasons = {r[0] for f in dead for r in duckdb.sql(f"SELECT reason FROM read_parquet('{f}')").fetchall()}
-    assert "engine_error" not in reasons
-    name, pid = killed
-    replaced = hosts()
-    assert name in replaced and replaced[name] != pid, (killed, replaced)  # the same name, in a new process
+    return ids, reasons
