@@ -341,12 +341,23 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
 
 def stop_ray_head(head: dict) -> None:
     """Every process of the cluster: those naming its temp dir and their descendants (the raylet's dashboard agent
-    and workers name it nowhere on their command lines, and outlived a kill of the others)."""
+    and workers name it nowhere on their command lines, and outlived a kill of the others), and those naming its
+    GCS port (the Ray client server, `ray.util.client.server --address=HOST:PORT`, names neither and is no
+    descendant of them: it outlived every session, as LocalCluster.stop's same match already kills its own)."""
+    import re
     import time
 
     import psutil
 
-    for proc in processes_of_cluster(head["temp_dir"]):
+    gcs = re.compile(rf":{head['address'].rsplit(':', 1)[1]}(\D|$)")
+    found = {proc.pid: proc for proc in processes_of_cluster(head["temp_dir"])}
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if proc.pid != os.getpid() and gcs.search(" ".join(proc.info["cmdline"] or [])):
+                found[proc.pid] = proc
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    for proc in found.values():
         try:
             proc.kill()
         except psutil.NoSuchProcess:

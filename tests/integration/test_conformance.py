@@ -15,10 +15,9 @@ from tests.unit.test_conformance import user_folder
 # -- pure logic ----------------------------------------------------------------------------------------
 
 @pytest.mark.engine
-def test_the_cli_checks_a_users_folder(tmp_path, cli_env):
+def test_the_cli_checks_a_users_folder(tmp_path):
     out = tmp_path / "report"
-    done = run_cli(["conformance", str(user_folder(tmp_path)), "--no-generate", "--out", str(out)], cli_env,
-                   timeout=600)
+    done = run_main(["conformance", user_folder(tmp_path), "--no-generate", "--out", out])  # in this process
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((out / "conformance.json").read_text())
     assert "receipts v2" in json.dumps(report)

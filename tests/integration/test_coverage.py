@@ -11,7 +11,7 @@ import pytest
 from pipeline.cli.schemas import load_schema, render_check
 from schemas.invoice import Invoice
 from schemas.lint import lint
-from tests.conftest import run_cli
+from tests.conftest import run_main
 from tests.fixtures.corpora import SHARED, TINY, needs_shared
 from workers.compiler import (
     ENFORCEMENT,
@@ -149,13 +149,13 @@ def test_worker_that_cannot_start_says_why(tmp_path: Path) -> None:
 
 
 @pytest.mark.engine
-def test_cli_schemas_check(cli_env: dict, tmp_path: Path) -> None:
+def test_cli_schemas_check(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer", "not": {"const": 0}}},
                                 "required": ["n"]}))
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"type": "object", "properties": {"t": {"type": "array", "uniqueItems": True}}}))
-    done = run_cli(["schemas", "check", str(good), str(bad), "--json", "--timeout", "60"], cli_env)
+    done = run_main(["schemas", "check", good, bad, "--json", "--timeout", "60"])  # in this process
     assert done.returncode == 2, done.stderr
     ok, unsupported = json.loads(done.stdout)
     assert ok["name"] == str(good) and ok["backend"] == "xgrammar" and ok["results"]["xgrammar"]["ok"]

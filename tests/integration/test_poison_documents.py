@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import run_cli, write_config
+from tests.conftest import run_cli, run_main, write_config
 
 pytestmark = pytest.mark.engine
 
@@ -41,8 +41,8 @@ class Note(BaseModel):
 BIG_CHARS = 51 * 1000 * 1000
 
 
-def _query(config, env, sql: str) -> list[dict]:
-    result = run_cli(["query", str(config), sql, "--format", "json"], env)
+def _query(config, sql: str) -> list[dict]:
+    result = run_main(["query", str(config), sql, "--format", "json"])  # reading an output: in this process
     assert result.returncode == 0, result.stderr[-2000:]
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
@@ -60,8 +60,8 @@ def test_a_killing_a_51_mb_and_an_int64_overflowing_document_are_one_dead_letter
     result = run_cli(["run", str(config)], cli_env, timeout=1200)
     assert result.returncode == 0, result.stderr[-4000:]
 
-    dead = {r["doc_id"]: r for r in _query(config, cli_env, "SELECT doc_id, reason, error FROM dead_letters")}
-    rows = [r["doc_id"] for r in _query(config, cli_env, "SELECT doc_id FROM rows")]
+    dead = {r["doc_id"]: r for r in _query(config, "SELECT doc_id, reason, error FROM dead_letters")}
+    rows = [r["doc_id"] for r in _query(config, "SELECT doc_id FROM rows")]
     assert sorted(rows + list(dead)) == sorted(ids)  # every document once: nothing lost, nothing doubled
     reasons = {doc: r["reason"] for doc, r in dead.items()}
     assert reasons.get("d1") == "actor_crash", reasons

@@ -12,7 +12,7 @@ import pytest
 from pipeline.config import load_config
 from pipeline.output.manifest import duckdb_recipe
 from pipeline.output.query import connect
-from tests.conftest import run_cli, s3_client, write_config
+from tests.conftest import run_main, s3_client, write_config
 from tests.fixtures.commits import commit_outcome, committed_output, invoice
 from tests.unit.test_relocation import (  # noqa: F401 (collected by pytest from this module, on S3)
     test_manifests_name_files_relative_to_the_output_root,
@@ -32,7 +32,7 @@ def counts(cfg) -> tuple[list, int]:
         con.sql("SELECT count(*) FROM dead_letters").fetchall()[0][0]
 
 
-def test_a_moved_output_queries_from_its_new_place(tmp_path, cli_env):
+def test_a_moved_output_queries_from_its_new_place(tmp_path):
     docs = tmp_path / "docs.parquet"
     from tests.conftest import write_docs
 
@@ -46,7 +46,7 @@ def test_a_moved_output_queries_from_its_new_place(tmp_path, cli_env):
     assert counts(moved) == before == (EXPECTED_ROWS, 1)
     shutil.rmtree(tmp_path / "aside")  # nothing is read from the old place either
     assert counts(moved) == before
-    done = run_cli(["query", str(moved), "SELECT count(*) AS n FROM rows"], cli_env)
+    done = run_main(["query", str(moved), "SELECT count(*) AS n FROM rows"])  # in this process
     assert done.returncode == 0 and "1" in done.stdout, done.stderr[-2000:]
     # The plain-DuckDB recipe, run from anywhere, reads the moved output too.
     sql = duckdb_recipe(str(tmp_path / "copy"), "rows")
