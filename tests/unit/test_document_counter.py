@@ -13,6 +13,7 @@ import pytest
 from pipeline.config import load_config
 from pipeline.dataflow import build_spec
 from pipeline.stage_config import ActorConfig
+from tests.unit.test_chat_tokens import _Added  # the fake tokenizer's special token, as in that module's
 from workers import chat_tokens as chat_tokens_module
 from workers.chat_tokens import document_counter
 from workers.engine.vllm_engine import chat_token_ids
@@ -115,13 +116,6 @@ class Tokenizer:
         return {"input_ids": ids[1:] if not text.startswith("<|s|>") else ids}
 
 
-class _Added:
-    def __init__(self, content: str) -> None:
-        self.content, self.special, self.normalized, self.lstrip, self.rstrip, self.single_word = \
-            content, True, False, False, False, False
-
-    def __str__(self) -> str:
-        return self.content
 
 
 PLAIN = "{% for m in messages %}<|s|>{{ m.role }}\n{{ m.content }}<|e|>{% endfor %}<|s|>assistant\n"
