@@ -1,0 +1,104 @@
+"""The finders made cheaper give what their plain versions gave (issue 57: a 20,000-character document's actor
+CPU): each reference below is the finder as it was written before, kept here to compare against."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from schemas.cells import (
+    ABBREVIATION,
+    EDGE_BUT_BRACKETS,
+    EDGE_PUNCTUATION,
+    MAX_WORDS,
+    POSSESSIVE,
+    SENTENCE_END,
+    WORD,
+    cells_of,
+    sentences_of,
+)
+from schemas.grounding.finders import spans
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Texts that exercise each form a run can take: punctuation at either end, a run of only punctuation, `#` before a
+# number or a letter, possessives, a quote after a bracket, em dashes, one-character words, a sentence written again
+TRICKY = [
+    "#abc's (x) \"y (2022 Edition)\" end. Anya Petrova's role. Anya Petrova's role.",
+    "\"a (b)\" 's ' s # #1 #a. ... — —x— y's Priya Patel—the Indian powerhouse—delivers.",
+    "' \" ) ] } ' x)' y]\" z}’ (q)” **Bold Name**, _it_ “quoted” ‘single’ (2022 Edition)\"",
+    "Order #: BL8449-1 | Total: $3.00\tQty  2\nOrder #: BL8449-1 | Total: $3.00\n\nMr. Smith met Dr. Jones. They left.",
+    "a", "", "   ", "... --- ——", "s's 's ’s x’s #", "#1's. #x's! (#2)",
+    "Mr. Smith. A. B. x.A. Dr. Who! e.g. That. i.e. This. St. Paul; Co. Ltd. Inc. Foo", "A. B", "Mr. X", "xMr. Y",
+    " Mr. Y", "Ing. X", "Dott. Y", "Sr. Z", "abc Dott. X",
+    "Alla gentile Sig.ra. Rossi", "Alla gentile xxxSig.ra. Rossi", "Sig.ra. Rossi",
+    "A very long sentence ending in Dott. Then more. And xDott. Z",
+]
+
+
+def reference_sentences(text: str, labels: bool = True) -> list[str]:
+    out = []
+    for cell in cells_of(text, labels):
+        start = 0
+        for stop in SENTENCE_END.finditer(cell):
+            if not ABBREVIATION.search(cell[start:stop.start()]):
+                out.append(cell[start:stop.start()])
+                start = stop.end()
+        out.append(cell[start:])
+    return out
+
+
+def reference_spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
+    out: list[str] = []
+    for cell in sentences_of(text):
+        bounds = [m.span() for m in WORD.finditer(cell)]
+        for i, (start, _) in enumerate(bounds):
+            for _, end in bounds[i:i + max_words]:
+                span = cell[start:end]
+                right = span.rstrip(EDGE_PUNCTUATION)
+                stripped = right.lstrip(EDGE_PUNCTUATION)
+                out += [span, right, stripped]
+                if stripped[:1] == "#" and stripped[1:2].isalnum():
+                    out.append(stripped[1:].strip(EDGE_PUNCTUATION))
+                if stripped.endswith(POSSESSIVE):
+                    out.append(stripped[:-2])
+                if span[-1:] in "\"'”’" and span[-2:-1] in ")]}":
+                    out.append(span.strip(EDGE_BUT_BRACKETS))
+    found = dict.fromkeys(out)
+    found.pop("", None)
+    return list(found)
+
+
+def job_texts() -> list[str]:
+    texts = []
+    for path in ("jobs/sample/invoices.parquet", "jobs/tickets/tickets.parquet", "jobs/multilingual/invoices.parquet",
+                 "jobs/contracts/contracts.parquet"):
+        texts += [t for t in pq.read_table(ROOT / path, columns=["text"]).column("text").to_pylist() if t]
+    return texts
+
+
+def test_spans_as_before_on_tricky_texts() -> None:
+    for text in TRICKY:
+        for max_words in (1, 3, MAX_WORDS):
+            assert spans(text, max_words) == reference_spans(text, max_words), (text, max_words)
+
+
+def test_spans_as_before_on_the_jobs_documents() -> None:
+    texts = job_texts()
+    joined = "\n".join(texts[:12])  # a long document whose sentences repeat (the invoices' own lines)
+    for text in [*texts, joined]:
+        assert spans(text) == reference_spans(text)
+
+
+def test_a_sentence_written_again_adds_nothing_but_keeps_first_appearance_order() -> None:
+    text = "Alpha beta. Gamma delta.\nAlpha beta.\nEpsilon alpha beta."
+    found = spans(text)
+    assert found == reference_spans(text)
+    assert found.index("Alpha beta.") < found.index("Gamma") < found.index("Epsilon")
+
+
+def test_sentences_as_before() -> None:
+    for text in [*TRICKY, *job_texts()]:
+        for labels in (True, False):
+            assert list(sentences_of(text, labels)) == reference_sentences(text, labels), text[:80]
