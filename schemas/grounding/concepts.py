@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from schemas.grounding.locale import LANGUAGES, words
-from schemas.labels import LABELLED
+from schemas.labels import labelled_matches
 
 if TYPE_CHECKING:
     from schemas.grounding.index import DocumentIndex
@@ -88,7 +88,7 @@ class DocumentConcepts:
         self.document = document
         self.pattern, self.concept_of = phrases(tuple(lang for lang in languages if lang in LANGUAGES))
         # (the label's start, its value's start, its value's end) of each `label: value` pair
-        self.pairs = [(m.start("label"), m.start("value"), m.end("value")) for m in LABELLED.finditer(document)]
+        self.pairs = [(m.start("label"), m.start("value"), m.end("value")) for m in labelled_matches(document)]
         self._at: dict[int, str | None] = {}
         self._lines: dict[int, list[tuple[int, int, str | None]]] = {}
 

@@ -65,6 +65,8 @@ class DocumentIndex:
                 for value, _, _ in self.readings(kind):
                     found.setdefault(value if isinstance(value, str) else repr(float(value)), value)
                 self._values[kind] = list(found.values())
+            elif kind == "code":  # `finders.codes`: the words, then the currencies (each read once)
+                self._values[kind] = list(dict.fromkeys([*self.values("word"), *self.values("currency")]))
             else:
                 self._values[kind] = self.finder(kind)(self.document)
         return self._values[kind]

@@ -32,8 +32,7 @@ GROUPED = re.compile(r"\d{1,3}(?:(?P<g>[.,'’ \u00a0\u202f])\d{3})(?:(?P=g)\d{3
 
 def readings(text: str, locale: Locale = UNKNOWN) -> list[Reading]:
     """Every number the text writes, each reading of it, with its offsets, in order."""
-    tokens = [(m.group(), m.start(), m.end() - len(m.group("dash") or ""), bool(m.group("dash")))
-              for m in TOKEN.finditer(text)]
+    tokens = _tokens(text)
     decimal = locale.decimal or evidence([t for t, *_ in tokens])
     found: list[Reading] = []
     for _token, start, end, dashed in tokens:
@@ -49,6 +48,14 @@ def readings(text: str, locale: Locale = UNKNOWN) -> list[Reading]:
         if any(c in SPACE for c in written) and locale.decimal is None:
             found.extend(_pieces(written, start))  # `2 100.00` may be a quantity and a price
     return found
+
+
+@lru_cache(maxsize=8)
+def _tokens(text: str) -> tuple[tuple[str, int, int, bool], ...]:
+    """(the token as written, its start, its end without a `,-`, whether it has one) of each `TOKEN` the text writes:
+    scanned once per text (a document's decimal mark, `decimal_mark`, and its readings read the same tokens)."""
+    return tuple((m.group(), m.start(), m.end() - len(m.group("dash") or ""), bool(m.group("dash")))
+                 for m in TOKEN.finditer(text))
 
 
 # A Chinese or Japanese multiplier after the digits (DeepJSONEval zh dev: players `1750万`, 4 of 446 gold leaves)
@@ -77,7 +84,7 @@ def _unique(values) -> list[float | int]:
 
 def decimal_mark(text: str) -> str | None:
     """The decimal mark the text's unambiguous numbers use, or None (`evidence`)."""
-    return evidence([m.group() for m in TOKEN.finditer(text)])
+    return evidence([t for t, *_ in _tokens(text)])
 
 
 def evidence(tokens: list[str]) -> str | None:
@@ -195,6 +202,13 @@ def currency_pattern(languages: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(rf"(?P<cur>{loose}|\b(?:[A-Z]{{3}}|(?i:{word_like}))(?![^\W\d_]))")
 
 
+@lru_cache(maxsize=8)
+def _marks(text: str, languages: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
+    """(the mark, its start, its end) of each `currency_pattern` match: scanned once per text and languages (a
+    document's currencies and its amounts, `_beside_marks`, read the same marks)."""
+    return tuple((m.group("cur"), m.start(), m.end()) for m in currency_pattern(languages).finditer(text))
+
+
 @lru_cache(maxsize=4096)
 def _code_of(mark: str, languages: tuple[str, ...]) -> tuple[str, ...]:
     if mark in symbol_codes():
@@ -213,8 +227,7 @@ def currencies(text: str, locale: Locale = UNKNOWN) -> list[str]:
     USD then the other dollars, unless the document writes one of them as a code or a set territory decides
     (en_CA's `$` is CAD). The rule that a written code decides a symbol was chosen on the English sample (its
     `$` invoices write `USD` or `CAD` too); on the issue-54 report's European documents it changes nothing."""
-    readings_ = [codes for m in currency_pattern(locale.languages).finditer(text)
-                 if (codes := _code_of(m.group("cur"), locale.languages))]
+    readings_ = [codes for mark, _, _ in _marks(text, locale.languages) if (codes := _code_of(mark, locale.languages))]
     sure = {codes[0] for codes in readings_ if len(codes) == 1}
     found: list[str] = []
     for codes in readings_:
@@ -262,10 +275,9 @@ def _beside_marks(text: str, locale: Locale) -> tuple[set[int], set[int]]:
     space after it, right before one or one space before it; never across a newline."""
     starts: set[int] = set()
     ends: set[int] = set()
-    for match in currency_pattern(locale.languages).finditer(text):
-        if not _code_of(match.group("cur"), locale.languages):
+    for mark, start, end in _marks(text, locale.languages):
+        if not _code_of(mark, locale.languages):
             continue
-        start, end = match.start(), match.end()
         starts.update((end, end + 1) if text[end:end + 1] in SPACE and text[end:end + 1] else (end,))
         ends.update((start, start - 1) if start and text[start - 1] in SPACE else (start,))
     return starts, ends

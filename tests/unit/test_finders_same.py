@@ -102,3 +102,42 @@ def test_sentences_as_before() -> None:
     for text in [*TRICKY, *job_texts()]:
         for labels in (True, False):
             assert list(sentences_of(text, labels)) == reference_sentences(text, labels), text[:80]
+
+
+# ------------------------------------------------------------------ scans made once per text, read by several finders
+
+
+def test_labelled_matches_are_each_texts_own() -> None:
+    from schemas.labels import LABELLED, blank_labels, label_texts, labelled, labelled_matches
+
+    first, second = "Order #: BL8449-1\nTotal: $3.00", "Due date: 01 Mar 2026\nProduct: \nName: N/A"
+    for text in (first, second, first, second[:10] + second[10:]):  # an equal text made anew reads the same
+        assert [m.span() for m in labelled_matches(text)] == [m.span() for m in LABELLED.finditer(text)]
+    assert [v for _, *v in labelled(first)] == [[9, 17], [25, 30]]
+    assert label_texts(second) == {"due date", "product", "name"} and label_texts(first) == {"order", "total"}
+    assert blank_labels(second) == [{"prod"}, {"name"}] and blank_labels(first) == []
+
+
+def test_number_tokens_and_currency_marks_are_each_texts_own() -> None:
+    from schemas.grounding.locale import Locale
+    from schemas.grounding.numbers import currencies, decimal_mark, money, readings
+
+    german, english = "Summe 1.234,56 EUR\n12,50 Franken", "Total 1,234.56 USD, 3 francs"
+    assert decimal_mark(german) == "," and decimal_mark(english) == "."
+    assert [v for v, *_ in readings(german)] == [1234.56, 12.5] and [v for v, *_ in readings(english)] == [1234.56, 3]
+    # the same text under two languages: the marks are the languages' own (`Franken` is a currency name in German)
+    assert currencies(german, Locale("de")) == ["EUR", "CHF"]
+    assert currencies(german, Locale("en")) == ["EUR"]
+    assert currencies(german, Locale("de")) == ["EUR", "CHF"]
+    franken = "Summe 12 Franken"
+    assert currencies(franken, Locale("en")) == [] and currencies(franken, Locale("de")) == ["CHF"]
+    assert money(german, Locale("de")) == [1234.56, 12.5] and money(english, Locale("fr")) == [1234.56, 3]
+
+
+def test_codes_from_the_index_are_the_finders() -> None:
+    from schemas.grounding.finders import codes
+    from schemas.grounding.index import DocumentIndex
+
+    for text in [*TRICKY, *job_texts()[:60]]:
+        index = DocumentIndex(text)
+        assert index.values("code") == codes(text, index.locale)
