@@ -30,10 +30,14 @@ YEAR = r"(?P<y>\d{4})"
 @lru_cache(maxsize=16)
 def _named(languages: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """(day month year, month day year) patterns over the languages' month names."""
-    names = "|".join(re.escape(n) for n in sorted(month_names(languages), key=len, reverse=True))
+    listed = sorted(month_names(languages), key=len, reverse=True)
+    names = "|".join(re.escape(n) for n in listed)
     month = rf"(?P<m>{names})\.?"
     day_first = re.compile(rf"(?<![\w.]){DAY}\s*(?:de\s+|of\s+)?(?i:{month}),?\s*(?:de\s+)?{YEAR}(?!\d)")
-    month_first = re.compile(rf"(?<![^\W\d_])(?i:{month})\s+{DAY},?\s*{YEAR}(?!\d)")
+    # a month name's first letter looked for before its names are tried one by one (a third of a long document's
+    # dates); `(?i:[...])` matches what `(?i:name)` matches of that letter
+    initials = "".join(sorted({re.escape(n[0]) for n in listed if n}))
+    month_first = re.compile(rf"(?<![^\W\d_])(?=(?i:[{initials}]))(?i:{month})\s+{DAY},?\s*{YEAR}(?!\d)")
     return day_first, month_first
 
 

@@ -141,3 +141,22 @@ def test_codes_from_the_index_are_the_finders() -> None:
     for text in [*TRICKY, *job_texts()[:60]]:
         index = DocumentIndex(text)
         assert index.values("code") == codes(text, index.locale)
+
+
+def test_month_first_dates_as_before_in_every_language() -> None:
+    import importlib
+    import re
+
+    from schemas.grounding.locale import LANGUAGES, month_names
+
+    dates = importlib.import_module("schemas.grounding.dates")
+    odd_case = "SEPT 5, 2026 ſept 5, 2026 \u212aanuari 3 2026 Januar 3 2026 jAN. 30, 2026 xJan 30, 2026 März 1 2026"
+    texts = [odd_case, odd_case.lower(), odd_case.upper(), *TRICKY, *job_texts()]
+    for language in LANGUAGES:
+        languages = (language, "en") if language != "en" else ("en",)
+        names = "|".join(re.escape(n) for n in sorted(month_names(languages), key=len, reverse=True))
+        before = re.compile(rf"(?<![^\W\d_])(?i:(?P<m>{names})\.?)\s+{dates.DAY},?\s*{dates.YEAR}(?!\d)")
+        now = dates._named(languages)[1]
+        for text in texts:
+            assert [(m.span(), m.groupdict()) for m in now.finditer(text)] == \
+                [(m.span(), m.groupdict()) for m in before.finditer(text)], (language, text[:80])
