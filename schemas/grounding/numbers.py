@@ -195,11 +195,20 @@ def currency_pattern(languages: tuple[str, ...]) -> re.Pattern[str]:
     alpha = [re.escape(s) for s in symbols if s[-1].isalpha()]
     other = [re.escape(s) for s in symbols if not s[-1].isalpha()]
     names = sorted({n for lang in languages for n in words(lang)["currency_names"]}, key=len, reverse=True)
-    word_like = "|".join([*alpha, *(re.escape(n) for n in names if n[0].isalpha() and n.isascii())])
-    loose = "|".join([*other, *(re.escape(n) for n in names if not n.isascii())])
+    word_like = [*alpha, *(re.escape(n) for n in names if n[0].isalpha() and n.isascii())]
+    loose = [*other, *(re.escape(n) for n in names if not n.isascii())]
+    # A mark's first character looked for before its alternatives are tried one by one (half a long document's
+    # currency scan): a loose one's, a code's (`[A-Z]`) or, as `(?i:...)` matches it, a word-like one's
+    initials = rf"(?=[{_initials(loose)}A-Z]|(?i:[{_initials(word_like)}]))"
     # `[A-Z]{3}` stands for the ISO codes: `_code_of` keeps those that are codes (an alternation of all 300 was
     # most of grounding's cost per document)
-    return re.compile(rf"(?P<cur>{loose}|\b(?:[A-Z]{{3}}|(?i:{word_like}))(?![^\W\d_]))")
+    marks = rf"{'|'.join(loose)}|\b(?:[A-Z]{{3}}|(?i:{'|'.join(word_like)}))(?![^\W\d_])"
+    return re.compile(rf"{initials}(?P<cur>{marks})")
+
+
+def _initials(escaped: list[str]) -> str:
+    """The first characters of regular expressions of literal text (`re.escape`d), for a character class."""
+    return "".join(sorted({e[:2] if e[:1] == "\\" else e[:1] for e in escaped if e}))
 
 
 @lru_cache(maxsize=8)

@@ -160,3 +160,27 @@ def test_month_first_dates_as_before_in_every_language() -> None:
         for text in texts:
             assert [(m.span(), m.groupdict()) for m in now.finditer(text)] == \
                 [(m.span(), m.groupdict()) for m in before.finditer(text)], (language, text[:80])
+
+
+def test_currency_marks_as_before_in_every_language() -> None:
+    import importlib
+    import re
+
+    from schemas.grounding.locale import LANGUAGES, words
+
+    numbers = importlib.import_module("schemas.grounding.numbers")
+    odd = "€5 US$ 3 R$2 CHF 4 chf Fr. 2 kr 5 KR 5 Kr. ₹ 9 ¥1 ￥1 元 3 円 4 euros EUROS Euro 12 dólares ſfr \u212ar 2 $3"
+    texts = [odd, odd.lower(), odd.upper(), *TRICKY, *job_texts()]
+    for language in LANGUAGES:
+        languages = (language, "en") if language != "en" else ("en",)
+        symbols = sorted(numbers.symbol_codes(), key=len, reverse=True)
+        names = sorted({n for lang in languages for n in words(lang)["currency_names"]}, key=len, reverse=True)
+        word_like = "|".join([*(re.escape(s) for s in symbols if s[-1].isalpha()),
+                              *(re.escape(n) for n in names if n[0].isalpha() and n.isascii())])
+        loose = "|".join([*(re.escape(s) for s in symbols if not s[-1].isalpha()),
+                          *(re.escape(n) for n in names if not n.isascii())])
+        before = re.compile(rf"(?P<cur>{loose}|\b(?:[A-Z]{{3}}|(?i:{word_like}))(?![^\W\d_]))")
+        now = numbers.currency_pattern(languages)
+        for text in texts:
+            assert [m.span() for m in now.finditer(text)] == [m.span() for m in before.finditer(text)], \
+                (language, text[:80])
