@@ -184,3 +184,28 @@ def test_currency_marks_as_before_in_every_language() -> None:
         for text in texts:
             assert [m.span() for m in now.finditer(text)] == [m.span() for m in before.finditer(text)], \
                 (language, text[:80])
+
+
+def test_concept_at_as_before() -> None:
+    from schemas.grounding.concepts import DocumentConcepts
+
+    class Before(DocumentConcepts):
+        def at(self, start: int) -> str | None:  # the label pairs read one by one, as before
+            if self.pattern is None:
+                return None
+            window = self.document.rfind("\n", 0, start) + 1
+            for label_start, value_start, value_end in self.pairs:
+                if value_start <= start <= value_end and label_start >= window:
+                    window = label_start
+            found = [c for first, end, c in self._matches(window) if end <= start]
+            return found[0] if found else None
+
+    texts = [*TRICKY, *job_texts(), "Total: 12\nNet: \nVAT:  5 | Due date: 01 Mar 2026, Amount due: 3"]
+    checked = 0
+    for text in texts:
+        for languages in (("en",), ("de", "en")):
+            now, before = DocumentConcepts(text, languages), Before(text, languages)
+            for start in range(0, len(text) + 1, 2):
+                assert now.at(start) == before.at(start), (text[:60], start)
+                checked += before.at(start) is not None
+    assert checked > 1000  # labels were found, and named concepts
