@@ -209,3 +209,31 @@ def test_concept_at_as_before() -> None:
                 assert now.at(start) == before.at(start), (text[:60], start)
                 checked += before.at(start) is not None
     assert checked > 1000  # labels were found, and named concepts
+
+
+def test_date_patterns_as_before() -> None:
+    import importlib
+    import re
+
+    from schemas.grounding.locale import LANGUAGES, month_names
+
+    dates = importlib.import_module("schemas.grounding.dates")
+    before = {"ISO": re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)"),
+              "NUMERIC": re.compile(r"(?<![\d.])(\d{1,2})([./-])(\d{1,2})\2(\d{4})(?!\d)"),
+              "CJK": re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*日")}
+    digits = ("12026-01-15 2026-01-15x 2026-1-5 x2026-01-15 .1.2.2026 1.2.2026 a1/2/2026 01/02/20261 3.12.2026 "
+              "12026年1月15日 2026 年 1 月 15 日 ٢٠٢٦-01-15 1st January 2026 x1 March 2026 .5 mai 2026 15. Januar 2026 "
+              "1er mars 2026 15 de enero de 2026 15th of June 2026 ١٥ May 2026 5May 2026 05 may, 2026")
+    texts = [digits, digits.upper(), *TRICKY, *job_texts()]
+    for name, pattern in before.items():
+        for text in texts:
+            assert [(m.span(), m.groups()) for m in getattr(dates, name).finditer(text)] == \
+                [(m.span(), m.groups()) for m in pattern.finditer(text)], (name, text[:80])
+    for language in LANGUAGES:
+        languages = (language, "en") if language != "en" else ("en",)
+        names = "|".join(re.escape(n) for n in sorted(month_names(languages), key=len, reverse=True))
+        day_first = re.compile(rf"(?<![\w.]){dates.DAY}\s*(?:de\s+|of\s+)?(?i:(?P<m>{names})\.?),?\s*(?:de\s+)?"
+                               rf"{dates.YEAR}(?!\d)")
+        for text in texts:
+            assert [(m.span(), m.groupdict()) for m in dates._named(languages)[0].finditer(text)] == \
+                [(m.span(), m.groupdict()) for m in day_first.finditer(text)], (language, text[:80])
