@@ -157,3 +157,25 @@ def test_another_pysbd_gets_its_own_segmenter(monkeypatch):
     assert type(sentence_split.segmenter("en")) is not pysbd.Segmenter  # the checked version: the faster one
     monkeypatch.setattr(pysbd, "__version__", "0.4.0")
     assert type(sentence_split.segmenter("en")) is pysbd.Segmenter
+
+
+def test_abbreviations_at_a_words_start_are_pysbds_matches():
+    """`_at_word_start` (the text's start, then a pattern opening with `\\s`) finds what pysbd's pattern finds, and
+    its next-word search is skipped only where pysbd's would find nothing."""
+    from pysbd.languages import Language
+
+    from workers.sentence_split import _at_word_start
+
+    abbreviations = {a.strip() for code in ("en", "zh")
+                     for a in Language.get_language_code(code).Abbreviation.ABBREVIATIONS}
+    texts = [*WRITTEN, "co. Co co\tCO. co\nco x{co} y{co} Z", "Co. first", "e.g. first\ne.g. second eXg x", "a",
+             "\u212aM. km. \u017ft. St. ſt.", *job_documents()[:40]]
+    checked = 0
+    for text in texts:
+        for stripped in abbreviations:
+            found = _at_word_start(stripped, text)
+            assert found == re.findall(rf"(?:^|\s|\r|\n){stripped}", text, flags=re.IGNORECASE), (stripped, text)
+            checked += bool(found)
+            if "{" + stripped + "} " not in text:  # the shortcut's condition: pysbd's search finds nothing
+                assert re.findall(r"(?<={" + str(re.escape(stripped)) + "} ).{1}", text) == []
+    assert checked > 200
