@@ -179,3 +179,24 @@ def test_abbreviations_at_a_words_start_are_pysbds_matches():
             if "{" + stripped + "} " not in text:  # the shortcut's condition: pysbd's search finds nothing
                 assert re.findall(r"(?<={" + str(re.escape(stripped)) + "} ).{1}", text) == []
     assert checked > 200
+
+
+def test_a_list_scan_is_skipped_only_where_pysbd_finds_nothing():
+    """`_none_found` says "nothing" for pysbd's list patterns exactly where `re.findall` finds nothing; for any
+    other pattern it never does."""
+    from pysbd.lists_item_replacer import ListItemReplacer as Items
+
+    from workers.sentence_split import _none_found
+
+    lists = ["1. One 2. Two 3. Three", "a. first b. second", "(a) first (b) second", "a) x b) y", "i. one ii. two",
+             "(iv) four (v) five", "x1. y 12. z -3. w ⁃4) v s-5) u", "9. nine\n10. ten", "ab) c", "a.b", "a. ", ".a.",
+             "1.", "12.)", " 7.\t", "abc", "", ")", ".", "(z)", "Zz) Aa. Ab)", "١. ٢. arabic digits", "e.g. i.e. etc."]
+    texts = [*lists, *(t.replace("\n", "\r") for t in [*WRITTEN, *job_documents()[:80]])]
+    found_some = 0
+    for regex in (Items.NUMBERED_LIST_REGEX_1, Items.ALPHABETICAL_LIST_WITH_PERIODS,
+                  Items.ALPHABETICAL_LIST_WITH_PARENS):
+        for text in texts:
+            assert _none_found(regex, text) == (not re.findall(regex, text)), (regex[:30], text[:60])
+            found_some += bool(re.findall(regex, text))
+    assert found_some > 20
+    assert not _none_found(Items.NUMBERED_LIST_PARENS_REGEX, "no list here")  # another pattern: pysbd decides
