@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 
 MAX_WORDS = 12  # the longest `text` value, in words
@@ -43,21 +44,37 @@ ABBREVIATION_REACH = max(map(len, _abbreviations())) + 2
 
 def cells_of(text: str, labels: bool = True) -> Iterator[str]:
     """Each cell of each line: a line cut at `|`, tabs, runs of spaces and (with `labels`) after a `label:`."""
-    breaks = CELL_BREAK if labels else HARD_BREAK
-    for line in text.splitlines():
-        yield from breaks.split(line)
+    yield from _cells(text, labels)
 
 
 def sentences_of(text: str, labels: bool = True) -> Iterator[str]:
     """Each sentence of each cell: a value the model copies never runs from one sentence into the next. Without
     `labels`, a colon does not end a cell (`Eternal Echoes: The Forgotten Chronicles`, a title in prose)."""
-    for cell in cells_of(text, labels):
+    yield from _sentences(text, labels)
+
+
+# A document's cells and sentences are read by several finders (`text`, `cell`, `item`) and by its index: each made
+# once per text (the last few texts kept).
+@lru_cache(maxsize=8)
+def _cells(text: str, labels: bool) -> tuple[str, ...]:
+    breaks = CELL_BREAK if labels else HARD_BREAK
+    marks = ("|", "\t", "  ", ":") if labels else ("|", "\t", "  ")
+    # a line without any of the marks a break needs is one cell (most lines of prose)
+    return tuple(cell for line in text.splitlines()
+                 for cell in (breaks.split(line) if any(mark in line for mark in marks) else (line,)))
+
+
+@lru_cache(maxsize=8)
+def _sentences(text: str, labels: bool) -> tuple[str, ...]:
+    found = []
+    for cell in _cells(text, labels):
         start = 0
         for stop in SENTENCE_END.finditer(cell):
             if not _abbreviation_before(cell, start, stop.start()):
-                yield cell[start:stop.start()]
+                found.append(cell[start:stop.start()])
                 start = stop.end()
-        yield cell[start:]
+        found.append(cell[start:])
+    return tuple(found)
 
 
 def _abbreviation_before(cell: str, start: int, end: int) -> bool:

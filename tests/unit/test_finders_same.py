@@ -9,8 +9,10 @@ import pyarrow.parquet as pq
 
 from schemas.cells import (
     ABBREVIATION,
+    CELL_BREAK,
     EDGE_BUT_BRACKETS,
     EDGE_PUNCTUATION,
+    HARD_BREAK,
     MAX_WORDS,
     POSSESSIVE,
     SENTENCE_END,
@@ -37,9 +39,13 @@ TRICKY = [
 ]
 
 
+def reference_cells(text: str, labels: bool = True) -> list[str]:
+    return [cell for line in text.splitlines() for cell in (CELL_BREAK if labels else HARD_BREAK).split(line)]
+
+
 def reference_sentences(text: str, labels: bool = True) -> list[str]:
     out = []
-    for cell in cells_of(text, labels):
+    for cell in reference_cells(text, labels):
         start = 0
         for stop in SENTENCE_END.finditer(cell):
             if not ABBREVIATION.search(cell[start:stop.start()]):
@@ -98,10 +104,13 @@ def test_a_sentence_written_again_adds_nothing_but_keeps_first_appearance_order(
     assert found.index("Alpha beta.") < found.index("Gamma") < found.index("Epsilon")
 
 
-def test_sentences_as_before() -> None:
-    for text in [*TRICKY, *job_texts()]:
-        for labels in (True, False):
+def test_cells_and_sentences_as_before_with_and_without_labels() -> None:
+    lines = "Name: Jane  Smith|x\tz\nTitle: Eternal Echoes: The Forgotten\r\nplain line\x0bnext\u2028Total:\u00a0$3"
+    for text in [lines, *TRICKY, *job_texts()]:
+        for labels in (True, False, True):  # each text's own cells, with labels and without
+            assert list(cells_of(text, labels)) == reference_cells(text, labels), text[:80]
             assert list(sentences_of(text, labels)) == reference_sentences(text, labels), text[:80]
+    assert list(cells_of(lines, True)) != list(cells_of(lines, False))
 
 
 # ------------------------------------------------------------------ scans made once per text, read by several finders
