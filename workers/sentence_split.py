@@ -105,7 +105,14 @@ def _before_stops(text: str) -> list[int]:
 
 
 def _letter_runs_before_brackets(text: str) -> list[int]:
-    return [m.start() for m in re.finditer(r"[a-z]+(?=\))", text)]
+    starts = []
+    for bracket in re.finditer(r"\)", text):
+        at = bracket.start()
+        while at and "a" <= text[at - 1] <= "z":
+            at -= 1
+        if at < bracket.start():
+            starts.append(at)
+    return starts
 
 
 @functools.cache

@@ -246,3 +246,25 @@ def test_date_patterns_as_before() -> None:
         for text in texts:
             assert [(m.span(), m.groupdict()) for m in dates._named(languages)[0].finditer(text)] == \
                 [(m.span(), m.groupdict()) for m in day_first.finditer(text)], (language, text[:80])
+
+
+def test_invoice_values_written_in_the_document_as_before() -> None:
+    import re
+    from datetime import date
+
+    from schemas.invoice import DATE_FORMATS, _written_in
+
+    def before(value: str, text: str) -> bool:
+        pattern = r"(?<![\w-])" + re.escape(value.strip()) + r"(?![\w-])"
+        return re.search(pattern, text, flags=re.IGNORECASE) is not None
+
+    days = [date(2026, 1, 30), date(2026, 3, 1), date(2025, 12, 5)]
+    values = [d.strftime(f) for d in days for f in DATE_FORMATS] + [
+        "INV-2026-0042", "inv-2026-0042", "Acme Corp", " Acme Corp ", "1,450.61", "1450.61", "a", "-5", "x-",
+        "\u212aelvin", "kelvin", "ſtraße", "S", "", "  ", "(Ltd.)", "Ltd."]
+    texts = ["Invoice INV-2026-0042 of January 30, 2026 from ACME CORP, due 01.03.2026 (Ltd.) total 1,450.61",
+             "xINV-2026-0042 -Acme Corp Acme Corpx 30 Jan 2026x 2026-01-30-1 KELVIN \u212aelvin Straße S-S",
+             "", "-", "a", *job_texts()[:30]]
+    for value in values:
+        for text in texts:
+            assert _written_in(value, text) == before(value, text), (value, text[:60])
