@@ -53,9 +53,14 @@ def sentences_of(text: str, labels: bool = True) -> Iterator[str]:
     yield from _sentences(text, labels)
 
 
-# A document's cells and sentences are read by several finders (`text`, `cell`, `item`) and by its index: each made
-# once per text (the last few texts kept).
-@lru_cache(maxsize=8)
+# What several readers of one text derive from it (its cells and sentences here, its labelled values, number tokens
+# and currency marks) is made once per text, for the last `PER_TEXT_KEPT` texts read: a window's finders and screens
+# read it one after another, and a text held here is at most a document (a few MB at the actor's largest).
+PER_TEXT_KEPT = 4
+
+
+# A document's cells and sentences are read by several finders (`text`, `cell`, `item`) and by its index.
+@lru_cache(maxsize=PER_TEXT_KEPT)
 def _cells(text: str, labels: bool) -> tuple[str, ...]:
     breaks = CELL_BREAK if labels else HARD_BREAK
     marks = ("|", "\t", "  ", ":") if labels else ("|", "\t", "  ")
@@ -64,7 +69,7 @@ def _cells(text: str, labels: bool) -> tuple[str, ...]:
                  for cell in (breaks.split(line) if any(mark in line for mark in marks) else (line,)))
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=PER_TEXT_KEPT)
 def _sentences(text: str, labels: bool) -> tuple[str, ...]:
     found = []
     for cell in _cells(text, labels):

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
+from schemas.cells import PER_TEXT_KEPT
+
 STOP_WORDS = frozenset({"the", "of", "to", "for", "and", "or", "an", "in", "on", "by", "at", "is", "your", "our"})
 _LABEL_TEXT = r"[A-Za-z][A-Za-z .#/&()'-]{0,40}?"
 _START = r"(?:^|(?<=[,;|\t])|(?<=\s{2}))[ \t>*•-]*"
@@ -30,7 +32,7 @@ LABELLED = re.compile(rf"{_START}(?P<label>{_LABEL_TEXT})[ \t]*[:#]+[ \t]*"
                       re.MULTILINE)
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=PER_TEXT_KEPT)
 def labelled_matches(text: str) -> tuple[re.Match[str], ...]:
     """`LABELLED.finditer(text)`, scanned once per text: grounding reads a document's labelled values, its label
     texts, its blank labels and its concepts' labels (`schemas.grounding.concepts`) from the same matches (four

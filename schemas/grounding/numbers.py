@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from schemas.cells import PER_TEXT_KEPT
 from schemas.grounding.locale import LANGUAGES, UNKNOWN, Locale, likely_territory, words
 
 Reading = tuple[float | int, int, int]  # (value, start, end)
@@ -50,7 +51,7 @@ def readings(text: str, locale: Locale = UNKNOWN) -> list[Reading]:
     return found
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=PER_TEXT_KEPT)
 def _tokens(text: str) -> tuple[tuple[str, int, int, bool], ...]:
     """(the token as written, its start, its end without a `,-`, whether it has one) of each `TOKEN` the text writes:
     scanned once per text (a document's decimal mark, `decimal_mark`, and its readings read the same tokens)."""
@@ -211,7 +212,7 @@ def _initials(escaped: list[str]) -> str:
     return "".join(sorted({e[:2] if e[:1] == "\\" else e[:1] for e in escaped if e}))
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=PER_TEXT_KEPT)
 def _marks(text: str, languages: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
     """(the mark, its start, its end) of each `currency_pattern` match: scanned once per text and languages (a
     document's currencies and its amounts, `_beside_marks`, read the same marks)."""
