@@ -268,3 +268,15 @@ def test_invoice_values_written_in_the_document_as_before() -> None:
     for value in values:
         for text in texts:
             assert _written_in(value, text) == before(value, text), (value, text[:60])
+
+
+def test_a_documents_language_is_its_first_characters_own() -> None:
+    from schemas.grounding.locale import _detector, detect
+
+    german = "Rechnung für die Lieferung der bestellten Waren. Bitte überweisen Sie den Betrag innerhalb von 14 Tagen."
+    english = "Invoice for the delivery of the goods you ordered. Please pay within fourteen days of receipt."
+    french = "Facture pour la livraison des marchandises commandées. Veuillez payer le montant sous quatorze jours."
+    for text in (german, english, french, german, english + " " * 2000 + german, german + "x" * 3000):
+        expected = _detector().detect_language_of(text[:2000]).iso_code_639_1.name.lower()
+        assert detect(text).language == expected
+    assert [detect(t).language for t in (german, english, french)] == ["de", "en", "fr"]
