@@ -280,3 +280,44 @@ def test_a_documents_language_is_its_first_characters_own() -> None:
         expected = _detector().detect_language_of(text[:2000]).iso_code_639_1.name.lower()
         assert detect(text).language == expected
     assert [detect(t).language for t in (german, english, french)] == ["de", "en", "fr"]
+
+
+def test_label_index_and_placeholders_as_before() -> None:
+    import json
+
+    from schemas.grounding.index import DocumentIndex
+    from schemas.grounding.locale import word_list
+    from schemas.grounding.screens import FieldContext, placeholders
+
+    def label_index_before(index: DocumentIndex, kind: str) -> tuple[set[str], dict[str, list[set[str]]]]:
+        regions = index.labels()
+        if not regions:
+            return set(), {}
+        free: set[str] = set()
+        under: dict[str, list[set[str]]] = {}
+        for value, start, end in index.readings(kind):
+            inside = [words for words, first, last in regions if first <= start and end <= last]
+            for words in inside:
+                under.setdefault(json.dumps(value), []).append(words)
+            if not inside:
+                free.add(json.dumps(value))
+        return free, under
+
+    def placeholders_before(candidates: list, index: DocumentIndex, nullable: bool) -> list:
+        labels = index.label_texts()
+        empty = {w.casefold() for w in word_list(index.locale, "placeholders")} if nullable else set()
+        if not labels and not empty:
+            return list(candidates)
+        return [c for c in candidates if not (isinstance(c, str) and (
+            c.strip().rstrip(":#").strip().casefold() in labels or (empty and c.strip().casefold() in empty)))]
+
+    form = "Order #: BL8449-1\nProduct: \nName: N/A\nTotal: 12.50 | Due date: 01 Mar 2026, Amount due: 3\nnone"
+    for text in [form, *job_texts()[:80]]:
+        index = DocumentIndex(text)
+        for kind in ("number", "money", "date"):
+            assert index._label_index(kind) == label_index_before(index, kind), (kind, text[:60])
+        for kind, nullable in (("text", True), ("text", False), ("word", True), ("text", True)):
+            candidates = [*index.values(kind), "Product", " order # ", "N/A", "none", 3]
+            screened = placeholders(candidates, FieldContext(kind, nullable), index)
+            expected = placeholders_before(candidates, index, nullable)
+            assert screened == expected, (kind, nullable, text[:60])
