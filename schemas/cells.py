@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 
 MAX_WORDS = 12  # the longest `text` value, in words
@@ -36,22 +37,52 @@ def _abbreviations() -> list[str]:
 
 
 ABBREVIATION = re.compile(r"(?:^|\s)(?:[A-Z]|" + "|".join(re.escape(a) for a in _abbreviations()) + r")\.$")
+# An `ABBREVIATION` match ends at its text's end and is at most this long: searched in a longer sentence's last
+# this many characters, where `^` cannot start one (it would be one character too short to reach the end)
+ABBREVIATION_REACH = max(map(len, _abbreviations())) + 2
 
 
 def cells_of(text: str, labels: bool = True) -> Iterator[str]:
     """Each cell of each line: a line cut at `|`, tabs, runs of spaces and (with `labels`) after a `label:`."""
-    breaks = CELL_BREAK if labels else HARD_BREAK
-    for line in text.splitlines():
-        yield from breaks.split(line)
+    yield from _cells(text, labels)
 
 
 def sentences_of(text: str, labels: bool = True) -> Iterator[str]:
     """Each sentence of each cell: a value the model copies never runs from one sentence into the next. Without
     `labels`, a colon does not end a cell (`Eternal Echoes: The Forgotten Chronicles`, a title in prose)."""
-    for cell in cells_of(text, labels):
+    yield from _sentences(text, labels)
+
+
+# What several readers of one text derive from it (its cells and sentences here, its labelled values, number tokens
+# and currency marks) is made once per text, for the last `PER_TEXT_KEPT` texts read: a window's finders and screens
+# read it one after another, and a text held here is at most a document (a few MB at the actor's largest).
+PER_TEXT_KEPT = 4
+
+
+# A document's cells and sentences are read by several finders (`text`, `cell`, `item`) and by its index.
+@lru_cache(maxsize=PER_TEXT_KEPT)
+def _cells(text: str, labels: bool) -> tuple[str, ...]:
+    breaks = CELL_BREAK if labels else HARD_BREAK
+    marks = ("|", "\t", "  ", ":") if labels else ("|", "\t", "  ")
+    # a line without any of the marks a break needs is one cell (most lines of prose)
+    return tuple(cell for line in text.splitlines()
+                 for cell in (breaks.split(line) if any(mark in line for mark in marks) else (line,)))
+
+
+@lru_cache(maxsize=PER_TEXT_KEPT)
+def _sentences(text: str, labels: bool) -> tuple[str, ...]:
+    found = []
+    for cell in _cells(text, labels):
         start = 0
         for stop in SENTENCE_END.finditer(cell):
-            if not ABBREVIATION.search(cell[start:stop.start()]):
-                yield cell[start:stop.start()]
+            if not _abbreviation_before(cell, start, stop.start()):
+                found.append(cell[start:stop.start()])
                 start = stop.end()
-        yield cell[start:]
+        found.append(cell[start:])
+    return tuple(found)
+
+
+def _abbreviation_before(cell: str, start: int, end: int) -> bool:
+    """Whether `cell[start:end]` ends in an abbreviation (`ABBREVIATION`), reading no more of it than a match can
+    be long: a sentence's whole text searched at every position was a third of `sentences_of` on a long document."""
+    return ABBREVIATION.search(cell[max(start, end - ABBREVIATION_REACH):end]) is not None

@@ -31,8 +31,13 @@ DATE_FORMATS = ("%Y-%m-%d", "%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%d %b %Y", "%
 
 
 def _written_in(value: str, text: str) -> bool:
-    """`value` stands in `text` as a whole word (not inside a longer code or number), case-insensitively."""
-    pattern = r"(?<![\w-])" + re.escape(value.strip()) + r"(?![\w-])"
+    """`value` stands in `text` as a whole word (not inside a longer code or number), case-insensitively. The
+    look-behind is made after the value's first character (`(?<![\\w-])v` is `v(?<![\\w-].)`), so that `re` looks
+    for the value's first characters before trying it: a document of 20,000 characters is read 15 times a date."""
+    stripped = value.strip()
+    if not stripped:
+        return re.search(r"(?<![\w-])(?![\w-])", text, flags=re.IGNORECASE) is not None
+    pattern = re.escape(stripped[0]) + r"(?<![\w-](?s:.))" + re.escape(stripped[1:]) + r"(?![\w-])"
     return re.search(pattern, text, flags=re.IGNORECASE) is not None
 
 

@@ -16,7 +16,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import Any
+
+from schemas.cells import PER_TEXT_KEPT
 
 STOP_WORDS = frozenset({"the", "of", "to", "for", "and", "or", "an", "in", "on", "by", "at", "is", "your", "our"})
 _LABEL_TEXT = r"[A-Za-z][A-Za-z .#/&()'-]{0,40}?"
@@ -27,6 +30,14 @@ LABEL_BEFORE = re.compile(rf"{_START}({_LABEL_TEXT})[ \t]*[:#]+[ \t]*$", re.MULT
 LABELLED = re.compile(rf"{_START}(?P<label>{_LABEL_TEXT})[ \t]*[:#]+[ \t]*"
                       rf"(?P<value>[^\n]*?)(?=\s{{2}}|[|\t]|[,;][ \t]*{_LABEL_TEXT}[ \t]*[:#]|[ \t]*$)",
                       re.MULTILINE)
+
+
+@lru_cache(maxsize=PER_TEXT_KEPT)
+def labelled_matches(text: str) -> tuple[re.Match[str], ...]:
+    """`LABELLED.finditer(text)`, scanned once per text: grounding reads a document's labelled values, its label
+    texts, its blank labels and its concepts' labels (`schemas.grounding.concepts`) from the same matches (four
+    scans of each window of a long document before)."""
+    return tuple(LABELLED.finditer(text))
 
 
 # An e-mail's header: the lines it opens with, up to the first blank line, at least two of them header fields and
@@ -62,7 +73,7 @@ def label_before(text: str, start: int) -> str | None:
 
 def labelled(text: str) -> list[tuple[set[str], int, int]]:
     """Each labelled value of the document: (the label's words, the value's start, its end)."""
-    return [(name_words(m.group("label")), m.start("value"), m.end("value")) for m in LABELLED.finditer(text)
+    return [(name_words(m.group("label")), m.start("value"), m.end("value")) for m in labelled_matches(text)
             if m.end("value") > m.start("value")]
 
 
@@ -109,7 +120,7 @@ def blank_labels(text: str) -> list[set[str]]:
     N/A`), or nothing after it on its line where the next line is another label or there is none (`Product: ` in
     a form; not `Message:` with the message below it)."""
     out = []
-    for m in LABELLED.finditer(text):
+    for m in labelled_matches(text):
         value = m.group("value").strip()
         if value:
             blank = value.casefold() in PLACEHOLDERS
@@ -125,7 +136,7 @@ def blank_labels(text: str) -> list[set[str]]:
 def label_texts(text: str) -> set[str]:
     """The labels the document writes, as text in lower case (`subject`, `order #`... without the `:`): no field's
     value (`Product:` with nothing after it is not a product named `Product`)."""
-    return {m.group("label").strip().casefold() for m in LABELLED.finditer(text)}
+    return {m.group("label").strip().casefold() for m in labelled_matches(text)}
 
 
 LabelIndex = tuple[set[str], dict[str, list[set[str]]]]

@@ -120,6 +120,16 @@ class Splitter:
             raise TooManyWindows("a window of no tokens holds none of the document")
         self.text, self.budget, self.policy, self.count, self.fits = text, budget, policy, count, fits
         self.overlap = int(budget * policy.overlap)
+        self._counts: dict[str, int] = {}  # piece → its tokens: a piece the document writes again is not counted again
+
+    def tokens(self, start: int, end: int) -> int:
+        """`count(text[start:end])`, once per distinct piece of the document (a table's repeated lines, a footer
+        on every page, a clause written again: `count` depends on the piece's text only)."""
+        piece = self.text[start:end]
+        found = self._counts.get(piece)
+        if found is None:
+            found = self._counts[piece] = self.count(piece)
+        return found
 
     def pieces(self, start: int, end: int, level: int = 0) -> list[tuple[int, int, int]]:
         """(start, end, tokens) of pieces of `text[start:end]` that each fit the budget: paragraphs, sentences,
@@ -130,7 +140,7 @@ class Splitter:
         if level < 2 and len(spans) == 1 and spans[0] == (start, end):
             return self.pieces(start, end, level + 1)
         for a, b in spans:
-            tokens = self.count(self.text[a:b])
+            tokens = self.tokens(a, b)
             fits = tokens <= self.budget or b - a <= 1
             out.extend([(a, b, tokens)] if fits else self.pieces(a, b, min(level + 1, 2)))
         return out

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from schemas.grounding.locale import LANGUAGES, words
-from schemas.labels import LABELLED
+from schemas.labels import labelled_matches
 
 if TYPE_CHECKING:
     from schemas.grounding.index import DocumentIndex
@@ -88,7 +89,8 @@ class DocumentConcepts:
         self.document = document
         self.pattern, self.concept_of = phrases(tuple(lang for lang in languages if lang in LANGUAGES))
         # (the label's start, its value's start, its value's end) of each `label: value` pair
-        self.pairs = [(m.start("label"), m.start("value"), m.end("value")) for m in LABELLED.finditer(document)]
+        self.pairs = [(m.start("label"), m.start("value"), m.end("value")) for m in labelled_matches(document)]
+        self._value_starts = [value_start for _, value_start, _ in self.pairs]
         self._at: dict[int, str | None] = {}
         self._lines: dict[int, list[tuple[int, int, str | None]]] = {}
 
@@ -98,8 +100,12 @@ class DocumentConcepts:
             return None
         if start not in self._at:
             window = self.document.rfind("\n", 0, start) + 1
-            for label_start, value_start, value_end in self.pairs:
-                if value_start <= start <= value_end and label_start >= window:
+            # the pairs are `LABELLED`'s matches in order, their values apart and increasing: the one pair whose
+            # value holds `start`, if any, is the last that starts at or before it
+            at = bisect_right(self._value_starts, start) - 1
+            if at >= 0:
+                label_start, _, value_end = self.pairs[at]
+                if start <= value_end and label_start >= window:
                     window = label_start
             found = [c for first, end, c in self._matches(window) if end <= start]
             self._at[start] = found[0] if found else None

@@ -20,20 +20,29 @@ from functools import lru_cache
 from schemas.grounding.locale import UNKNOWN, Locale, month_names
 
 DateReading = tuple[str, int, int]  # (YYYY-MM-DD, start, end)
-ISO = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
-NUMERIC = re.compile(r"(?<![\d.])(\d{1,2})([./-])(\d{1,2})\2(\d{4})(?!\d)")
-CJK = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*日")
+# Each pattern that starts at a digit opens with one (`\d`, not `\d{4}` nor a look-behind), so that `re` skips to
+# the next digit before trying it (a third of the time on a long document); the look-behind before the first digit
+# is made after it, one character wider: `(?<!\d)\d{4}` is `\d\d{3}(?<!\d\d{4})`, `(?<![\d.])\d` is
+# `\d(?<![\d.]\d)` (tests/unit/test_finders_same.py compares them with the patterns as first written).
+ISO = re.compile(r"(\d\d{3})(?<!\d\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
+NUMERIC = re.compile(r"(\d(?<![\d.]\d)\d?)([./-])(\d{1,2})\2(\d{4})(?!\d)")
+CJK = re.compile(r"(\d\d{3})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*日")
 DAY = r"(?P<d>\d{1,2})(?:\.|er|st|nd|rd|th|º|°)?"
+FIRST_DAY = r"(?P<d>\d(?<![\w.]\d)\d?)(?:\.|er|st|nd|rd|th|º|°)?"  # `(?<![\w.])` and `DAY`, made as above
 YEAR = r"(?P<y>\d{4})"
 
 
 @lru_cache(maxsize=16)
 def _named(languages: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """(day month year, month day year) patterns over the languages' month names."""
-    names = "|".join(re.escape(n) for n in sorted(month_names(languages), key=len, reverse=True))
+    listed = sorted(month_names(languages), key=len, reverse=True)
+    names = "|".join(re.escape(n) for n in listed)
     month = rf"(?P<m>{names})\.?"
-    day_first = re.compile(rf"(?<![\w.]){DAY}\s*(?:de\s+|of\s+)?(?i:{month}),?\s*(?:de\s+)?{YEAR}(?!\d)")
-    month_first = re.compile(rf"(?<![^\W\d_])(?i:{month})\s+{DAY},?\s*{YEAR}(?!\d)")
+    day_first = re.compile(rf"{FIRST_DAY}\s*(?:de\s+|of\s+)?(?i:{month}),?\s*(?:de\s+)?{YEAR}(?!\d)")
+    # a month name's first letter looked for before its names are tried one by one (a third of a long document's
+    # dates); `(?i:[...])` matches what `(?i:name)` matches of that letter
+    initials = "".join(sorted({re.escape(n[0]) for n in listed if n}))
+    month_first = re.compile(rf"(?<![^\W\d_])(?=(?i:[{initials}]))(?i:{month})\s+{DAY},?\s*{YEAR}(?!\d)")
     return day_first, month_first
 
 

@@ -78,28 +78,60 @@ def _unnumbered(value: str) -> str:
 def spans(text: str, max_words: int = MAX_WORDS) -> list[str]:
     """Every run of up to `max_words` consecutive words inside one sentence of a cell, as the text writes it, with
     and without the punctuation around it (and a last word's possessive `'s`). Words are cut at spaces and em
-    dashes (`WORD`)."""
+    dashes (`WORD`).
+
+    The most of grounding's CPU on a long document (a 7,000-character window: ~12,000 runs), so made as cheaply as
+    the same list allows: a sentence the text writes again adds nothing new (its runs are all in the list already,
+    and the list keeps each run's first appearance), and a run whose first word starts and whose last word ends
+    with no punctuation (nor `#`, nor a possessive) is added once, as `_span_forms` would add it three times."""
     out: list[str] = []  # in order of first appearance, repeats and empty strings dropped at the end
     add = out.append
+    seen: set[str] = set()
     for cell in sentences_of(text):
+        if cell in seen:  # its runs are in `out` already
+            continue
+        seen.add(cell)
         bounds = [m.span() for m in WORD.finditer(cell)]
+        ends = [end for _, end in bounds]
+        # a run plain at its start (first word) and at its end (last word) is its own stripped forms
+        plain_end = [cell[end - 1] not in EDGE_PUNCTUATION and not cell[start:end].endswith(POSSESSIVE)
+                     for start, end in bounds]
         for i, (start, _) in enumerate(bounds):
-            for _, end in bounds[i:i + max_words]:
-                span = cell[start:end]
-                right = span.rstrip(EDGE_PUNCTUATION)
-                stripped = right.lstrip(EDGE_PUNCTUATION)  # span.strip(EDGE_PUNCTUATION)
-                add(span)
-                add(right)
-                add(stripped)
-                if stripped[:1] == "#" and stripped[1:2].isalnum():  # `_unnumbered`
-                    add(stripped[1:].strip(EDGE_PUNCTUATION))
-                if stripped.endswith(POSSESSIVE):
-                    add(stripped[:-2])
-                if span[-1:] in "\"'”’" and span[-2:-1] in ")]}":  # `"... (2022 Edition)"` ends at its bracket
-                    add(span.strip(EDGE_BUT_BRACKETS))
+            last = i + max_words
+            if cell[start] not in _NOT_PLAIN_START:
+                if all(plain_end[i:last]):
+                    out += [cell[start:end] for end in ends[i:last]]
+                    continue
+                for j, end in enumerate(ends[i:last], i):
+                    if plain_end[j]:
+                        add(cell[start:end])
+                    else:
+                        _span_forms(cell[start:end], add)
+            else:
+                for end in ends[i:last]:
+                    _span_forms(cell[start:end], add)
     found = dict.fromkeys(out)
     found.pop("", None)
     return list(found)
+
+
+_NOT_PLAIN_START = frozenset(EDGE_PUNCTUATION + "#")
+
+
+def _span_forms(span: str, add: Callable[[str], None]) -> None:
+    """One run's forms for `spans`: as written, without the punctuation after it, without that around it, and
+    without a number sign, a possessive or the quotes around a bracket's end."""
+    right = span.rstrip(EDGE_PUNCTUATION)
+    stripped = right.lstrip(EDGE_PUNCTUATION)  # span.strip(EDGE_PUNCTUATION)
+    add(span)
+    add(right)
+    add(stripped)
+    if stripped[:1] == "#" and stripped[1:2].isalnum():  # `_unnumbered`
+        add(stripped[1:].strip(EDGE_PUNCTUATION))
+    if stripped.endswith(POSSESSIVE):
+        add(stripped[:-2])
+    if span[-1:] in "\"'”’" and span[-2:-1] in ")]}":  # `"... (2022 Edition)"` ends at its bracket
+        add(span.strip(EDGE_BUT_BRACKETS))
 
 
 def cells(text: str) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
@@ -65,6 +66,8 @@ class DocumentIndex:
                 for value, _, _ in self.readings(kind):
                     found.setdefault(value if isinstance(value, str) else repr(float(value)), value)
                 self._values[kind] = list(found.values())
+            elif kind == "code":  # `finders.codes`: the words, then the currencies (each read once)
+                self._values[kind] = list(dict.fromkeys([*self.values("word"), *self.values("currency")]))
             else:
                 self._values[kind] = self.finder(kind)(self.document)
         return self._values[kind]
@@ -112,12 +115,15 @@ class DocumentIndex:
             return set(), {}
         free: set[str] = set()
         under: dict[str, list[set[str]]] = {}
+        # the labelled values are `LABELLED`'s matches in order, apart and not empty: the one that may hold a
+        # reading is the last that starts at or before it (each reading looked up, not every value read)
+        firsts = [first for _, first, _ in regions]
         for value, start, end in self.readings(kind):
             key = json.dumps(value)
-            inside = [words for words, first, last in regions if first <= start and end <= last]
-            for words in inside:
-                under.setdefault(key, []).append(words)
-            if not inside:
+            at = bisect_right(firsts, start) - 1
+            if at >= 0 and end <= regions[at][2]:
+                under.setdefault(key, []).append(regions[at][0])
+            else:
                 free.add(key)
         return free, under
 

@@ -89,7 +89,13 @@ def resolve(setting: str | Locale | None, document: str) -> Locale:
 
 def detect(document: str) -> Locale:
     """The document's language among `LANGUAGES` (lingua, first 2,000 characters), or UNKNOWN."""
-    sample = document[:2000]
+    return _detected(document[:2000])
+
+
+@lru_cache(maxsize=4)
+def _detected(sample: str) -> Locale:
+    """`detect` of a document's first 2,000 characters: a windowed document's first window and the whole document
+    (its merged record's spans) begin alike, and are detected once."""
     if not re.search(r"[^\W\d_]{3}", sample):
         return UNKNOWN
     found = _detector().detect_language_of(sample)

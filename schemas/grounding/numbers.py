@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from schemas.cells import PER_TEXT_KEPT
 from schemas.grounding.locale import LANGUAGES, UNKNOWN, Locale, likely_territory, words
 
 Reading = tuple[float | int, int, int]  # (value, start, end)
@@ -32,8 +33,7 @@ GROUPED = re.compile(r"\d{1,3}(?:(?P<g>[.,'’ \u00a0\u202f])\d{3})(?:(?P=g)\d{3
 
 def readings(text: str, locale: Locale = UNKNOWN) -> list[Reading]:
     """Every number the text writes, each reading of it, with its offsets, in order."""
-    tokens = [(m.group(), m.start(), m.end() - len(m.group("dash") or ""), bool(m.group("dash")))
-              for m in TOKEN.finditer(text)]
+    tokens = _tokens(text)
     decimal = locale.decimal or evidence([t for t, *_ in tokens])
     found: list[Reading] = []
     for _token, start, end, dashed in tokens:
@@ -49,6 +49,14 @@ def readings(text: str, locale: Locale = UNKNOWN) -> list[Reading]:
         if any(c in SPACE for c in written) and locale.decimal is None:
             found.extend(_pieces(written, start))  # `2 100.00` may be a quantity and a price
     return found
+
+
+@lru_cache(maxsize=PER_TEXT_KEPT)
+def _tokens(text: str) -> tuple[tuple[str, int, int, bool], ...]:
+    """(the token as written, its start, its end without a `,-`, whether it has one) of each `TOKEN` the text writes:
+    scanned once per text (a document's decimal mark, `decimal_mark`, and its readings read the same tokens)."""
+    return tuple((m.group(), m.start(), m.end() - len(m.group("dash") or ""), bool(m.group("dash")))
+                 for m in TOKEN.finditer(text))
 
 
 # A Chinese or Japanese multiplier after the digits (DeepJSONEval zh dev: players `1750万`, 4 of 446 gold leaves)
@@ -77,7 +85,7 @@ def _unique(values) -> list[float | int]:
 
 def decimal_mark(text: str) -> str | None:
     """The decimal mark the text's unambiguous numbers use, or None (`evidence`)."""
-    return evidence([m.group() for m in TOKEN.finditer(text)])
+    return evidence([t for t, *_ in _tokens(text)])
 
 
 def evidence(tokens: list[str]) -> str | None:
@@ -188,11 +196,27 @@ def currency_pattern(languages: tuple[str, ...]) -> re.Pattern[str]:
     alpha = [re.escape(s) for s in symbols if s[-1].isalpha()]
     other = [re.escape(s) for s in symbols if not s[-1].isalpha()]
     names = sorted({n for lang in languages for n in words(lang)["currency_names"]}, key=len, reverse=True)
-    word_like = "|".join([*alpha, *(re.escape(n) for n in names if n[0].isalpha() and n.isascii())])
-    loose = "|".join([*other, *(re.escape(n) for n in names if not n.isascii())])
+    word_like = [*alpha, *(re.escape(n) for n in names if n[0].isalpha() and n.isascii())]
+    loose = [*other, *(re.escape(n) for n in names if not n.isascii())]
+    # A mark's first character looked for before its alternatives are tried one by one (half a long document's
+    # currency scan): a loose one's, a code's (`[A-Z]`) or, as `(?i:...)` matches it, a word-like one's
+    initials = rf"(?=[{_initials(loose)}A-Z]|(?i:[{_initials(word_like)}]))"
     # `[A-Z]{3}` stands for the ISO codes: `_code_of` keeps those that are codes (an alternation of all 300 was
     # most of grounding's cost per document)
-    return re.compile(rf"(?P<cur>{loose}|\b(?:[A-Z]{{3}}|(?i:{word_like}))(?![^\W\d_]))")
+    marks = rf"{'|'.join(loose)}|\b(?:[A-Z]{{3}}|(?i:{'|'.join(word_like)}))(?![^\W\d_])"
+    return re.compile(rf"{initials}(?P<cur>{marks})")
+
+
+def _initials(escaped: list[str]) -> str:
+    """The first characters of regular expressions of literal text (`re.escape`d), for a character class."""
+    return "".join(sorted({e[:2] if e[:1] == "\\" else e[:1] for e in escaped if e}))
+
+
+@lru_cache(maxsize=PER_TEXT_KEPT)
+def _marks(text: str, languages: tuple[str, ...]) -> tuple[tuple[str, int, int], ...]:
+    """(the mark, its start, its end) of each `currency_pattern` match: scanned once per text and languages (a
+    document's currencies and its amounts, `_beside_marks`, read the same marks)."""
+    return tuple((m.group("cur"), m.start(), m.end()) for m in currency_pattern(languages).finditer(text))
 
 
 @lru_cache(maxsize=4096)
@@ -213,8 +237,7 @@ def currencies(text: str, locale: Locale = UNKNOWN) -> list[str]:
     USD then the other dollars, unless the document writes one of them as a code or a set territory decides
     (en_CA's `$` is CAD). The rule that a written code decides a symbol was chosen on the English sample (its
     `$` invoices write `USD` or `CAD` too); on the issue-54 report's European documents it changes nothing."""
-    readings_ = [codes for m in currency_pattern(locale.languages).finditer(text)
-                 if (codes := _code_of(m.group("cur"), locale.languages))]
+    readings_ = [codes for mark, _, _ in _marks(text, locale.languages) if (codes := _code_of(mark, locale.languages))]
     sure = {codes[0] for codes in readings_ if len(codes) == 1}
     found: list[str] = []
     for codes in readings_:
@@ -262,10 +285,9 @@ def _beside_marks(text: str, locale: Locale) -> tuple[set[int], set[int]]:
     space after it, right before one or one space before it; never across a newline."""
     starts: set[int] = set()
     ends: set[int] = set()
-    for match in currency_pattern(locale.languages).finditer(text):
-        if not _code_of(match.group("cur"), locale.languages):
+    for mark, start, end in _marks(text, locale.languages):
+        if not _code_of(mark, locale.languages):
             continue
-        start, end = match.start(), match.end()
         starts.update((end, end + 1) if text[end:end + 1] in SPACE and text[end:end + 1] else (end,))
         ends.update((start, start - 1) if start and text[start - 1] in SPACE else (start,))
     return starts, ends

@@ -70,11 +70,18 @@ def placeholders(candidates: list[Any], field: FieldContext, index: DocumentInde
         if field.nullable else set()
     if not labels and not empty:
         return list(candidates)
+    # a string's verdict depends on it, the document's labels and placeholders only: kept per document and
+    # nullability (a document's text fields screen much the same candidates, each field in turn)
+    dropped: dict[str, bool] = index.cached(("placeholder verdicts", bool(empty)), dict)
     kept = []
     for c in candidates:
         if isinstance(c, str):
-            stripped = c.strip()
-            if stripped.rstrip(":#").strip().casefold() in labels or (empty and stripped.casefold() in empty):
+            drop = dropped.get(c)
+            if drop is None:
+                stripped = c.strip()
+                drop = dropped[c] = stripped.rstrip(":#").strip().casefold() in labels or \
+                    bool(empty) and stripped.casefold() in empty
+            if drop:
                 continue
         kept.append(c)
     return kept

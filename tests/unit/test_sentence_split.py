@@ -157,3 +157,46 @@ def test_another_pysbd_gets_its_own_segmenter(monkeypatch):
     assert type(sentence_split.segmenter("en")) is not pysbd.Segmenter  # the checked version: the faster one
     monkeypatch.setattr(pysbd, "__version__", "0.4.0")
     assert type(sentence_split.segmenter("en")) is pysbd.Segmenter
+
+
+def test_abbreviations_at_a_words_start_are_pysbds_matches():
+    """`_at_word_start` (the text's start, then a pattern opening with `\\s`) finds what pysbd's pattern finds, and
+    its next-word search is skipped only where pysbd's would find nothing."""
+    from pysbd.languages import Language
+
+    from workers.sentence_split import _at_word_start
+
+    abbreviations = {a.strip() for code in ("en", "zh")
+                     for a in Language.get_language_code(code).Abbreviation.ABBREVIATIONS}
+    texts = [*WRITTEN, "co. Co co\tCO. co\nco x{co} y{co} Z", "Co. first", "e.g. first\ne.g. second eXg x", "a",
+             "\u212aM. km. \u017ft. St. ſt.", *job_documents()[:40]]
+    checked = 0
+    for text in texts:
+        for stripped in abbreviations:
+            found = _at_word_start(stripped, text)
+            assert found == re.findall(rf"(?:^|\s|\r|\n){stripped}", text, flags=re.IGNORECASE), (stripped, text)
+            checked += bool(found)
+            if "{" + stripped + "} " not in text:  # the shortcut's condition: pysbd's search finds nothing
+                assert re.findall(r"(?<={" + str(re.escape(stripped)) + "} ).{1}", text) == []
+    assert checked > 200
+
+
+def test_a_list_scan_is_skipped_only_where_pysbd_finds_nothing():
+    """`_none_found` says "nothing" for pysbd's list patterns exactly where `re.findall` finds nothing; for any
+    other pattern it never does."""
+    from pysbd.lists_item_replacer import ListItemReplacer as Items
+
+    from workers.sentence_split import _none_found
+
+    lists = ["1. One 2. Two 3. Three", "a. first b. second", "(a) first (b) second", "a) x b) y", "i. one ii. two",
+             "(iv) four (v) five", "x1. y 12. z -3. w ⁃4) v s-5) u", "9. nine\n10. ten", "ab) c", "a.b", "a. ", ".a.",
+             "1.", "12.)", " 7.\t", "abc", "", ")", ".", "(z)", "Zz) Aa. Ab)", "١. ٢. arabic digits", "e.g. i.e. etc."]
+    texts = [*lists, *(t.replace("\n", "\r") for t in [*WRITTEN, *job_documents()[:80]])]
+    found_some = 0
+    for regex in (Items.NUMBERED_LIST_REGEX_1, Items.ALPHABETICAL_LIST_WITH_PERIODS,
+                  Items.ALPHABETICAL_LIST_WITH_PARENS):
+        for text in texts:
+            assert _none_found(regex, text) == (not re.findall(regex, text)), (regex[:30], text[:60])
+            found_some += bool(re.findall(regex, text))
+    assert found_some > 20
+    assert not _none_found(Items.NUMBERED_LIST_PARENS_REGEX, "no list here")  # another pattern: pysbd decides

@@ -246,3 +246,26 @@ def test_validate_says_which_window_it_will_use(tmp_path):
     refusing = window_line(load_config(tmp_path / "extract.yaml", {"input.long_documents": "dead_letter",
                                                                     "model.max_model_len": 2048}))
     assert "max_model_len 2048 (model.max_model_len)" in refusing and "input_too_long" in refusing
+
+
+def test_a_piece_the_document_writes_again_is_counted_once_and_the_windows_do_not_change():
+    """A repeated paragraph (a footer, a table's header line, a clause written again) is counted once per document:
+    the same windows as a splitter that counts every piece."""
+    footer = "Acme Corp, 1 Main St. Page footer written on every page."
+    text = "\n\n".join(f"{PARAGRAPH} Item {i}.\n\n{footer}" for i in range(12)) + "\n\n" + " ".join([PARAGRAPH] * 6)
+    counted: list[str] = []
+
+    def count(piece: str) -> int:
+        counted.append(piece)
+        return by_words(piece)
+
+    class EveryPiece(Splitter):  # counts each piece every time it meets it
+        def tokens(self, start: int, end: int) -> int:
+            return self.count(self.text[start:end])
+
+    policy = WindowPolicy(overlap=0.1)
+    fits = lambda a, b: by_words(text[a:b]) <= 40  # noqa: E731
+    windows = Splitter(text, 40, policy, count, fits).windows()
+    assert len(counted) == len(set(counted))  # each distinct piece once
+    assert sum(p.startswith(footer[:10]) for p in counted) == 1  # the footer's paragraph once, not 12 times
+    assert windows == EveryPiece(text, 40, policy, by_words, fits).windows() and len(windows) > 5
