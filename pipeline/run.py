@@ -428,16 +428,21 @@ def _stream(
     dataset = build_dataset(loaded.config.workers, units, in_storage, id_field, spec, stats, routes, slices)
     gc.freeze()  # the modules and the plan live as long as the run: full collections of the stream skip them
     done = dead = batches = 0
-    for batch in outcome_batches(dataset):
-        log.debug("driver.batch", rows=batch.num_rows, unix=round(time.time(), 3))
-        for unit_id, piece in unit_pieces(batch):
-            books.take(unit_id, piece)
-        done += batch.num_rows
-        dead += pc.sum(pc.not_equal(batch.column(Col.KIND), Kind.ROW.value)).as_py() or 0
-        progress.see(batch)
-        progress.update(done, dead)
-        if (batches := batches + 1) % RELEASE_EVERY == 0:
-            release_memory()
+    stream = outcome_batches(dataset)
+    try:
+        for batch in stream:
+            log.debug("driver.batch", rows=batch.num_rows, unix=round(time.time(), 3))
+            for unit_id, piece in unit_pieces(batch):
+                books.take(unit_id, piece)
+            done += batch.num_rows
+            dead += pc.sum(pc.not_equal(batch.column(Col.KIND), Kind.ROW.value)).as_py() or 0
+            progress.see(batch)
+            progress.update(done, dead)
+            if (batches := batches + 1) % RELEASE_EVERY == 0:
+                release_memory()
+    finally:
+        if hasattr(stream, "close"):  # a unit pool's actors go now, not when the generator is collected
+            stream.close()
     books.check_complete()
 
 
@@ -555,10 +560,15 @@ def unit_pieces(batch: pa.Table) -> list[tuple[str, pa.Table]]:
 
 
 def outcome_batches(dataset: Any) -> Any:
-    """The actors' outcome tables, each as soon as its batch is done.
+    """The actors' outcome tables, each as soon as its unit (or, in a split run, its batch) is done: a one-pool
+    run's `pipeline.unit_pool.UnitPool` (its actors killed once the iteration is closed), or a Ray Data dataset.
 
     `prefetch_batches=0`: with Ray Data's default of 1, a finished batch reached the driver only when the
     next one finished (6.4 s later on the bench), so staging and progress lagged a batch behind."""
+    from pipeline.unit_pool import UnitPool
+
+    if isinstance(dataset, UnitPool):
+        return dataset.outcomes()
     return dataset.iter_batches(batch_format="pyarrow", batch_size=None, prefetch_batches=0)
 
 

@@ -276,6 +276,11 @@ class ExtractionActor:
             return pa.concat_tables([returned for returned, _ in done]).unify_dictionaries()
         return pa.concat_tables([returned if full is None else full for returned, full in done]).unify_dictionaries()
 
+    def unit(self, task: dict[str, Any]) -> pa.Table:
+        """One unit's description (a `pipeline.reader.read_tasks` dict), as the driver's unit pool sends it
+        (`pipeline.unit_pool`): read here into its documents (the actor's reader), run and staged; its receipt."""
+        return self(pa.Table.from_pylist([task]))
+
     def _batch(self, batch: pa.Table) -> tuple[pa.Table, pa.Table | None]:
         """What goes back for one batch (its receipt once its outcomes are staged, else its outcomes), and, with a
         receipt, the outcomes with their `_slice` column (else None)."""

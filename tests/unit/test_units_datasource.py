@@ -41,21 +41,20 @@ def test_one_read_task_per_unit_whatever_the_parallelism_each_reading_its_rows(t
     assert [(s.start, s.stop) for s in first] == [(0, 8)] * 8 + [(8, 16)] * 8  # each batch's slice named
 
 
-def test_without_a_reader_each_read_task_returns_its_units_description_whatever_its_documents(tmp_path):
-    """The actors read their units (`pipeline.dataflow`: the one-pool run): what a read task returns, and so what
-    passes through the driver's memory store per unit, is one row describing the unit, the same size for documents
-    of 10 characters or 10,000; the actor's reader turns it into the documents."""
+def test_a_units_description_is_the_same_size_whatever_its_documents_and_reads_into_them(tmp_path):
+    """The actors read their units (`pipeline.unit_pool`: the one-pool run): what the driver sends per unit is its
+    read task's description, the same size for documents of 10 characters or 10,000; the actor turns it into one
+    row (`ExtractionActor.unit`) and its reader into the documents."""
     sizes = []
     for length in (10, 10_000):
         path = str(tmp_path / f"docs-{length}.parquet")
         pq.write_table(pa.table({"doc_id": [f"d{i}" for i in range(32)], "text": ["x" * length] * 32}), path)
         units = [Unit("", path, 0, 0, 16, "v"), Unit("", path, 0, 16, 32, "v")]
         tasks = read_tasks(units, 4, lambda u, start, stop: f"/stage/{slice_name(u.id, start, stop)}")
-        described = [t.read_fn() for t in UnitsDatasource(tasks, None).get_read_tasks(1)]
-        assert [len(b) for b in described] == [1, 1] and all(b[0].num_rows == 1 for b in described)
-        assert "text" not in described[0][0].column_names
-        sizes.append(sum(b[0].nbytes for b in described) - sum(len(t["path"]) for t in tasks))
-        documents = reader()(pa.concat_tables([b[0] for b in described]))  # what the actor reads them into
+        described = [pa.Table.from_pylist([task]) for task in tasks]
+        assert len(described) == 2 and all(d.num_rows == 1 and "text" not in d.column_names for d in described)
+        sizes.append(sum(d.nbytes for d in described) - sum(len(t["path"]) for t in tasks))
+        documents = reader()(pa.concat_tables(described))  # what the actor reads them into
         assert documents.column("doc_id").to_pylist() == [f"d{i}" for i in range(32)]
         assert set(documents.column("text").to_pylist()) == {"x" * length}
     assert sizes[0] == sizes[1]
