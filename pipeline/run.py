@@ -441,8 +441,7 @@ def _stream(
             if (batches := batches + 1) % RELEASE_EVERY == 0:
                 release_memory()
     finally:
-        if hasattr(stream, "close"):  # a unit pool's actors go now, not when the generator is collected
-            stream.close()
+        getattr(stream, "close", lambda: None)()  # a unit pool's actors go now, not when the generator is collected
     books.check_complete()
 
 
@@ -560,15 +559,11 @@ def unit_pieces(batch: pa.Table) -> list[tuple[str, pa.Table]]:
 
 
 def outcome_batches(dataset: Any) -> Any:
-    """The actors' outcome tables, each as soon as its unit (or, in a split run, its batch) is done: a one-pool
-    run's `pipeline.unit_pool.UnitPool` (its actors killed once the iteration is closed), or a Ray Data dataset.
+    """The actors' outcome tables, each as soon as its unit (or, in a split run, its batch) is done: from a
+    one-pool run's `pipeline.unit_pool.UnitPool` (its actors killed as the iteration closes) or a Ray Data dataset.
 
     `prefetch_batches=0`: with Ray Data's default of 1, a finished batch reached the driver only when the
     next one finished (6.4 s later on the bench), so staging and progress lagged a batch behind."""
-    from pipeline.unit_pool import UnitPool
-
-    if isinstance(dataset, UnitPool):
-        return dataset.outcomes()
     return dataset.iter_batches(batch_format="pyarrow", batch_size=None, prefetch_batches=0)
 
 

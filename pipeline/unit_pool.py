@@ -68,6 +68,10 @@ class UnitPool:
         )
         return [remote.remote(**self.actor_kwargs) for _ in range(self.workers.actors)]
 
+    def iter_batches(self, **_: Any) -> Iterator[pa.Table]:
+        """`outcomes()`, called as a Ray Data dataset's (`pipeline.run.outcome_batches` takes either)."""
+        return self.outcomes()
+
     def outcomes(self) -> Iterator[pa.Table]:
         """Each unit's outcome table (its receipt) as its actor returns it."""
         if not self.tasks:
