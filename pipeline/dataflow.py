@@ -7,12 +7,10 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import ray
-import ray.data
 import structlog
 
 from pipeline.config import WorkersConfig
@@ -28,6 +26,9 @@ from workers.extractor import BACKEND_COLUMN
 from workers.memory import read_sample
 from workers.spec import ExtractionSpec
 from workers.windows import window_policy
+
+if TYPE_CHECKING:
+    import ray.data
 
 log = structlog.get_logger(__name__)
 
@@ -147,6 +148,9 @@ def build_dataset(
                                   "journal": journal, "slices": slices.writer if slices else None,
                                   "reader": _reader(storage, id_field, spec, routes, split)},
                         actor_env(workers.gpus_per_actor))
+    import ray.data  # a split run's graph only: a one-pool driver never imports Ray Data (~0.5 s of CPU, ~100 MB)
+
+    logs.quiet_ray_data()
     ctx = ray.data.DataContext.get_current()
     # Outcomes flow to the driver as each batch finishes, not held back behind a slower earlier batch.
     # Batches are still dispatched in input order, so partitions complete about in order and the driver
@@ -174,6 +178,8 @@ def _tuned(setting: str, problem: str | None, warning: str) -> bool:
     if problem is None:
         return True
     if setting not in _warned:
+        import ray
+
         _warned.add(setting)
         log.warning(f"{warning}: {problem} (ray {ray.__version__}); the run goes on; workers/ray_compat.py "
                     f"{setting} needs this Ray's names for it")
@@ -244,6 +250,10 @@ def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, spec: Ex
     The tasks are a `UnitsDatasource`'s, not `from_items`' blocks: Ray Data keeps the metadata (with its schema) of
     every block `from_items` makes in the dataset's stats and pickles them all to its stats actor every 5 s while the
     driver iterates, a cost that grew with the units of the run (issue 57); a datasource's read tasks leave none."""
+    import ray.data
+
+    from pipeline.units_source import UnitsDatasource
+
     tasks = read_tasks(units, workers.batch_size)
     source = UnitsDatasource(tasks, _reader(storage, id_field, spec, routes, split))
     return ray.data.read_datasource(
@@ -254,38 +264,11 @@ def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, spec: Ex
     )
 
 
-class UnitsDatasource(ray.data.Datasource):
-    """Read tasks of `pipeline.reader.read_tasks`: each reads its batch's documents with `reader` (`read_units` for
-    the run), one block per task, whatever parallelism Ray Data asks for."""
-
-    def __init__(self, tasks: list[dict[str, Any]], reader: Callable[[pa.Table], pa.Table]) -> None:
-        self.tasks = tasks
-        self.reader = reader
-
-    NAME = "Units"  # Ray Data names its read operator "Read" + this
-
-    def get_name(self) -> str:
-        return self.NAME
-
-    def estimate_inmemory_data_size(self) -> int | None:
-        return None
-
-    def get_read_tasks(self, parallelism: int, **_: Any) -> list[ray.data.ReadTask]:
-        from ray.data.block import BlockMetadata
-
-        return [ray.data.ReadTask(functools.partial(_read_task, task, self.reader),
-                                  BlockMetadata(num_rows=task["stop"] - task["start"], size_bytes=None,
-                                                input_files=None, exec_stats=None))
-                for task in self.tasks]
-
-
-def _read_task(task: dict[str, Any], reader: Callable[[pa.Table], pa.Table]) -> list[pa.Table]:
-    return [reader(pa.Table.from_pylist([task]))]
-
-
 def _actor_pool(rows: ray.data.Dataset, workers: WorkersConfig, spec: ExtractionSpec, stats: Any,
                 journal: Any = None) -> ray.data.Dataset:
     """`rows` through a Ray Data pool of extraction actors for `spec` (its backend): a split run's."""
+    import ray.data
+
     resources = workers.ray_resources()
     return rows.map_batches(
         ExtractionActor,

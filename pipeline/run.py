@@ -84,8 +84,7 @@ def preflight(loaded: LoadedConfig, day: date | None = None) -> PartitionInput:
 
 
 def connect_ray() -> None:
-    import ray
-    import ray.data  # before quiet_driver, which quiets the console handler Ray Data installs at import
+    import ray  # not Ray Data: a one-pool run never needs it (a split run's graph imports it, `pipeline.dataflow`)
 
     if ray.is_initialized():
         return

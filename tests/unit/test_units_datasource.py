@@ -1,4 +1,4 @@
-"""Issue 57: the run's documents come from a datasource's read tasks (`pipeline.dataflow.UnitsDatasource`), one per
+"""Issue 57: the run's documents come from a datasource's read tasks (`pipeline.units_source.UnitsDatasource`), one per
 unit, not from `from_items` blocks, whose metadata Ray Data kept for the whole run and pickled every 5 s while the
 driver iterated. Each read task reads exactly its unit's rows, with the slice of each batch named."""
 
@@ -9,11 +9,11 @@ import functools
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.dataflow import UnitsDatasource
 from pipeline.output.slices import parse_slice, slice_name
 from pipeline.reader import SLICE_COLUMN, UNIT_COLUMN, read_tasks, read_units
 from pipeline.storage import LocalStorage
 from pipeline.units import Unit
+from pipeline.units_source import UnitsDatasource
 
 
 def reader():
