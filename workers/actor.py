@@ -1,4 +1,5 @@
-"""`ExtractionActor`: a Ray Data actor-pool UDF that owns one vLLM engine.
+"""`ExtractionActor`: an extraction actor that owns one vLLM engine: a Ray actor fed unit by unit by the driver
+(`unit`, `pipeline.unit_pool`: the one-pool run), or a Ray Data actor-pool UDF (`__call__`: a split run's pools).
 
 It builds the engine and pre-warms the job's compiled schema before it takes a batch, then hands
 each batch to a `BatchExtractor`, which returns one outcome line per input line, in order.
