@@ -36,7 +36,7 @@ from workers.engine.host import HostedEngine, shared_mode
 from workers.engine.vllm_engine import chat_token_ids
 from workers.extractor import BatchExtractor
 from workers.memory import keep_trimmed, measure_need, release_free_memory
-from workers.outcome import Col, Internal, is_receipt, receipt
+from workers.outcome import Col, Internal, is_receipt, receipt, to_ipc
 from workers.reporter import reporter_for
 from workers.spec import ExtractionSpec
 from workers.stages import batch_clock, timed
@@ -277,10 +277,11 @@ class ExtractionActor:
             return pa.concat_tables([returned for returned, _ in done]).unify_dictionaries()
         return pa.concat_tables([returned if full is None else full for returned, full in done]).unify_dictionaries()
 
-    def unit(self, task: dict[str, Any]) -> pa.Table:
+    def unit(self, task: dict[str, Any]) -> bytes:
         """One unit's description (a `pipeline.reader.read_tasks` dict), as the driver's unit pool sends it
-        (`pipeline.unit_pool`): read here into its documents (the actor's reader), run and staged; its receipt."""
-        return self(pa.Table.from_pylist([task]))
+        (`pipeline.unit_pool`): read here into its documents (the actor's reader), run and staged; its receipt (or
+        its outcomes in full, where a slice could not be written) as Arrow IPC bytes (`workers.outcome.to_ipc`)."""
+        return to_ipc(self(pa.Table.from_pylist([task])))
 
     def _batch(self, batch: pa.Table) -> tuple[pa.Table, pa.Table | None]:
         """What goes back for one batch (its receipt once its outcomes are staged, else its outcomes), and, with a
