@@ -12,7 +12,9 @@ active threads) into OUT/py-spy.txt (collapsed stacks) and OUT/py-spy-top.txt (C
 and total, per thread).
 `--cprofile` runs the driver under cProfile timed by `time.thread_time` (its main thread's own CPU, not the
 other threads'), into OUT/driver.prof and OUT/driver-prof.txt (by own time, then by cumulative time).
-Writes OUT/result.json (totals, per-thread CPU, RSS peaks) and OUT/samples.json (the RSS series).
+Writes OUT/result.json (totals, per-thread CPU, RSS peaks), OUT/samples.json (the RSS series) and
+OUT/cpu-series.json (every thread's CPU so far, every 2 s, and the threads' names: split a run into its start-up,
+its streaming and its commit).
 """
 
 from __future__ import annotations
