@@ -7,12 +7,10 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import ray
-import ray.data
 import structlog
 
 from pipeline.config import WorkersConfig
@@ -20,6 +18,7 @@ from pipeline.reader import read_tasks, read_units
 from pipeline.routing import SchemaRoutes
 from pipeline.stage_config import ActorConfig
 from pipeline.storage import Storage
+from pipeline.unit_pool import UnitPool
 from pipeline.units import Unit
 from workers import logs, ray_compat
 from workers.actor import ExtractionActor
@@ -27,6 +26,9 @@ from workers.extractor import BACKEND_COLUMN
 from workers.memory import read_sample
 from workers.spec import ExtractionSpec
 from workers.windows import window_policy
+
+if TYPE_CHECKING:
+    import ray.data
 
 log = structlog.get_logger(__name__)
 
@@ -123,17 +125,32 @@ def build_dataset(
     stats: Any,
     routes: SchemaRoutes | None = None,
     slices: SliceStaging | None = None,
-) -> ray.data.Dataset:
-    """Documents → one extraction actor pool per backend in use → outcomes.
+) -> UnitPool | ray.data.Dataset:
+    """Documents → one extraction actor pool per backend in use → outcomes (`pipeline.run.outcome_batches`).
 
-    With one backend (the usual case) there is one pool, and with `slices` its actors stage each batch they finish
-    (`pipeline.output.slices`), and the rows earlier slices hold are not read. With two, rows carry `_backend` and
-    each pool takes its own; the driver's per-unit accounting does not mind a unit's outcomes coming in parts.
+    With one backend (the usual case) there is one pool, fed unit by unit by the driver (`pipeline.unit_pool`,
+    no Ray Data), and with `slices` its actors stage each batch they finish (`pipeline.output.slices`), and the
+    rows earlier slices hold are not read. With two, a Ray Data graph: rows carry `_backend` and each pool takes
+    its own; the driver's per-unit accounting does not mind a unit's outcomes coming in parts.
     `workers`: the job's `workers` section, all the graph reads of the job besides `spec`."""
     # The input's sizing document for the actors' CPU KV cache (workers.memory): read once, here.
     spec = dataclasses.replace(spec, kv_sample=read_sample(storage, units, spec, cpu=not workers.gpus_per_actor))
     routes = routes or SchemaRoutes(default=spec.backend)
     split = len(routes.backends) > 1
+    # A document that kills its actor is isolated and dead-lettered (workers.crashes); that takes restarts.
+    journal = stats if workers.max_restarts else None  # the run's desk keeps the journal too (pipeline.stats)
+    if not split:
+        # One pool (the usual run): the driver hands each unit's description to an actor, which reads, runs and
+        # stages it and returns its receipt (`pipeline.unit_pool`); the documents never pass through the driver.
+        return UnitPool(read_tasks(units, workers.batch_size, slices.path if slices else None,
+                                   slices.covered if slices else None),
+                        workers, {"spec": dataclasses.replace(spec, backend=routes.default), "stats": stats,
+                                  "journal": journal, "slices": slices.writer if slices else None,
+                                  "reader": _reader(storage, id_field, spec, routes, split)},
+                        actor_env(workers.gpus_per_actor))
+    import ray.data  # a split run's graph only: a one-pool driver never imports Ray Data (~0.5 s of CPU, ~100 MB)
+
+    logs.quiet_ray_data()
     ctx = ray.data.DataContext.get_current()
     # Outcomes flow to the driver as each batch finishes, not held back behind a slower earlier batch.
     # Batches are still dispatched in input order, so partitions complete about in order and the driver
@@ -143,16 +160,7 @@ def build_dataset(
     slow_scheduler_tick()
     slow_output_poll()
     bound_block_stats()
-    staging = slices if not split else None  # a split run filters each batch per pool: no batch is one range
-    # With slices (one pool) the actors read their units themselves: the read tasks hand them each unit's
-    # description, and the documents never pass through the driver (`_documents`).
-    reader = _reader(storage, id_field, spec, routes, split) if staging else None
-    documents = _documents(units, storage, id_field, spec, workers, routes, split, staging, reader)
-    # A document that kills its actor is isolated and dead-lettered (workers.crashes); that takes restarts.
-    journal = stats if workers.max_restarts else None  # the run's desk keeps the journal too (pipeline.stats)
-    if not split:
-        return _actor_pool(documents, workers, dataclasses.replace(spec, backend=routes.default), stats, journal,
-                           staging.writer if staging else None, reader)
+    documents = _documents(units, storage, id_field, spec, workers, routes, split)
     branches = [_actor_pool(documents.map_batches(_only_backend, fn_kwargs={"backend": b}, batch_size=None,
                                                   batch_format="pyarrow", num_cpus=READ_TASK_CPUS),
                             workers, dataclasses.replace(spec, backend=b), stats, journal)
@@ -170,6 +178,8 @@ def _tuned(setting: str, problem: str | None, warning: str) -> bool:
     if problem is None:
         return True
     if setting not in _warned:
+        import ray
+
         _warned.add(setting)
         log.warning(f"{warning}: {problem} (ray {ray.__version__}); the run goes on; workers/ray_compat.py "
                     f"{setting} needs this Ray's names for it")
@@ -233,26 +243,19 @@ def _reader(storage: Storage, id_field: pa.Field, spec: ExtractionSpec, routes: 
 
 
 def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, spec: ExtractionSpec,
-               workers: WorkersConfig, routes: SchemaRoutes, split: bool,
-               slices: SliceStaging | None = None, reader: Callable[[pa.Table], pa.Table] | None = None,
-               ) -> ray.data.Dataset:
-    """The units' documents. With `slices`, one read task (so one block) per unit, or per range of it no earlier
-    slice holds, each row naming the slice file of its batch: the actor runs the block batch by batch
-    (`workers.actor`), and separate blocks are what is in flight in an actor at once; the rows the slices of
-    earlier runs hold are left out. Without (`split`: each row carries the backend its schema routes to), one read
-    task per batch, since each pool filters its rows out of every block.
+               workers: WorkersConfig, routes: SchemaRoutes, split: bool) -> ray.data.Dataset:
+    """The units' documents for a split run (each row carries the backend its schema routes to): one read task per
+    batch, since each pool filters its rows out of every block.
 
     The tasks are a `UnitsDatasource`'s, not `from_items`' blocks: Ray Data keeps the metadata (with its schema) of
     every block `from_items` makes in the dataset's stats and pickles them all to its stats actor every 5 s while the
-    driver iterates, a cost that grew with the units of the run (issue 57); a datasource's read tasks leave none.
+    driver iterates, a cost that grew with the units of the run (issue 57); a datasource's read tasks leave none."""
+    import ray.data
 
-    With `reader` (the actors read their units: `_actor_pool`), each read task returns its unit's description
-    only (one row: file, row group, rows, slices), not its documents: a read task's output, under Ray's 100 KB
-    inline limit, is returned into the driver's memory store and copied from there into the actor task, so a
-    unit's documents (~45 KB at the defaults) passed through the driver, about half of its memory growth per
-    document at 10^6 documents (issue 57)."""
-    tasks = read_tasks(units, workers.batch_size, slices.path if slices else None, slices.covered if slices else None)
-    source = UnitsDatasource(tasks, None if reader is not None else _reader(storage, id_field, spec, routes, split))
+    from pipeline.units_source import UnitsDatasource
+
+    tasks = read_tasks(units, workers.batch_size)
+    source = UnitsDatasource(tasks, _reader(storage, id_field, spec, routes, split))
     return ray.data.read_datasource(
         source,
         override_num_blocks=max(len(tasks), 1),
@@ -261,45 +264,15 @@ def _documents(units: list[Unit], storage: Storage, id_field: pa.Field, spec: Ex
     )
 
 
-class UnitsDatasource(ray.data.Datasource):
-    """Read tasks of `pipeline.reader.read_tasks`: each reads its unit's (or batch's) documents with `reader`
-    (`read_units` for the run), one block per task, whatever parallelism Ray Data asks for; without a reader, each
-    returns its task's description (one row), for an actor that reads the documents itself."""
-
-    def __init__(self, tasks: list[dict[str, Any]], reader: Callable[[pa.Table], pa.Table] | None) -> None:
-        self.tasks = tasks
-        self.reader = reader
-
-    NAME = "Units"  # Ray Data names its read operator "Read" + this
-
-    def get_name(self) -> str:
-        return self.NAME
-
-    def estimate_inmemory_data_size(self) -> int | None:
-        return None
-
-    def get_read_tasks(self, parallelism: int, **_: Any) -> list[ray.data.ReadTask]:
-        from ray.data.block import BlockMetadata
-
-        return [ray.data.ReadTask(functools.partial(_read_task, task, self.reader),
-                                  BlockMetadata(num_rows=task["stop"] - task["start"] if self.reader else 1,
-                                                size_bytes=None, input_files=None, exec_stats=None))
-                for task in self.tasks]
-
-
-def _read_task(task: dict[str, Any], reader: Callable[[pa.Table], pa.Table] | None) -> list[pa.Table]:
-    described = pa.Table.from_pylist([task])
-    return [reader(described) if reader is not None else described]
-
-
 def _actor_pool(rows: ray.data.Dataset, workers: WorkersConfig, spec: ExtractionSpec, stats: Any,
-                journal: Any = None, slices: Any = None, reader: Any = None) -> ray.data.Dataset:
-    """`rows` through a pool of extraction actors for `spec` (its backend); with `reader`, `rows` are read tasks'
-    descriptions, each read into its documents by the actor (`_documents`)."""
+                journal: Any = None) -> ray.data.Dataset:
+    """`rows` through a Ray Data pool of extraction actors for `spec` (its backend): a split run's."""
+    import ray.data
+
     resources = workers.ray_resources()
     return rows.map_batches(
         ExtractionActor,
-        fn_constructor_kwargs={"spec": spec, "stats": stats, "journal": journal, "slices": slices, "reader": reader},
+        fn_constructor_kwargs={"spec": spec, "stats": stats, "journal": journal},
         # Each block is one batch already (one read task per batch, above). A batch size here would make
         # Ray Data bundle blocks up to it, e.g. a short last block with a full one, run as one task.
         batch_size=None,

@@ -84,8 +84,7 @@ def preflight(loaded: LoadedConfig, day: date | None = None) -> PartitionInput:
 
 
 def connect_ray() -> None:
-    import ray
-    import ray.data  # before quiet_driver, which quiets the console handler Ray Data installs at import
+    import ray  # not Ray Data: a one-pool run never needs it (a split run's graph imports it, `pipeline.dataflow`)
 
     if ray.is_initialized():
         return
@@ -428,16 +427,20 @@ def _stream(
     dataset = build_dataset(loaded.config.workers, units, in_storage, id_field, spec, stats, routes, slices)
     gc.freeze()  # the modules and the plan live as long as the run: full collections of the stream skip them
     done = dead = batches = 0
-    for batch in outcome_batches(dataset):
-        log.debug("driver.batch", rows=batch.num_rows, unix=round(time.time(), 3))
-        for unit_id, piece in unit_pieces(batch):
-            books.take(unit_id, piece)
-        done += batch.num_rows
-        dead += pc.sum(pc.not_equal(batch.column(Col.KIND), Kind.ROW.value)).as_py() or 0
-        progress.see(batch)
-        progress.update(done, dead)
-        if (batches := batches + 1) % RELEASE_EVERY == 0:
-            release_memory()
+    stream = outcome_batches(dataset)
+    try:
+        for batch in stream:
+            log.debug("driver.batch", rows=batch.num_rows, unix=round(time.time(), 3))
+            for unit_id, piece in unit_pieces(batch):
+                books.take(unit_id, piece)
+            done += batch.num_rows
+            dead += pc.sum(pc.not_equal(batch.column(Col.KIND), Kind.ROW.value)).as_py() or 0
+            progress.see(batch)
+            progress.update(done, dead)
+            if (batches := batches + 1) % RELEASE_EVERY == 0:
+                release_memory()
+    finally:
+        getattr(stream, "close", lambda: None)()  # a unit pool's actors go now, not when the generator is collected
     books.check_complete()
 
 
@@ -555,7 +558,8 @@ def unit_pieces(batch: pa.Table) -> list[tuple[str, pa.Table]]:
 
 
 def outcome_batches(dataset: Any) -> Any:
-    """The actors' outcome tables, each as soon as its batch is done.
+    """The actors' outcome tables, each as soon as its unit (or, in a split run, its batch) is done: from a
+    one-pool run's `pipeline.unit_pool.UnitPool` (its actors killed as the iteration closes) or a Ray Data dataset.
 
     `prefetch_batches=0`: with Ray Data's default of 1, a finished batch reached the driver only when the
     next one finished (6.4 s later on the bench), so staging and progress lagged a batch behind."""

@@ -1,4 +1,5 @@
-"""`ExtractionActor`: a Ray Data actor-pool UDF that owns one vLLM engine.
+"""`ExtractionActor`: an extraction actor that owns one vLLM engine: a Ray actor fed unit by unit by the driver
+(`unit`, `pipeline.unit_pool`: the one-pool run), or a Ray Data actor-pool UDF (`__call__`: a split run's pools).
 
 It builds the engine and pre-warms the job's compiled schema before it takes a batch, then hands
 each batch to a `BatchExtractor`, which returns one outcome line per input line, in order.
@@ -35,7 +36,7 @@ from workers.engine.host import HostedEngine, shared_mode
 from workers.engine.vllm_engine import chat_token_ids
 from workers.extractor import BatchExtractor
 from workers.memory import keep_trimmed, measure_need, release_free_memory
-from workers.outcome import Col, Internal, is_receipt, receipt
+from workers.outcome import Col, Internal, is_receipt, receipt, to_ipc
 from workers.reporter import reporter_for
 from workers.spec import ExtractionSpec
 from workers.stages import batch_clock, timed
@@ -275,6 +276,12 @@ class ExtractionActor:
         if all(full is not None for _, full in done):  # every batch staged: their receipts
             return pa.concat_tables([returned for returned, _ in done]).unify_dictionaries()
         return pa.concat_tables([returned if full is None else full for returned, full in done]).unify_dictionaries()
+
+    def unit(self, task: dict[str, Any]) -> bytes:
+        """One unit's description (a `pipeline.reader.read_tasks` dict), as the driver's unit pool sends it
+        (`pipeline.unit_pool`): read here into its documents (the actor's reader), run and staged; its receipt (or
+        its outcomes in full, where a slice could not be written) as Arrow IPC bytes (`workers.outcome.to_ipc`)."""
+        return to_ipc(self(pa.Table.from_pylist([task])))
 
     def _batch(self, batch: pa.Table) -> tuple[pa.Table, pa.Table | None]:
         """What goes back for one batch (its receipt once its outcomes are staged, else its outcomes), and, with a

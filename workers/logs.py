@@ -129,6 +129,14 @@ def quiet_driver() -> None:
         return
     quiet_python()  # again: importing Ray installs its own warning filters
     gate_stderr()
+    quiet_ray_data()
+
+
+def quiet_ray_data() -> None:
+    """Ray Data's console handler (installed as Ray Data is imported) shows errors only, unless verbose; its file
+    log under the Ray session keeps everything. Again after a late import of Ray Data (a split run's graph)."""
+    if verbose():
+        return
     for handler in logging.getLogger("ray.data").handlers:
         if not getattr(handler, "baseFilename", None):  # console, not the session's file log
             handler.setLevel(logging.ERROR)

@@ -149,6 +149,23 @@ def receipt(outcomes: pa.Table, places: pa.ChunkedArray | pa.Array) -> pa.Table:
                      Col.REASON: outcomes.column(Col.REASON).dictionary_encode(), Internal.SLICE: places})
 
 
+def to_ipc(table: pa.Table) -> bytes:
+    """`table` as one Arrow IPC stream, its columns in one chunk each: how an actor returns a unit's outcomes to the
+    driver's unit pool (`pipeline.unit_pool`). Ray's own pickling of an Arrow table rebuilds it chunk by chunk in
+    Python, about 2 ms of the driver's CPU for a unit's receipt (4 columns of 16 batches' chunks); reading these
+    bytes back (`from_ipc`) takes about 0.02 ms."""
+    table = table.combine_chunks()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(data: bytes) -> pa.Table:
+    """The table `to_ipc` wrote."""
+    return pa.ipc.open_stream(pa.BufferReader(data)).read_all()
+
+
 def is_receipt(table: pa.Table) -> bool:
     """Whether an outcome table (or a unit's piece of one, without `_unit`) is a receipt, not the outcomes."""
     return Internal.SLICE in table.column_names and not set(table.column_names) - set(RECEIPT_COLUMNS)

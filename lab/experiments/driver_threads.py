@@ -12,7 +12,9 @@ active threads) into OUT/py-spy.txt (collapsed stacks) and OUT/py-spy-top.txt (C
 and total, per thread).
 `--cprofile` runs the driver under cProfile timed by `time.thread_time` (its main thread's own CPU, not the
 other threads'), into OUT/driver.prof and OUT/driver-prof.txt (by own time, then by cumulative time).
-Writes OUT/result.json (totals, per-thread CPU, RSS peaks) and OUT/samples.json (the RSS series).
+Writes OUT/result.json (totals, per-thread CPU, RSS peaks), OUT/samples.json (the RSS series) and
+OUT/cpu-series.json (every thread's CPU so far, every 2 s, and the threads' names: split a run into its start-up,
+its streaming and its commit).
 """
 
 from __future__ import annotations
@@ -162,6 +164,7 @@ class Sampler(threading.Thread):
         self.samples: list[tuple[float, dict[str, int]]] = []
         self.threads: dict[str, tuple[str, float]] = {}
         self.names: dict[str, str] = {}
+        self.cpu_series: list[tuple[float, dict[str, float]]] = []  # every 2 s: (time, tid -> CPU s so far)
 
     def run(self) -> None:
         ticks = 0
@@ -169,6 +172,9 @@ class Sampler(threading.Thread):
             try:
                 self.samples.append((round(time.perf_counter() - self.started, 1), rss_parts(self.proc.pid)))
                 self.threads.update(thread_cpu(self.proc.pid))
+                if ticks % 4 == 0:
+                    self.cpu_series.append((round(time.perf_counter() - self.started, 1),
+                                            {tid: cpu for tid, (_, cpu) in self.threads.items()}))
                 if ticks % 20 == 19:
                     self.names.update(python_thread_names(self.proc.pid))
             except (OSError, subprocess.TimeoutExpired):
@@ -223,6 +229,8 @@ def run(docs: int, actors: int, batch_size: int, out: Path, cwd: Path, spy: bool
               "cpu_by_thread_s": cpu_by_thread(sampler.threads, sampler.names),
               "timings": manifest.get("timings")}
     (out / "samples.json").write_text(json.dumps(sampler.samples))
+    (out / "cpu-series.json").write_text(json.dumps({"series": sampler.cpu_series, "names": {
+        tid: sampler.names.get(tid) or name for tid, (name, _) in sampler.threads.items()}}))
     (out / "result.json").write_text(json.dumps(result, indent=2))
     return result
 

@@ -1,6 +1,7 @@
 """Issue 57 item 1, the flat driver as counts: what passes through the driver per unit does not depend on the
-unit's documents. Each unit is read in the actor that extracts it (`pipeline.dataflow`): the read task hands the
-actor the unit's description (one row), and the only block per unit the driver receives back is the unit's receipt.
+unit's documents. Each unit is read in the actor that extracts it: the driver hands the actor the unit's description
+(one actor task per unit, `pipeline.unit_pool`; no Ray Data read task), and the only table per unit the driver
+receives back is the unit's receipt.
 (Before, a read task per unit returned the unit's documents, ~45 KB at the defaults, under Ray's 100 KB inline
 limit, into the driver's memory store, from where they were copied into the actor task: about half of the driver's
 memory growth per document at 10^6 documents.) On the real path: the session's Ray cluster, the actors on the
@@ -15,8 +16,8 @@ import pytest
 
 import pipeline.run
 from pipeline.config import load_config
-from pipeline.dataflow import UnitsDatasource
 from pipeline.run import run_job
+from pipeline.unit_pool import UnitPool
 from tests.conftest import ROOT, write_config, write_docs
 from workers.outcome import is_receipt
 
@@ -55,12 +56,11 @@ def test_per_unit_the_driver_passes_a_description_and_receives_a_receipt_never_t
     manifest = run_job(load_config(job))
     assert manifest.status == "committed" and manifest.rows + manifest.dead_letters == len(DOCS)
 
-    # The read operator's blocks (what its tasks return through the driver): one row per unit, its description.
-    stats = seen["dataset"].stats()
-    read = stats[stats.index(f"Read{UnitsDatasource.NAME}"):]
-    read = read[:read.index("Operator", 1)] if "Operator" in read[1:] else read
-    assert f"{UNITS} tasks executed" in read, stats  # one read task per unit
-    assert f"Output num rows per block: 1 min, 1 max, 1 mean, {UNITS} total" in read, stats  # not its documents
+    # What the driver sent: one actor task per unit, each the unit's description (no documents in it).
+    pool = seen["dataset"]
+    assert isinstance(pool, UnitPool), type(pool)
+    assert pool.submitted == UNITS and len(pool.tasks) == UNITS
+    assert all(task["stop"] - task["start"] == UNIT and "text" not in task for task in pool.tasks), pool.tasks
 
     # What reached the driver from the actors: one table per unit, each a receipt (unit, kind, reason, slice).
     assert len(received) == UNITS

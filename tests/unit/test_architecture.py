@@ -114,7 +114,7 @@ def test_the_output_package_builds_on_the_run_paths_base_only():
     graph = _graph()
     above = ("pipeline.run", "pipeline.dataflow", "pipeline.planning", "pipeline.routing",
              "pipeline.progress", "pipeline.submit", "pipeline.summary", "pipeline.quality", "pipeline.lifecycle",
-             "pipeline.lease")
+             "pipeline.lease", "pipeline.unit_pool", "pipeline.units_source")
     wrong = sorted(f"{m} -> {dep}" for m in graph if _in(m, "pipeline.output") for dep in graph[m]
                    if any(_in(dep, a) for a in above))
     assert wrong == []

@@ -1,4 +1,4 @@
-"""Issue 57: the run's documents come from a datasource's read tasks (`pipeline.dataflow.UnitsDatasource`), one per
+"""Issue 57: the run's documents come from a datasource's read tasks (`pipeline.units_source.UnitsDatasource`), one per
 unit, not from `from_items` blocks, whose metadata Ray Data kept for the whole run and pickled every 5 s while the
 driver iterated. Each read task reads exactly its unit's rows, with the slice of each batch named."""
 
@@ -9,11 +9,11 @@ import functools
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.dataflow import UnitsDatasource
 from pipeline.output.slices import parse_slice, slice_name
 from pipeline.reader import SLICE_COLUMN, UNIT_COLUMN, read_tasks, read_units
 from pipeline.storage import LocalStorage
 from pipeline.units import Unit
+from pipeline.units_source import UnitsDatasource
 
 
 def reader():
@@ -41,21 +41,34 @@ def test_one_read_task_per_unit_whatever_the_parallelism_each_reading_its_rows(t
     assert [(s.start, s.stop) for s in first] == [(0, 8)] * 8 + [(8, 16)] * 8  # each batch's slice named
 
 
-def test_without_a_reader_each_read_task_returns_its_units_description_whatever_its_documents(tmp_path):
-    """The actors read their units (`pipeline.dataflow`: the one-pool run): what a read task returns, and so what
-    passes through the driver's memory store per unit, is one row describing the unit, the same size for documents
-    of 10 characters or 10,000; the actor's reader turns it into the documents."""
+def test_a_units_description_is_the_same_size_whatever_its_documents_and_reads_into_them(tmp_path):
+    """The actors read their units (`pipeline.unit_pool`: the one-pool run): what the driver sends per unit is its
+    read task's description, the same size for documents of 10 characters or 10,000; the actor turns it into one
+    row (`ExtractionActor.unit`) and its reader into the documents."""
     sizes = []
     for length in (10, 10_000):
         path = str(tmp_path / f"docs-{length}.parquet")
         pq.write_table(pa.table({"doc_id": [f"d{i}" for i in range(32)], "text": ["x" * length] * 32}), path)
         units = [Unit("", path, 0, 0, 16, "v"), Unit("", path, 0, 16, 32, "v")]
         tasks = read_tasks(units, 4, lambda u, start, stop: f"/stage/{slice_name(u.id, start, stop)}")
-        described = [t.read_fn() for t in UnitsDatasource(tasks, None).get_read_tasks(1)]
-        assert [len(b) for b in described] == [1, 1] and all(b[0].num_rows == 1 for b in described)
-        assert "text" not in described[0][0].column_names
-        sizes.append(sum(b[0].nbytes for b in described) - sum(len(t["path"]) for t in tasks))
-        documents = reader()(pa.concat_tables([b[0] for b in described]))  # what the actor reads them into
+        described = [pa.Table.from_pylist([task]) for task in tasks]
+        assert len(described) == 2 and all(d.num_rows == 1 and "text" not in d.column_names for d in described)
+        sizes.append(sum(d.nbytes for d in described) - sum(len(t["path"]) for t in tasks))
+        documents = reader()(pa.concat_tables(described))  # what the actor reads them into
         assert documents.column("doc_id").to_pylist() == [f"d{i}" for i in range(32)]
         assert set(documents.column("text").to_pylist()) == {"x" * length}
     assert sizes[0] == sizes[1]
+
+
+def test_a_units_receipt_crosses_as_ipc_bytes_and_reads_back_the_same_in_one_chunk():
+    """`ExtractionActor.unit` returns its receipt as `to_ipc` bytes (Ray's own pickling of a table of 16 batches'
+    chunks cost the driver ~2 ms a unit); the driver's `from_ipc` gets the same table back, one chunk a column."""
+    from workers.outcome import Col, Internal, from_ipc, receipt, to_ipc
+
+    parts = [receipt(pa.table({Internal.UNIT: ["u1"] * 4, Col.KIND: ["row", "row", "dead_letter", "row"],
+                               Col.REASON: [None, None, f"r{b}", None]}), pa.array([f"/s/slice-u1-{b}"] * 4))
+             for b in range(3)]
+    table = pa.concat_tables(parts).unify_dictionaries()
+    back = from_ipc(to_ipc(table))
+    assert back.equals(table.combine_chunks()) and back.to_pylist() == table.to_pylist()
+    assert all(back.column(name).num_chunks == 1 for name in back.column_names)
