@@ -396,6 +396,25 @@ def pytest_sessionstart(session):
     from pipeline.tools.machine import cpu_seconds
 
     _SESSION_CPU.update(wall=time.monotonic(), cpu=cpu_seconds())
+    compile_our_modules()
+
+
+# The packages of ours that the suite's child processes import (CLI runs, Ray's workers and actors, compile children).
+OUR_PACKAGES = ("pipeline", "workers", "schemas", "jobs", "tests")
+
+
+def compile_our_modules() -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set (this project's CI machines set it), no process writes the bytecode of
+    the modules it compiles, so each of the hundreds of Python processes a session starts compiled ours from source
+    again (about 0.2 CPU s a process that imports them all, measured 2026-12-07). Written once here, next to the
+    sources as Python itself writes it where the variable is unset (`__pycache__/`, git-ignored), every process
+    reads it; a changed source is compiled again, by its own mtime and size. Nothing to do where Python writes it."""
+    if not sys.flags.dont_write_bytecode:
+        return
+    import compileall
+
+    for package in OUR_PACKAGES:
+        compileall.compile_dir(ROOT / package, quiet=2, workers=1)
 
 
 def pytest_terminal_summary(terminalreporter):

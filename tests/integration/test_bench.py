@@ -12,7 +12,7 @@ from pipeline.config import load_config
 from pipeline.tools.bench import SEED, _in_child, engine_arms, job_speculates
 from pipeline.tools.bench_report import COLUMNS
 from pipeline.tools.synthetic import make_corpus
-from tests.conftest import run_cli, write_config
+from tests.conftest import run_main, write_config
 
 pytestmark = pytest.mark.engine
 
@@ -99,13 +99,16 @@ def _check_long_arm(report, out):
     assert (out / "bench-windows.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_quick_bench_writes_json_markdown_and_chart(tmp_path, cli_env):
+@pytest.mark.slow
+def test_quick_bench_writes_json_markdown_and_chart(tmp_path):
     """Every arm's plumbing on the simulated engine (built by the same factory as an actor's): the engine arms,
-    the price's rounds, the same requests, both pipeline runs (Ray, actors, commit), the long-document arm."""
+    the price's rounds, the same requests, both pipeline runs (Ray, actors, commit), the long-document arm.
+    `extract bench` runs in this process (`run_main`): its engine arms and pipeline runs are child processes of
+    their own, so nothing but a CLI process's start is left out."""
     out = tmp_path / "bench"
     config = write_config(tmp_path, simulated=SIMULATED)
-    result = run_cli(["bench", str(config), "--quick", "--docs", "2", "--max-tokens", "24", "--price-rounds", "2",
-                      "--long", "--long-windows", "2", "--curve", "1,2,5", "--out", str(out)], cli_env, timeout=900)
+    result = run_main(["bench", str(config), "--quick", "--docs", "2", "--max-tokens", "24", "--price-rounds", "2",
+                       "--long", "--long-windows", "2", "--curve", "1,2,5", "--out", str(out)])
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "bench.json").read_text())
     _check_arms(report)
@@ -138,13 +141,15 @@ def test_engine_arms_figures_on_a_real_engine(tmp_path):
     assert same["cpu_s"] > 0 and same["cores_used"] > 0 and same["sequences_in_flight"] == 4
 
 
-def test_simulated_bench_runs_its_cells_and_ceilings(tmp_path, cli_env):
+@pytest.mark.slow
+def test_simulated_bench_runs_its_cells_and_ceilings(tmp_path):
     """`extract bench --simulate` with two small cells (one and two partitions): real runs on the simulated engine,
-    every document an outcome, and the two ceilings measured in the same bench run."""
+    every document an outcome, and the two ceilings measured in the same bench run. The bench runs in this process
+    (`run_main`); its cluster, drivers and Ray ceiling are processes of their own, as from the CLI."""
     out, docs = tmp_path / "sim", SIM_DOCS
     # batches and checkpoints of 100 rows (the bench's default is 500): several of each per cell, as at 2,000
-    result = run_cli(["bench", "--simulate", "--sim-cells", f"{docs}:1:1,{docs}:2:2", "--sim-batch-size", "100",
-                      "--sim-checkpoint-rows", "100", "--out", str(out)], cli_env, timeout=900)
+    result = run_main(["bench", "--simulate", "--sim-cells", f"{docs}:1:1,{docs}:2:2", "--sim-batch-size", "100",
+                       "--sim-checkpoint-rows", "100", "--out", str(out)])
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads((out / "bench-sim.json").read_text())
     cells = {(c["docs"], c["actors"], c["partitions"]): c for c in report["cells"]}

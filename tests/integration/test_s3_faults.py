@@ -114,7 +114,20 @@ def proxy(s3_endpoint):
     fault.close()
 
 
-def test_boto3_operations_retry_through_slowdowns(proxy):
+@pytest.fixture
+def no_retry_waits(monkeypatch):
+    """botocore's waits between attempts taken out; which errors it retries, and how often, are left as they are.
+    The product's client (`retries: adaptive`, 8 attempts) waits after each SlowDown (up to 1, 2, 4 s: a
+    throttling error's backoff) and its rate limiter then holds the next requests: 13-18 s of this test's wall on
+    2 cores (2026-12-07), for nothing the test checks (a timed assertion would not belong here anyway). Neither wait
+    is a botocore setting: both are patched here, by name, so a botocore that renames them fails this test."""
+    from botocore.retries import bucket, standard
+
+    monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0.0)
+    monkeypatch.setattr(bucket.TokenBucket, "acquire", lambda self, amount=1, block=True: True)
+
+
+def test_boto3_operations_retry_through_slowdowns(proxy, no_retry_waits):
     storage = S3Storage(S3Settings(endpoint_url=proxy.url, region="us-east-1"))
     proxy.fail_next, proxy.failures = 3, 0
     storage.write_text("s3://flaky/a/manifest.json", '{"ok": true}')
