@@ -39,6 +39,7 @@ from workers.enforcement import (
     refused_keywords,
     unenforced_keywords,
 )
+from workers.engine.outputs import grammar_spec
 
 __all__ = ["BACKENDS", "ENFORCEMENT", "PROBES", "STARTUP_TIMEOUT_S", "CompileResult", "CompileWorkerError", "Probe",
            "SchemaCheck", "SchemaCompiler", "compact", "derive_enforcement", "enforced_by", "probe_status",
@@ -226,7 +227,7 @@ class SchemaCompiler:
             raise ValueError(f"unknown backend {backend!r}: expected one of {list(BACKENDS)}")
         self._ensure_worker()  # startup is not compile time
         started = time.perf_counter()
-        reply = self._call({"op": "compile", "backend": backend, "schema": json.dumps(json_schema)}, self.timeout_s)
+        reply = self._call({"op": "compile", "backend": backend, "schema": grammar_spec(json_schema)}, self.timeout_s)
         if reply.get("timeout"):
             return CompileResult(backend, False, time.perf_counter() - started,
                                  f"compile did not finish within limits.compile_timeout_s={self.timeout_s:g}s; "
@@ -238,7 +239,7 @@ class SchemaCompiler:
     def probe(self, json_schema: dict[str, Any], backend: str, instances: list[str]) -> tuple[str | None, list[bool]]:
         """(vLLM's rejection or None, whether the backend's matcher accepts each instance text).
         The grammar is compiled even when vLLM would reject the schema, to see what it would do."""
-        request = {"op": "probe", "backend": backend, "schema": json.dumps(json_schema), "instances": instances}
+        request = {"op": "probe", "backend": backend, "schema": grammar_spec(json_schema), "instances": instances}
         reply = self._call(request, self.timeout_s)
         if reply.get("timeout") or "died" in reply:
             return (reply.get("died") or "timed out"), []

@@ -9,6 +9,8 @@ from typing import Any
 
 import structlog
 
+from schemas.patterns import with_ascii_patterns
+
 log = structlog.get_logger("workers.engine")
 
 
@@ -78,6 +80,7 @@ def structured_params(json_schema: dict[str, Any], backend: str) -> Any:
 
     from schemas.substring import has_substring, to_ebnf, without_substrings
 
+    json_schema = with_ascii_patterns(json_schema)  # XGrammar misreads a raw non-ASCII character in a negated class
     if has_substring(json_schema):
         if backend == "xgrammar":
             try:
@@ -91,8 +94,9 @@ def structured_params(json_schema: dict[str, Any], backend: str) -> Any:
 
 def grammar_spec(json_schema: dict[str, Any]) -> str:
     """The schema text a request carries. vLLM caches compiled grammars under it, so `VllmEngine.compile`
-    must produce the very same text for a request to find its grammar ready."""
-    return json.dumps(json_schema)
+    must produce the very same text for a request to find its grammar ready. Patterns are written in ASCII
+    (`schemas.patterns.with_ascii_patterns`): the same meaning, read right by XGrammar."""
+    return json.dumps(with_ascii_patterns(json_schema))
 
 
 def longest_token_chars(tokenizer: Any) -> int | None:
