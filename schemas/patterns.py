@@ -129,6 +129,8 @@ def bounded_search(pattern: str, value: str) -> bool:
 # 32 DeepJSONEval zh documents under such a pattern, lab/journal/quality.md). The same class written with `\uXXXX`
 # escapes, which mean the same in ECMA-262, is read right. Astral characters (past U+FFFF) are left as written.
 _RAW_BMP = re.compile("[\u0080-\uffff]")
+DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 
 
 def ascii_pattern(pattern: str) -> str:
@@ -136,9 +138,10 @@ def ascii_pattern(pattern: str) -> str:
     return _RAW_BMP.sub(lambda m: f"\\u{ord(m.group()):04x}", pattern)
 
 
-def with_ascii_patterns(schema: Any) -> Any:
+def with_ascii_patterns(schema: Any, names: bool = False) -> Any:
     """`schema` with every `pattern` keyword's value through `ascii_pattern`: the schema itself where none changes
-    (so its text, and the grammar cache keyed by it, stay as they were), else a copy of the changed branches."""
+    (so its text, and the grammar cache keyed by it, stay as they were), else a copy of the changed branches.
+    `names`: `schema` maps names to schemas (`properties`, `$defs`), so its keys are not keywords."""
     if isinstance(schema, list):
         items = [with_ascii_patterns(item) for item in schema]
         return schema if all(a is b for a, b in zip(items, schema, strict=True)) else items
@@ -146,7 +149,14 @@ def with_ascii_patterns(schema: Any) -> Any:
         return schema
     changed: dict[str, Any] = {}
     for key, value in schema.items():
-        new = ascii_pattern(value) if key == "pattern" and isinstance(value, str) else with_ascii_patterns(value)
+        if names:
+            new = with_ascii_patterns(value)
+        elif key in DATA_KEYWORDS:
+            continue  # values, not schemas: an enum's `{"pattern": "é"}` is data
+        elif key == "pattern" and isinstance(value, str):
+            new = ascii_pattern(value)
+        else:
+            new = with_ascii_patterns(value, names=key in NAME_MAPS)
         if new is not value and new != value:
             changed[key] = new
     return {**schema, **changed} if changed else schema

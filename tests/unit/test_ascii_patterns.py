@@ -27,6 +27,10 @@ def test_only_pattern_values_change_and_an_ascii_schema_is_the_same_object() -> 
     plain = {"type": "object", "properties": {"pattern": {"type": "string", "pattern": "^[a-z]+$"},
                                               "name": {"type": "string", "description": "名前"}}}
     assert with_ascii_patterns(plain) is plain
+    data = {"const": {"pattern": "é"}, "enum": [{"pattern": "é"}], "default": {"pattern": "é"}}
+    assert with_ascii_patterns(data) is data  # values, not schemas
+    named = {"properties": {"enum": {"type": "string", "pattern": NOT_CHINESE}}}  # a property named `enum`
+    assert with_ascii_patterns(named)["properties"]["enum"]["pattern"] == ascii_pattern(NOT_CHINESE)
     schema = {"type": "object", "properties": {"t": {"anyOf": [{"type": "string", "pattern": NOT_CHINESE},
                                                                 {"type": "null"}], "description": "名前"}}}
     escaped = with_ascii_patterns(schema)
