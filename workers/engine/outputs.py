@@ -80,11 +80,10 @@ def structured_params(json_schema: dict[str, Any], backend: str) -> Any:
 
     from schemas.substring import has_substring, to_ebnf, without_substrings
 
-    json_schema = with_ascii_patterns(json_schema)  # XGrammar misreads a raw non-ASCII character in a negated class
     if has_substring(json_schema):
         if backend == "xgrammar":
-            try:
-                return StructuredOutputsParams(grammar=to_ebnf(json_schema))
+            try:  # patterns in ASCII, as `grammar_spec` writes them: XGrammar misreads raw non-ASCII classes
+                return StructuredOutputsParams(grammar=to_ebnf(with_ascii_patterns(json_schema)))
             except Exception as exc:  # noqa: BLE001 - a narrowing of the grammar only: decode the field as a string
                 log.warning("engine.substring_grammar_failed", error=f"{type(exc).__name__}: {exc}",
                             action="the field decodes as a plain string")
