@@ -307,6 +307,11 @@ class ExtractionActor:
         its outcomes in full, where a slice could not be written) as Arrow IPC bytes (`workers.outcome.to_ipc`)."""
         return to_ipc(self(pa.Table.from_pylist([task])))
 
+    def units(self, tasks: list[dict[str, Any]]) -> list[bytes]:
+        """Several units' descriptions, run one after the other as `unit` runs each: their receipts, in order (the
+        unit pool groups units into one task when a run has many: `pipeline.unit_pool.units_per_task`)."""
+        return [self.unit(task) for task in tasks]
+
     def _batch(self, batch: pa.Table) -> tuple[pa.Table, pa.Table | None]:
         """What goes back for one batch (its receipt once its outcomes are staged, else its outcomes), and, with a
         receipt, the outcomes with their `_slice` column (else None)."""
