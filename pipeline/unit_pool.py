@@ -5,7 +5,9 @@ Each unit's description (a `pipeline.reader.read_tasks` dict, ~0.6 KB) is one ac
 unit's receipt, as Arrow IPC bytes (`workers.outcome.to_ipc`: Ray's own pickling of the table cost the driver ~2 ms
 a unit to read back). Through Ray Data the same unit was two Ray tasks (a read task returning the description, then the
 actor task) and Ray Data's scheduling loop, its iterator's threads and its stats: about two thirds of the driver's
-CPU while streaming (lab/journal). Here the driver's part per unit is one task submitted and one receipt received.
+CPU while streaming (lab/journal). Here the driver's part per unit is one task submitted and one receipt received;
+in a run of many units a task carries up to `MAX_UNITS_PER_TASK` of them (`units_per_task`, `ExtractionActor.units`),
+one receipt each.
 
 Fault tolerance is Ray's own, as Ray Data set it on its actors: an actor that dies (its engine gone,
 `workers.actor`) is restarted up to `workers.max_restarts` times and the tasks it held (running or queued) are
