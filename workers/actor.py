@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import structlog
 
@@ -273,15 +274,43 @@ class ExtractionActor:
         if len(batches) < 2:
             return self._batch(block)[0]
         done = [self._batch(batch) for batch in batches]
-        if all(full is not None for _, full in done):  # every batch staged: their receipts
-            return pa.concat_tables([returned for returned, _ in done]).unify_dictionaries()
+        if all(full is not None for _, full in done):  # every batch staged: their receipts, or the merged slice's
+            receipts = pa.concat_tables([returned for returned, _ in done]).unify_dictionaries()
+            return self._merge(receipts, [full for _, full in done if full is not None])
         return pa.concat_tables([returned if full is None else full for returned, full in done]).unify_dictionaries()
+
+    def _merge(self, receipts: pa.Table, outcomes: list[pa.Table]) -> pa.Table:
+        """A task's batches, each staged as its slice, staged again as one slice of the task's rows
+        (`SliceWriter.merge`), their slices deleted: the receipts then name the merged slice. If it cannot be written,
+        the receipts as they are (each batch's slice stays, and the commit reads them all)."""
+        import pyarrow.compute as pc
+
+        places = [pc.unique(t.column(Internal.SLICE)).cast(pa.string()).to_pylist() for t in outcomes]
+        if any(len(p) != 1 for p in places):
+            return receipts
+        try:
+            merged = self.slices.merge([p[0] for p in places], pa.concat_tables(
+                [t.drop_columns([Internal.SLICE]) for t in outcomes], promote_options="default"))
+        except Exception as exc:  # noqa: BLE001 - the store's error: each batch's slice still holds its rows
+            log.warning("actor.slices_not_merged", actor=self.name, slices=len(places),
+                        error=f"{type(exc).__name__}: {exc}", action="the commit reads each batch's slice")
+            return receipts
+        if merged is None:
+            return receipts
+        column = pa.DictionaryArray.from_arrays(pa.array(np.zeros(receipts.num_rows, np.int32)),
+                                                pa.array([merged], pa.string()))
+        return receipts.set_column(receipts.schema.get_field_index(Internal.SLICE), Internal.SLICE, column)
 
     def unit(self, task: dict[str, Any]) -> bytes:
         """One unit's description (a `pipeline.reader.read_tasks` dict), as the driver's unit pool sends it
         (`pipeline.unit_pool`): read here into its documents (the actor's reader), run and staged; its receipt (or
         its outcomes in full, where a slice could not be written) as Arrow IPC bytes (`workers.outcome.to_ipc`)."""
         return to_ipc(self(pa.Table.from_pylist([task])))
+
+    def units(self, tasks: list[dict[str, Any]]) -> list[bytes]:
+        """Several units' descriptions, run one after the other as `unit` runs each: their receipts, in order (the
+        unit pool groups units into one task when a run has many: `pipeline.unit_pool.units_per_task`)."""
+        return [self.unit(task) for task in tasks]
 
     def _batch(self, batch: pa.Table) -> tuple[pa.Table, pa.Table | None]:
         """What goes back for one batch (its receipt once its outcomes are staged, else its outcomes), and, with a

@@ -10,13 +10,17 @@ version (`.parquet`, records as JSON text) is still read, and typed at commit. T
 units, show progress and stop early (`--fail-fast-after`). So the outcomes cross from the actors to the driver once,
 on disk, not through Ray's object store, and the driver holds none of them: a unit is staged when its slices cover
 it, and the commit reads each unit's slices, checking that they cover its rows exactly once
-(`pipeline.output.commit`).
+(`pipeline.output.commit`). Once every batch of its task (a unit, or the range of a unit no earlier slice holds) is
+staged, the actor stages the task's rows again as one slice of the whole range and deletes the batches' slices
+(`SliceWriter.merge`), and the receipt names that slice: the commit reads a file a unit, not a file a batch (at batch
+size 16 and 10^6 documents, 3,907 files where it read 62,501: issue 57).
 
 An actor that cannot write a slice returns the batch's outcomes in full, with the `_slice` column; the driver
 writes that slice itself (`pipeline.run`). A driver killed between an actor's write and its receipt loses nothing:
 a rerun reads the slices of the units it finds in staging. A unit its slices cover is not read again; a unit they
-cover in part is read for its other rows only. So the work a driver's death costs is the batches in flight in the
-actors, at most `workers.batches_in_flight` per actor. A commit deletes the partition's staging folder, slices
+cover in part is read for its other rows only (a merged slice and the batch slices a kill left beside it: the merged
+one, `disjoint`). So the work a driver's death costs is the batches in flight in the actors, at most
+`workers.batches_in_flight` per actor. A commit deletes the partition's staging folder, slices
 included.
 
 Slices are written only when each batch is one contiguous range of one unit (`read_tasks`), that is with one
@@ -32,9 +36,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import structlog
 
-from pipeline.storage import Storage
+from pipeline.storage import Storage, StorageError
 from workers.outcome import Col, Internal
+
+log = structlog.get_logger(__name__)
 
 _NAME = re.compile(r"^slice-([0-9a-f]+)-(\d+)-(\d+)\.(?:arrow|parquet)$")  # .parquet: staged by earlier versions
 _UNIT = re.compile(r"^unit-([0-9a-f]+)\.parquet$")
@@ -157,11 +164,39 @@ class SliceWriter:
 
     def write(self, path: str, outcomes: pa.Table) -> None:
         internal = [c for c in (Internal.UNIT, Internal.SLICE) if c in outcomes.column_names]
-        table = stamp(outcomes.drop_columns(internal), self.run_id)
+        table = stamp(outcomes.drop_columns(internal), self.run_id).combine_chunks()
         sink = pa.BufferOutputStream()
         with pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
         self.storage.write_bytes(path, sink.getvalue().to_pybytes())
+
+    def merge(self, paths: list[str], outcomes: pa.Table) -> str | None:
+        """Stage the outcomes of consecutive slices `paths` (one unit's, in order, already written) as one slice of
+        their whole range, then delete them; the merged slice's path, or None when `paths` are not consecutive slices
+        of one unit in one folder (nothing is written). The commit then reads one file a unit, not one a batch
+        (issue 57: at batch size 16, 62,501 slices at 10^6 documents, about half of the driver's CPU).
+
+        The merged slice is written before the batches' slices go, so a process killed between the two leaves both;
+        a rerun takes the merged one (`disjoint`: the longest slice at a start) and the commit deletes the others
+        with the staging folder, as it does a slice that cannot be deleted here."""
+        found = [parse_slice(p) for p in paths]
+        if len(found) < 2 or any(s is None for s in found):
+            return None
+        slices = [s for s in found if s is not None]
+        folder = slices[0].path.rsplit("/", 1)[0]
+        if any(s.unit_id != slices[0].unit_id or s.path.rsplit("/", 1)[0] != folder for s in slices) or \
+                any(b.start != a.stop for a, b in zip(slices, slices[1:], strict=False)) or \
+                outcomes.num_rows != sum(s.rows for s in slices):
+            return None
+        merged = f"{folder}/{slice_name(slices[0].unit_id, slices[0].start, slices[-1].stop)}"
+        self.write(merged, outcomes)
+        for s in slices:
+            try:
+                self.storage.delete(s.path)
+            except (OSError, StorageError) as exc:
+                log.warning("slices.not_deleted", path=s.path, error=f"{type(exc).__name__}: {exc}",
+                            action="left to the commit, which deletes the staging folder; never read twice")
+        return merged
 
 
 def read_staged(data: bytes) -> pa.Table:

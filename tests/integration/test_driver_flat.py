@@ -67,3 +67,27 @@ def test_per_unit_the_driver_passes_a_description_and_receives_a_receipt_never_t
     assert all(is_receipt(batch.drop_columns(["_unit"])) for batch in received), [b.column_names for b in received]
     assert sum(batch.num_rows for batch in received) == len(DOCS)
     assert all(len(batch.column("_unit").unique()) == 1 for batch in received)
+
+
+def test_units_grouped_into_fewer_actor_tasks_still_come_back_one_receipt_per_unit(ray_cluster, job, monkeypatch):
+    """With many units per actor the pool gives each actor task several units (`pipeline.unit_pool.units_per_task`;
+    forced here to 2 for 5 units): 3 tasks, and still one receipt per unit, each unit's batches in one slice."""
+    seen: dict[str, object] = {}
+    received: list[pa.Table] = []
+    original = pipeline.run.outcome_batches
+
+    def watched(dataset):
+        seen["dataset"] = dataset
+        for batch in original(dataset):
+            received.append(batch)
+            yield batch
+
+    monkeypatch.setattr(pipeline.run, "outcome_batches", watched)
+    monkeypatch.setenv("EXTRACT_UNITS_PER_TASK", "2")
+    manifest = run_job(load_config(job))
+    assert manifest.status == "committed" and manifest.rows + manifest.dead_letters == len(DOCS)
+    assert manifest.partitions[0]["units"] == UNITS
+    pool = seen["dataset"]
+    assert isinstance(pool, UnitPool) and pool.submitted == 3 and len(pool.tasks) == UNITS
+    assert len(received) == UNITS and all(len(batch.column("_unit").unique()) == 1 for batch in received)
+    assert sorted(len(batch.column("_slice").unique()) for batch in received) == [1] * UNITS  # merged: one a unit

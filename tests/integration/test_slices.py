@@ -89,16 +89,17 @@ def test_a_rerun_takes_the_batches_the_actors_staged_and_generates_only_the_rest
     files = staged(storage, output)
     units = [p for p in files if p.rsplit("/", 1)[-1].startswith("unit-")]
     slices = sorted((parse_slice(p) for p in files if parse_slice(p)), key=lambda s: (s.unit_id, s.start))
-    assert not units and len(slices) == 4, files  # each batch staged by its actor; the driver writes no unit file
+    # Each batch staged by its actor, then each unit's batches merged into one slice of its rows (the commit reads a
+    # file a unit); the driver writes no unit file.
+    assert not units and [(s.start, s.stop) for s in slices] == [(0, 8), (8, 16)], files
     for s in slices:  # a slice holds what the unit file holds for its rows, stamped with the run that made it
         table = read_slice(storage, s)  # an Arrow IPC file, its records typed (`_typed`)
         assert s.path.endswith(".arrow") and "_typed" in table.column_names and "_record" not in table.column_names
-        assert table.num_rows == 4 and set(table.column("_run_id").to_pylist()) == {first}
+        assert table.num_rows == 8 and set(table.column("_run_id").to_pylist()) == {first}
         assert "_unit" not in table.column_names and "_slice" not in table.column_names
 
-    # One unit's slices are both there; the other's second batch was cut off in flight (no slice).
-    cut_off = [s for s in slices if s.unit_id == slices[-1].unit_id][-1]
-    storage.delete(cut_off.path)
+    # One unit's slice is there; the other's second batch was cut off in flight: only its first batch's slice.
+    cut_off = first_batch_only(storage, slices[-1])
 
     rerun = run_job(load_config(cfg))
     partition, = rerun.partitions
@@ -114,6 +115,19 @@ def test_a_rerun_takes_the_batches_the_actors_staged_and_generates_only_the_rest
     assert not staged(storage, output)  # the commit took the slices away with the staging folder
 
 
+def first_batch_only(storage, merged):
+    """The staging a driver killed while the unit's second batch was in flight leaves: the unit's first batch's slice
+    (as its actor staged it) in place of the unit's merged slice. The rows cut off, as a slice would name them."""
+    from pipeline.output.slices import SliceWriter, slice_name
+
+    table = read_slice(storage, merged)
+    folder = merged.path.rsplit("/", 1)[0]
+    SliceWriter(storage, "unused").write(f"{folder}/{slice_name(merged.unit_id, merged.start, merged.start + 4)}",
+                                         table.slice(0, 4))  # keeps the run id it carries
+    storage.delete(merged.path)
+    return parse_slice(f"{folder}/{slice_name(merged.unit_id, merged.start + 4, merged.stop)}")
+
+
 def test_slices_of_another_batch_size_are_used_without_overlap_and_a_broken_one_is_redone(
         ray_cluster, slice_job, monkeypatch):
     """A rerun with another batch size finds slices whose ranges are not its batches: it reads only the rows they
@@ -123,12 +137,8 @@ def test_slices_of_another_batch_size_are_used_without_overlap_and_a_broken_one_
     cfg = config_for(slice_job, output)
     storage = storage_for(output)
     first = run_until_commit(cfg, monkeypatch)
-    files = staged(storage, output)
-    for path in files:
-        name = path.rsplit("/", 1)[-1]
-        found = parse_slice(path)
-        if name.startswith("unit-") or (found and found.start % 8 == 4):  # keep each unit's first batch only
-            storage.delete(path)
+    for path in staged(storage, output):  # keep each unit's first batch only
+        first_batch_only(storage, parse_slice(path))
     torn = next(p for p in staged(storage, output) if parse_slice(p).start == 0)
     Path(torn).write_bytes(Path(torn).read_bytes()[:100])
     rerun = run_job(load_config(cfg, {"workers.batch_size": 3}))

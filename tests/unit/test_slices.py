@@ -101,20 +101,78 @@ def test_an_actor_runs_a_units_block_batch_by_batch_and_stages_each():
             return full, None  # its slice was not written: its outcomes in full
         return receipt(batch.drop_columns(["_slice"]), batch.column("_slice")), full
 
-    actor = SimpleNamespace(_batch=run, reader=None)
+    def merging(actor: SimpleNamespace) -> SimpleNamespace:  # these paths are no slices' names: never merged
+        actor.name, actor.slices = "test:1", SliceWriter(LocalStorage(), "run-1")
+        actor._merge = lambda receipts, full: ExtractionActor._merge(actor, receipts, full)
+        return actor
+
+    actor = merging(SimpleNamespace(_batch=run, reader=None))
     back = ExtractionActor.__call__(actor, block)
     assert ran == [2, 2, 1]  # never more than a batch at once in the engine
     assert is_receipt(back) and back.column("_slice").to_pylist() == ["/a", "/a", "/b", "/b", "/c"]
     # With a reader, the block is the unit's description, read into its documents in the actor.
     described = pa.table({"unit_id": ["u"]})
-    actor = SimpleNamespace(_batch=run, reader=lambda table: block if table is described else None)
+    actor = merging(SimpleNamespace(_batch=run, reader=lambda table: block if table is described else None))
     assert ExtractionActor.__call__(actor, described).equals(back)
     assert ran == [2, 2, 1] * 2
-    actor = SimpleNamespace(_batch=lambda batch: run(batch, failing="/b"), reader=None)
+    actor = merging(SimpleNamespace(_batch=lambda batch: run(batch, failing="/b"), reader=None))
     back = ExtractionActor.__call__(actor, block)
     assert not is_receipt(back)  # one slice not written: every batch's outcomes go to the driver in full
     assert back.column("doc_id").to_pylist() == [f"d{i}" for i in range(5)]
     assert back.column("_slice").to_pylist() == ["/a", "/a", "/b", "/b", "/c"]
+
+
+def test_an_actor_merges_a_units_staged_batches_into_one_slice_and_its_receipt_names_it(tmp_path):
+    """Each batch is staged as its slice as it finishes (a driver killed meanwhile keeps it); once the task's last
+    batch is staged, the actor stages the task's rows again as one slice and deletes the batches': the commit reads
+    one file a unit (issue 57). Slices that are not consecutive, or a merge the store refuses, leave the batches'."""
+    from types import SimpleNamespace
+
+    from workers.actor import ExtractionActor
+
+    storage = LocalStorage()
+    folder = tmp_path / "_staging" / "all" / "hash"
+    paths = [f"{folder}/{slice_name('ab12', a, b)}" for a, b in ((8, 10), (10, 12), (12, 13))]
+    block = outcomes(5).append_column("_slice", batch_slices(2, paths, 5))
+    writer = SliceWriter(storage, "run-1")
+
+    def run(batch: pa.Table):  # as `ExtractionActor._batch`: the batch staged, its receipt and its outcomes
+        places = batch.column("_slice")
+        writer.write(places[0].as_py(), batch.drop_columns(["_slice"]))
+        return receipt(batch.drop_columns(["_slice"]), places), batch
+
+    actor = SimpleNamespace(_batch=run, reader=None, name="test:1", slices=writer)
+    actor._merge = lambda receipts, full: ExtractionActor._merge(actor, receipts, full)
+    back = ExtractionActor.__call__(actor, block)
+    merged = f"{folder}/{slice_name('ab12', 8, 13)}"
+    assert is_receipt(back) and back.column("_slice").to_pylist() == [merged] * 5
+    assert storage.list_files(str(tmp_path)) == [merged]  # one slice for the unit's rows; the batches' are gone
+    table, = read_slices(storage, [parse_slice(merged)])
+    assert table.column("doc_id").to_pylist() == [f"d{i}" for i in range(5)]
+    assert table.column("_run_id").to_pylist() == ["run-1"] * 5 and "_slice" not in table.column_names
+
+    # Not one unit's consecutive slices: nothing merged, nothing written.
+    assert writer.merge([paths[0], paths[2]], outcomes(3)) is None
+    assert writer.merge([paths[0], f"{folder}/{slice_name('cd34', 10, 12)}"], outcomes(4)) is None
+    assert writer.merge([paths[0], paths[1]], outcomes(3)) is None  # rows not the slices' rows
+    assert storage.list_files(str(tmp_path)) == [merged]
+
+    class Refusing(SliceWriter):
+        def merge(self, paths, outcomes):
+            raise OSError("the store refused the write")
+
+    actor.slices = Refusing(storage, "run-1")
+    storage.delete(merged)
+    back = ExtractionActor.__call__(actor, block)  # logs a warning: the batches' slices stay, and their receipts
+    assert back.column("_slice").to_pylist() == [paths[0]] * 2 + [paths[1]] * 2 + [paths[2]]
+    assert storage.list_files(str(tmp_path)) == sorted(paths)
+
+
+def test_a_rerun_takes_a_merged_slice_over_the_batch_slices_a_kill_left_beside_it():
+    """Killed between the merged slice's write and the batches' deletes: both are staged, and each row is taken once,
+    from the merged slice."""
+    kept = disjoint([s(0, 16), s(16, 32), s(0, 32), s(32, 48)])
+    assert [(k.start, k.stop) for k in kept] == [(0, 32), (32, 48)]
 
 
 def outcomes(n: int) -> pa.Table:

@@ -72,3 +72,19 @@ def test_a_units_receipt_crosses_as_ipc_bytes_and_reads_back_the_same_in_one_chu
     back = from_ipc(to_ipc(table))
     assert back.equals(table.combine_chunks()) and back.to_pylist() == table.to_pylist()
     assert all(back.column(name).num_chunks == 1 for name in back.column_names)
+
+
+def test_a_run_of_many_units_groups_them_into_fewer_actor_tasks_and_a_small_one_does_not(monkeypatch):
+    """Each actor task costs the driver a submission, a wait and a reply (issue 57): with many units per actor, a task
+    carries several; with few, one each, so that every unit can be in flight at once."""
+    from pipeline.config import WorkersConfig
+    from pipeline.unit_pool import MAX_UNITS_PER_TASK, queued_per_actor, units_per_task
+
+    monkeypatch.delenv("EXTRACT_UNITS_PER_TASK", raising=False)
+    one = WorkersConfig(actors=1)  # the defaults: 4 batches in flight, so 5 tasks queued per actor
+    assert queued_per_actor(one) == 5
+    assert [units_per_task(n, one) for n in (1, 5, 79, 80, 160, 391, 3_907)] == [1, 1, 1, 2, 4, 4, 4]
+    assert units_per_task(10**6, one) == MAX_UNITS_PER_TASK
+    assert units_per_task(391, WorkersConfig(actors=8)) == 1  # 8 actors' queues hold 40 tasks: one unit each
+    monkeypatch.setenv("EXTRACT_UNITS_PER_TASK", "3")
+    assert units_per_task(5, one) == 3
