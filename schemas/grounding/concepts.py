@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from bisect import bisect_right
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,10 @@ NAME_TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # A number a `%` follows (`MwSt. 10 %`, `IVA (21%)`) is a rate, never the amount a money concept names (chosen on
 # jobs/multilingual, where a VAT field kept `10` beside `902,93` under `IVA al 10%`; on the held-out set of the
 # `concepts` screen's docstring the VAT amount is the only candidate in 29 of 30 documents, 0 before)
+# A line of this many words or more is prose, whose clauses each name their own amounts (`DocumentConcepts._clause`)
+PROSE_WORDS = 12
+# A clause's end in prose: a sentence's (a stop, `!` or `?` before a capital), a semicolon, a comma before a space
+CLAUSE_END = re.compile(r"[.!?][ \t]+(?=[A-ZÀ-ÖØ-Þ])|;[ \t]*|,[ \t]+")
 PERCENT = re.compile(r"[ \u00a0\u202f]?%")
 
 
@@ -62,15 +67,35 @@ def _normal(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def fold(text: str) -> str:
+    """The text with each accented letter as its base letter, one character for one (`vóór` → `voor`, `ÉCHÉANCE` →
+    `ECHEANCE`, `Nº` as is): a label phrase matches however the document accents it (a Dutch invoice's `Te betalen
+    vóór`, a French one's capitals without accents). Offsets stay those of the text."""
+    if text.isascii():
+        return text
+    return text.translate(_folds(frozenset(c for c in text if ord(c) > 127)))
+
+
+@lru_cache(maxsize=64)
+def _folds(characters: frozenset[str]) -> dict[int, str]:
+    found = {}
+    for c in characters:
+        base = unicodedata.normalize("NFD", c)
+        if len(base) > 1 and base[0].isascii() and all(unicodedata.combining(m) for m in base[1:]):
+            found[ord(c)] = base[0]
+    return found
+
+
 @lru_cache(maxsize=16)
 def phrases(languages: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
     """The label phrases of `languages` as one pattern, longest first, and phrase (lower case) → its concept (the
-    first language's, where two languages give one phrase two concepts)."""
+    first language's, where two languages give one phrase two concepts). Phrases without accents (`fold`): match
+    them in a folded text."""
     concept_of: dict[str, str] = {}
     for language in languages:
         for concept, listed in words(language).get("concepts", {}).items():
             for phrase in listed:
-                concept_of.setdefault(_normal(phrase), concept)
+                concept_of.setdefault(_normal(fold(phrase)), concept)
     if not concept_of:
         return None, {}
     parts = []
@@ -87,6 +112,7 @@ class DocumentConcepts:
 
     def __init__(self, document: str, languages: tuple[str, ...]) -> None:
         self.document = document
+        self.folded = fold(document)  # the label phrases are matched without accents, at the document's offsets
         self.pattern, self.concept_of = phrases(tuple(lang for lang in languages if lang in LANGUAGES))
         # (the label's start, its value's start, its value's end) of each `label: value` pair
         self.pairs = [(m.start("label"), m.start("value"), m.end("value")) for m in labelled_matches(document)]
@@ -107,9 +133,46 @@ class DocumentConcepts:
                 label_start, _, value_end = self.pairs[at]
                 if start <= value_end and label_start >= window:
                     window = label_start
+            line = window
+            window = self._clause(window, start)
             found = [c for first, end, c in self._matches(window) if end <= start]
-            self._at[start] = found[0] if found else None
+            self._at[start] = found[0] if found else self._header(line, start) if window == line else None
         return self._at[start]
+
+    def _header(self, line: int, start: int) -> str | None:
+        """The concept of the label over offset `start` in a header row: the line right above the value's line (which
+        starts at `line`), with no digit in it and the labels of two concepts or more, one over the value's columns
+        (`Rechnungsnummer   Rechnungsdatum   Zahlbar bis` over `6642   01.06.2026   15.06.2026`). Found on issue 54's
+        blind euro job (13 of 42 documents print their number and dates so; their dates were labelled nowhere). A
+        table's column header names one concept at most (`Menge  Einzelpreis  Gesamt`): not a header row."""
+        if line == 0:
+            return None
+        above = self.document.rfind("\n", 0, line - 1) + 1
+        if any(c.isdigit() for c in self.document[above:line]):
+            return None
+        labels = self._matches(above)
+        if len({c for _, _, c in labels if c}) < 2:
+            return None
+        value = re.compile(r"\S+").match(self.document, start)
+        end = value.end() if value else start + 1
+        left, right = start - line, end - line
+        over = [(min(right, last - above) - max(left, first - above), c) for first, last, c in labels]
+        best = max(over, key=lambda o: o[0], default=(0, None))
+        return best[1] if best[0] > 0 else None
+
+    def _clause(self, window: int, start: int) -> int:
+        """Where the clause holding offset `start` begins, in a line of prose (`PROSE_WORDS` words or more): after
+        the last sentence end (`. ` before a capital), `;` or `, ` between the window and `start`. A letter names
+        each amount in its own clause (`..., Ihnen 225,91 EUR zzgl. 7 % Umsatzsteuer in Höhe von 15,81 EUR in
+        Rechnung zu stellen. Der Rechnungsbetrag beläuft sich auf 241,72 EUR.`), where the line's first label
+        named them all before (issue 54's blind euro job: 2 totals and 2 nets refused, 6 of 6 letters' amounts
+        mislabelled). A line of a table or form keeps its first label (`Total TTC (dont TVA 20 %)  1 234,56 €`)."""
+        line_end = self.document.find("\n", start)
+        line = self.document[window:len(self.document) if line_end < 0 else line_end]
+        if len(line.split()) < PROSE_WORDS:
+            return window
+        ends = [m.end() for m in CLAUSE_END.finditer(self.document, window, start)]
+        return ends[-1] if ends else window
 
     def _matches(self, window: int) -> list[tuple[int, int, str | None]]:
         """The label phrases from `window` to its line's end, each (start, end, concept), made once per window."""
@@ -118,7 +181,7 @@ class DocumentConcepts:
             line_end = len(self.document) if line_end < 0 else line_end
             assert self.pattern is not None
             self._lines[window] = [(m.start(), m.end(), self.concept_of.get(_normal(m.group())))
-                                   for m in self.pattern.finditer(self.document, window, line_end)]
+                                   for m in self.pattern.finditer(self.folded, window, line_end)]
         return self._lines[window]
 
 
@@ -165,12 +228,25 @@ def amounts(index: DocumentIndex) -> set[str]:
     return index.cached("amounts", make)
 
 
+def rates(index: DocumentIndex, kind: str) -> set[str]:
+    """The values (by `key`) the document writes only as a rate (`20 %`), never otherwise: no amount a money concept
+    names (`TVA à 20 %` in a letter's clause names the rate, not the tax)."""
+    def make() -> set[str]:
+        text = index.document
+        rate: set[str] = set()
+        other: set[str] = set()
+        for value, _, end in index.readings(kind) if kind in OFFSET_KINDS else ():
+            (rate if PERCENT.match(text, end) else other).add(key(value))
+        return rate - other
+    return index.cached(("rates", kind), make)
+
+
 def labelled_concepts(index: DocumentIndex) -> set[str]:
     """The concepts the document's labels name anywhere (a receipt's `Total` and `TVA`, no `Échéance`)."""
     def make() -> set[str]:
         pattern, concept_of = phrases(tuple(lang for lang in index.locale.languages if lang in LANGUAGES))
         if pattern is None:
             return set()
-        return {concept_of[_normal(m.group())] for m in pattern.finditer(index.document)
+        return {concept_of[_normal(m.group())] for m in pattern.finditer(fold(index.document))
                 if _normal(m.group()) in concept_of}
     return index.cached("labelled concepts", make)

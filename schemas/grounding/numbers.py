@@ -18,6 +18,8 @@ the document's symbols and names are evidence of (`€` → EUR, `R$` → BRL, `
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Callable
 from functools import lru_cache
 
 from schemas.cells import PER_TEXT_KEPT
@@ -269,15 +271,37 @@ def money(text: str, locale: Locale = UNKNOWN) -> list[float | int]:
     return _unique(v for v, _, _ in money_readings(text, locale))
 
 
-def money_readings(text: str, locale: Locale = UNKNOWN, found: list[Reading] | None = None) -> list[Reading]:
-    """The readings (`readings`, or `found`) that are amounts, with their offsets."""
+def money_readings(text: str, locale: Locale = UNKNOWN, found: list[Reading] | None = None,
+                   dates: list[tuple[str, int, int]] | None = None) -> list[Reading]:
+    """The readings (`readings`, or `found`) that are amounts, with their offsets; a number inside a date the
+    text writes (`dates`: `schemas.grounding.dates.readings`) is none, even after a money word (`Betrag bis zum
+    18. März 2026`: 18 was an amount before; issue 54's blind euro job, where a total kept only a due date's day)."""
     found = readings(text, locale) if found is None else found
     if not found:
         return []
+    if dates is None:
+        from schemas.grounding.dates import readings as date_readings
+
+        dates = date_readings(text, locale)
     starts, ends = _beside_marks(text, locale)
     words_ = _money_words(locale.languages)
-    return [(v, start, end) for v, start, end in found if start in starts or end in ends
-            or _two_decimals(text, start, end) or _after_word(text, start, words_)]
+    inside = _inside(dates)
+    return [(v, start, end) for v, start, end in found if not inside(start, end) and (
+        start in starts or end in ends or _two_decimals(text, start, end) or _after_word(text, start, words_))]
+
+
+def _inside(spans: list[tuple[str, int, int]]) -> Callable[[int, int], bool]:
+    """Whether (start, end) lies inside one of the spans (`(_, start, end)`, in any order)."""
+    ordered = sorted((start, end) for _, start, end in spans)
+    firsts = [start for start, _ in ordered]
+    reach: list[int] = []  # the furthest end of the spans up to each one
+    for _, end in ordered:
+        reach.append(max(end, reach[-1]) if reach else end)
+
+    def inside(start: int, end: int) -> bool:
+        at = bisect_right(firsts, start) - 1
+        return at >= 0 and reach[at] >= end
+    return inside
 
 
 def _beside_marks(text: str, locale: Locale) -> tuple[set[int], set[int]]:

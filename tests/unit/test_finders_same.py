@@ -206,6 +206,7 @@ def test_concept_at_as_before() -> None:
             for label_start, value_start, value_end in self.pairs:
                 if value_start <= start <= value_end and label_start >= window:
                     window = label_start
+            window = self._clause(window, start)  # a prose line's clause (issue 54's blind euro job), as now
             found = [c for first, end, c in self._matches(window) if end <= start]
             return found[0] if found else None
 
