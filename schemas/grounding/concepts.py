@@ -42,6 +42,11 @@ NAME_TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 PROSE_WORDS = 12
 # A clause's end in prose: a sentence's (a stop, `!` or `?` before a capital), a semicolon, a comma before a space
 CLAUSE_END = re.compile(r"[.!?][ \t]+(?=[A-ZÀ-ÖØ-Þ])|;[ \t]*|,[ \t]+")
+# A letter's date line up to its date: a place of one to four capitalised words, a comma and maybe `den`, `am`, `le`,
+# `el`, `a`, `il`, `em` (`Stuttgart, den `, `Lyon, le `, `Madrid, a `, `Den Haag, `)
+LETTER_HEAD = re.compile(r"[ \t]*(?:[A-ZÀ-Þ][\w'’.-]*[ \t]+){0,3}[A-ZÀ-Þ][\w'’.-]*,[ \t]+"
+                         r"(?:(?:den|am|le|el|a|il|em|op)[ \t]+)?")
+DATE_CONCEPTS = frozenset({"issue_date", "due_date", "other_date"})
 PERCENT = re.compile(r"[ \u00a0\u202f]?%")
 
 
@@ -119,6 +124,7 @@ class DocumentConcepts:
         self._value_starts = [value_start for _, value_start, _ in self.pairs]
         self._at: dict[int, str | None] = {}
         self._lines: dict[int, list[tuple[int, int, str | None]]] = {}
+        self._ends: list[int] | None = None  # `_number_ends`
 
     def at(self, start: int) -> str | None:
         """The concept the label before offset `start` names (None: no label phrase there)."""
@@ -136,23 +142,60 @@ class DocumentConcepts:
             line = window
             window = self._clause(window, start)
             found = [c for first, end, c in self._matches(window) if end <= start]
-            self._at[start] = found[0] if found else self._header(line, start) if window == line else None
+            after = self._after_values(window, start)
+            if after > window:  # a label after another value on the line names this one (`Netto 1.000,00  MwSt 190,00`)
+                found = [c for first, end, c in self._matches(window) if first >= after and end <= start] or found
+            if not found and window == line:
+                found = [self._header(line, start) or self._letter_head(line, start)]
+            self._at[start] = found[0] if found else None
         return self._at[start]
+
+    def _letter_head(self, line: int, start: int) -> str | None:
+        """`issue_date` for a letter's date line, a place and a date alone on it (`Stuttgart, den 16. Februar 2026`,
+        `Lyon, le 15 août 2026`, `Madrid, a 3 de mayo de 2026`, `Napoli, 11 ottobre 2026`, `São Paulo, 15 de
+        janeiro de 2026`): how a letter in each of these languages dates itself (issue 54's blind euro job: 6 of 6
+        letters' issue dates were labelled nowhere)."""
+        line_end = self.document.find("\n", start)
+        rest = self.document[start:len(self.document) if line_end < 0 else line_end]
+        return "issue_date" if LETTER_HEAD.fullmatch(self.document, line, start) and len(rest.split()) <= 6 else None
+
+    def _after_values(self, window: int, start: int) -> int:
+        """The end of the last number written between `window` and `start` (a rate, `19 %`, aside), else `window`.
+        A line of pairs names each value by the label after the value before it (`Base imp. 11,45  IVA 10% 1,15`,
+        `Netto 1.000,00 €  MwSt 19 %  190,00 €  Brutto 1.190,00 €`: the line's first label named all three before;
+        issue 54's blind euro job, a Spanish receipt's VAT), and a label followed by a rate only keeps its own
+        (`Total TTC (dont TVA 20 %)  1 234,56 €` is the total)."""
+        ends = self._number_ends()
+        at = bisect_right(ends, start) - 1
+        while at >= 0 and ends[at] > window:
+            if not PERCENT.match(self.document, ends[at]):
+                return ends[at]
+            at -= 1
+        return window
+
+    def _number_ends(self) -> list[int]:
+        """The ends of the document's number tokens (`schemas.grounding.numbers`), in order, made once."""
+        if self._ends is None:
+            from schemas.grounding.numbers import _tokens
+
+            self._ends = sorted(end for _, _, end, _ in _tokens(self.document))
+        return self._ends
 
     def _header(self, line: int, start: int) -> str | None:
         """The concept of the label over offset `start` in a header row: the line right above the value's line (which
         starts at `line`), with no digit in it and the labels of two concepts or more, one over the value's columns
         (`Rechnungsnummer   Rechnungsdatum   Zahlbar bis` over `6642   01.06.2026   15.06.2026`). Found on issue 54's
         blind euro job (13 of 42 documents print their number and dates so; their dates were labelled nowhere). A
-        table's column header names one concept at most (`Menge  Einzelpreis  Gesamt`): not a header row."""
+        table's column header names one concept at most (`Menge  Einzelpreis  Gesamt`) and no date: not a header row."""
         if line == 0:
             return None
         above = self.document.rfind("\n", 0, line - 1) + 1
         if any(c.isdigit() for c in self.document[above:line]):
             return None
         labels = self._matches(above)
-        if len({c for _, _, c in labels if c}) < 2:
-            return None
+        named = {c for _, _, c in labels if c}
+        if len(named) < 2 and not named & DATE_CONCEPTS:  # one date's label (`Vencimento`, `DATA DA EMISSÃO`) will do:
+            return None  # no items table heads a column with a date
         value = re.compile(r"\S+").match(self.document, start)
         end = value.end() if value else start + 1
         left, right = start - line, end - line
@@ -207,9 +250,18 @@ def value_concepts(index: DocumentIndex, kind: str, candidates: list[Any]) -> di
             continue
         start = document.find(candidate)
         while start >= 0:
-            found.setdefault(key(candidate), set()).add(concepts.at(start))
+            if _whole(document, start, start + len(candidate)):  # not `1` inside `F-61578`
+                found.setdefault(key(candidate), set()).add(concepts.at(start))
             start = document.find(candidate, start + len(candidate))
     return found
+
+
+def _whole(document: str, start: int, end: int) -> bool:
+    """Whether document[start:end] is no part of a longer word: no letter or digit joins it on either side where it
+    begins or ends with one (issue 54's blind euro job: an item's `1` took the label of the `F-61578` it is in)."""
+    before, after = document[start - 1:start], document[end:end + 1]
+    joined_before = before.isalnum() and document[start].isalnum()
+    return not joined_before and not (after.isalnum() and document[end - 1].isalnum())
 
 
 def _offset_concepts(index: DocumentIndex, kind: str, concepts: DocumentConcepts) -> dict[str, set[str | None]]:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from schemas.grounding.concepts import amounts, labelled_concepts, money_concept, rates, value_concepts
+from schemas.grounding.concepts import DATE_CONCEPTS, amounts, labelled_concepts, money_concept, rates, value_concepts
 from schemas.grounding.concepts import key as concept_key
 from schemas.grounding.locale import word_list
 from schemas.labels import blank_labels, named_only_of, names_message, outside, sent_line
@@ -153,9 +153,22 @@ def concepts(candidates: list[Any], field: FieldContext, index: DocumentIndex) -
         own = [c for c in own if concept_key(c) in written] or own
     if own:
         return own
+    if money_concept(field.concept) and field.kind in ("number", "money") and \
+            any(money_concept(c) for c in labelled_concepts(index)):
+        # an amount no label names, in a document that labels others (a letter's `6 673,22 € HT` beside its `TVA`
+        # and `total`): the amounts the document writes, not its postcodes, days and years (issue 54's blind euro
+        # job: a net or VAT field with no own label kept every number)
+        written = amounts(index)
+        return [c for c in candidates if concept_key(c) in written] or candidates
     # in doubt (`screen`) where a receipt labels no due date at all; else all stay: dropping the values written
     # under another field's concept refused 4 of 30 net amounts on the held-out set (`Total sem IVA` reads `total`)
-    return [] if _unlabelled(field, index) else candidates
+    if not _unlabelled(field, index):
+        return candidates
+    # in doubt, but for a document that names some of its dates with other concepts and writes others under no
+    # label at all: those (a letter's due date in words the lexicon lacks, `bis zum 18. März`, beside its head's
+    # date; issue 54's blind euro job, 4 of 42 due dates left free before)
+    unnamed = [c for c in candidates if not found.get(concept_key(c), set()) & DATE_CONCEPTS]
+    return unnamed if unnamed and len(unnamed) < len(candidates) else []
 
 
 def _unlabelled(field: FieldContext, index: DocumentIndex) -> bool:

@@ -145,3 +145,92 @@ def test_an_items_tables_header_names_no_row() -> None:
 ])
 def test_a_label_matches_with_or_without_its_accents(text: str, field: str, expected: list[Any]) -> None:
     assert _grounded(text)[field] == expected
+
+
+def test_a_labelled_strings_occurrences_are_whole_words() -> None:
+    # `1` (an item's position) is written inside `F-61578`, under the number's label: it is not labelled so
+    found = _grounded("Factuur nr.: F-61578\nFactuurdatum: 5 juni 2026\n\nNr.  Omschrijving   Bedrag\n"
+                      "1    Drukwerk folders A5   € 823,30\n\nTotaal incl. BTW   € 996,19\n")
+    assert found["invoice_number"] == ["F-61578"]
+
+
+def test_a_money_concept_no_label_names_takes_the_documents_amounts() -> None:
+    text = ("Lyon, le 15 août 2026\n12 rue des Lilas, 69003 Lyon\n\nNous vous prions de trouver ci-dessous le détail "
+            "de nos prestations pour un montant de 6 673,22 € HT, soit 1 334,64 € de TVA à 20 %, et un total de "
+            "8 007,86 € TTC.\n")
+    assert _grounded(text)["net"] == [6673.22, 1334.64, 8007.86]  # not the postcode, the day or the year
+
+
+def test_a_phone_or_tax_id_is_no_amount() -> None:
+    assert 31312 not in money("Sanitär Keller AG · CHE-456.104.699 MWST · Tel. 031 312 88 10")
+    assert money("TVA BE 0585.069.323 · RPM Bruxelles") == []
+    assert money("Gesamtbetrag 1.234,56 EUR") == [1234.56]
+
+
+@pytest.mark.parametrize(("text", "field", "expected"), [
+    ("Base imp. 11,45  IVA 10% 1,15\nTOTAL (IVA incl.)  12,60 €\n", "vat", [1.15]),
+    ("Base imp. 11,45  IVA 10% 1,15\nTOTAL (IVA incl.)  12,60 €\n", "net", [11.45]),
+    ("Rechnung für die Wartung der Heizung\nNetto 1.000,00 €  MwSt 19 %  190,00 €  Brutto 1.190,00 €\n", "vat",
+     [190.0]),
+    ("Rechnung für die Wartung der Heizung\nNetto 1.000,00 €  MwSt 19 %  190,00 €  Brutto 1.190,00 €\n", "total",
+     [1190.0]),
+    ("Total TTC (dont TVA 20 %)  1 234,56 €\nTVA  205,76 €\n", "total", [1234.56]),  # a rate between: still first
+])
+def test_in_a_line_of_pairs_each_label_names_the_amount_after_it(text: str, field: str, expected: list[Any]) -> None:
+    assert _grounded(text)[field] == expected
+
+
+def test_a_header_row_with_one_date_label_names_the_date_under_it() -> None:
+    text = ("NOME / RAZÃO SOCIAL                          DATA DA EMISSÃO\n"
+            "Clínica Santos & Lima S/S                    18/10/2026\n\nFATURA / DUPLICATA\n"
+            "Número   Vencimento   Valor\n001      28/10/2026   R$ 1.702,91\n")
+    found = _grounded(text)
+    assert found["issue_date"] == ["2026-10-18"] and found["due_date"] == ["2026-10-28"]
+
+
+@pytest.mark.parametrize(("text", "field", "expected"), [
+    ("Date d'émission : 28/04/2026\nDate de livraison : 26/04/2026\n", "issue_date", ["2026-04-28"]),
+    ("Fecha de factura 4 de septiembre de 2026\nFecha de entrega 1 de septiembre de 2026\n", "issue_date",
+     ["2026-09-04"]),
+    ("Fatura de manutenção de computadores\nData de emissão  29/07/2026\nData de entrega  21/07/2026\n",
+     "issue_date", ["2026-07-29"]),
+    ("NF-e Nº 000.022.039 SÉRIE 001\nCNPJ 44.622.311/0001-59\n", "invoice_number", ["000.022.039"]),
+    ("N. documento   Data documento   Cod. cliente   Data scadenza\n28/PA          01/02/2026       75070"
+     "          15/02/2026\n", "invoice_number", ["28/PA"]),
+    ("BASE DE CÁLC. DO ICMS   VALOR DO ICMS   VALOR TOTAL DOS PRODUTOS   VALOR TOTAL DA NOTA\n"
+     "1.443,14                259,77          1.443,14                   1.702,91\n", "total", [1702.91]),
+])
+def test_the_usual_labels_of_other_dates_and_numbers(text: str, field: str, expected: list[Any]) -> None:
+    assert _grounded(text)[field] == expected
+
+
+def test_a_one_letter_currency_symbol_counts_beside_an_amount_only() -> None:
+    from schemas.grounding.finders import currencies
+
+    assert currencies("Rechnung R-5285\nTotal CHF 1'404.65") == ["CHF"]
+    assert "ZAR" in currencies("Total: R 1 250,00")
+    assert currencies("Totaal incl. BTW €        5.006,88") == ["EUR"]  # a sign is evidence wherever it stands
+
+
+@pytest.mark.parametrize(("text", "issue", "due"), [
+    ("Kanzlei Dr. Wagner · Hauptstr. 112 · 70173 Stuttgart\n\nStuttgart, den 16. Februar 2026\n\n"
+     "Rechnung Nr. 363.026\n\nSehr geehrte Damen und Herren,\n\nfür unsere Leistungen berechnen wir Ihnen "
+     "225,91 EUR zzgl. 7 % Umsatzsteuer in Höhe von 15,81 EUR, insgesamt 241,72 EUR.\n"
+     "Bitte überweisen Sie den Betrag bis zum 18. März 2026.\n",
+     ["2026-02-16"], ["2026-03-18"]),
+    ("Asesoría Fernández S.L.\n\nBarcelona, a 3 de mayo de 2026\n\nAsunto: factura número FV26-371\n\nPor los "
+     "trabajos realizados les facturamos una base imponible de 1.952,42€, más el 21% de IVA (410,01€), lo que hace "
+     "un total de 2.362,43€.\nLes rogamos efectúen el pago antes del 13 de mayo de 2026.\n",
+     ["2026-05-03"], ["2026-05-13"]),
+])
+def test_a_letters_head_dates_it_and_its_other_date_is_the_due_date(text: str, issue: list[str],
+                                                                     due: list[str]) -> None:
+    found = _grounded(text)
+    assert found["issue_date"] == issue and found["due_date"] == due
+
+
+def test_a_receipts_only_date_leaves_the_due_date_in_doubt() -> None:
+    found = _grounded("Bäckerei Vogt\nAm Markt 3, 50667 Köln\n2x Brötchen   0,90\nSUMME EUR   0,90\n"
+                      "Bar   10,00\nRückgeld   9,10\nenth. MwSt 7%   0,06\nBon-Nr. 1998  Kasse 2\n18.01.26  18:26\n"
+                      "Vielen Dank für Ihren Einkauf!\n")
+    assert found["due_date"] is None and found["issue_date"] == ["2026-01-18"]
