@@ -46,6 +46,10 @@ CLAUSE_END = re.compile(r"[.!?][ \t]+(?=[A-ZÀ-ÖØ-Þ])|;[ \t]*|,[ \t]+")
 # `el`, `a`, `il`, `em` (`Stuttgart, den `, `Lyon, le `, `Madrid, a `, `Den Haag, `)
 LETTER_HEAD = re.compile(r"[ \t]*(?:[A-ZÀ-Þ][\w'’.-]*[ \t]+){0,3}[A-ZÀ-Þ][\w'’.-]*,[ \t]+"
                          r"(?:(?:den|am|le|el|a|il|em|op)[ \t]+)?")
+# The word that dates a document after its number, right before the date: `Rechnung Nr. 1528 vom 15.01.2026`,
+# `Facture n° 2026-118 du 15/01/2026`, `Fattura n. 12/2026 del 15/01/2026`, `factuur 2026-001 d.d. 15-01-2026`,
+# `Factura 12 de fecha 15/01/2026`, `Invoice 123 dated 15 Jan 2026` (the document's date: its issue date)
+DATED = re.compile(r"(?<![^\W\d_])(?i:vom|du|del|de fecha|d\.d\.|dated|de)[ \t]+\Z")
 DATE_CONCEPTS = frozenset({"issue_date", "due_date", "other_date"})
 PERCENT = re.compile(r"[ \u00a0\u202f]?%")
 
@@ -147,6 +151,8 @@ class DocumentConcepts:
                 found = [c for first, end, c in self._matches(window) if first >= after and end <= start] or found
             if not found and window == line:
                 found = [self._header(line, start) or self._letter_head(line, start)]
+            elif found and found[0] == "invoice_number" and DATED.search(self.document, window, start):
+                found = ["issue_date"]  # `Rechnung Nr. 1528 vom 15.01.2026`, `Facture n° 118 du 15/01/2026`
             self._at[start] = found[0] if found else None
         return self._at[start]
 

@@ -234,3 +234,20 @@ def test_a_receipts_only_date_leaves_the_due_date_in_doubt() -> None:
                       "Bar   10,00\nRückgeld   9,10\nenth. MwSt 7%   0,06\nBon-Nr. 1998  Kasse 2\n18.01.26  18:26\n"
                       "Vielen Dank für Ihren Einkauf!\n")
     assert found["due_date"] is None and found["issue_date"] == ["2026-01-18"]
+
+
+@pytest.mark.parametrize("text", [
+    "Schreinerei Holz GmbH\nRechnung Nr. 1528 vom 15.01.2026\nLeistungsdatum: 12.01.2026\nZahlbar bis 29.01.2026.\n"
+    "Gesamtbetrag 2.499,00 €\n",
+    "Plomberie Durand SARL\nFacture n° 2026-118 du 15/01/2026\nÉchéance : 14/02/2026\nNet à payer : 216,00 €\n",
+    "Elettrica Rossi S.r.l.\nFattura n. 12/2026 del 15/01/2026\nScadenza: 14/02/2026\nTotale documento € 1.220,00\n",
+])
+def test_the_date_after_a_documents_number_is_its_issue_date(text: str) -> None:
+    assert _grounded(text)["issue_date"] == ["2026-01-15"]
+
+
+def test_swiss_totals_before_and_after_tax() -> None:
+    found = _grounded("Gartenbau Frei AG\nSeestrasse 10, 8002 Zürich\n\nRechnung 2026-77\nDatum: 15.01.2026\n"
+                      "Zahlbar innert 30 Tagen\n\nTotal exkl. MWST CHF 1'000.00\nMWST 8.1% CHF 81.00\n"
+                      "Total inkl. MWST CHF 1'081.00\n")
+    assert found["net"] == [1000.0] and found["vat"] == [81.0] and found["total"] == [1081.0]
