@@ -17,6 +17,7 @@ from schemas.grounding.numbers import all_codes
 from schemas.grounding.numbers import currencies as read_currencies
 from schemas.grounding.numbers import money as read_money
 from schemas.grounding.numbers import numbers as read_numbers
+from schemas.grounding.phrases import fold, phrases
 from schemas.grounding.places import places
 
 # The English-only shapes grounding read before issue 54, kept for readers of old spans (tests/unit/test_spans.py)
@@ -229,8 +230,6 @@ NOT_A_LABELLED_ID = re.compile(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{2,4}|\d{1,2}:\d{2}(?
 def _after_number_labels(text: str, locale: Locale) -> list[str]:
     """The values after, or in a header row under, a label the document's languages give a document's number
     (`identifiers`)."""
-    from schemas.grounding.concepts import fold, phrases
-
     pattern, concept_of = phrases(tuple(lang for lang in locale.languages if lang in LANGUAGES))
     if pattern is None:
         return []
