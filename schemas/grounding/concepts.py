@@ -91,15 +91,7 @@ class DocumentConcepts:
         if self.pattern is None:
             return None
         if start not in self._at:
-            window = self.document.rfind("\n", 0, start) + 1
-            # the pairs are `LABELLED`'s matches in order, their values apart and increasing: the one pair whose
-            # value holds `start`, if any, is the last that starts at or before it
-            at = bisect_right(self._value_starts, start) - 1
-            if at >= 0:
-                label_start, _, value_end = self.pairs[at]
-                if start <= value_end and label_start >= window:
-                    window = label_start
-            line = window
+            line = window = self._window(start)
             window = self._clause(window, start)
             found = [c for first, end, c in self._matches(window) if end <= start]
             after = self._after_values(window, start)
@@ -111,6 +103,19 @@ class DocumentConcepts:
                 found = ["issue_date"]  # `Rechnung Nr. 1528 vom 15.01.2026`, `Facture n° 118 du 15/01/2026`
             self._at[start] = found[0] if found else None
         return self._at[start]
+
+    def _window(self, start: int) -> int:
+        """Where the label of the value at `start` may begin: its line's start, or its label's in a `label: value`
+        pair that holds it."""
+        window = self.document.rfind("\n", 0, start) + 1
+        # the pairs are `LABELLED`'s matches in order, their values apart and increasing: the one pair whose
+        # value holds `start`, if any, is the last that starts at or before it
+        at = bisect_right(self._value_starts, start) - 1
+        if at >= 0:
+            label_start, _, value_end = self.pairs[at]
+            if start <= value_end and label_start >= window:
+                window = label_start
+        return window
 
     def _letter_head(self, line: int, start: int) -> str | None:
         """`issue_date` for a letter's date line, a place and a date alone on it (`Stuttgart, den 16. Februar 2026`,
