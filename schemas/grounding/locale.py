@@ -180,7 +180,8 @@ def month_names(languages: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
 def _regional(language: str) -> tuple[str, ...]:
     """The language and its territories' CLDR locales (`de`, `de_AT`, `de_CH`, ...): a region's own month names
     are the language's but for a few (Austria's `Jänner`, `Jän.`; Peru's and Uruguay's `setiembre`), which a
-    document from there writes (issue 54's blind euro job: `15. Jänner 2026` was no date)."""
+    document from there writes (`15. Jänner 2026` was no date: a spot check of Austrian forms after issue 54's
+    blind euro job)."""
     from babel import localedata
 
     pattern = re.compile(rf"{re.escape(language)}_[A-Z]{{2}}")

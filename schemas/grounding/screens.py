@@ -166,7 +166,7 @@ def concepts(candidates: list[Any], field: FieldContext, index: DocumentIndex) -
         return candidates
     # in doubt, but for a document that names some of its dates with other concepts and writes others under no
     # label at all: those (a letter's due date in words the lexicon lacks, `bis zum 18. März`, beside its head's
-    # date; issue 54's blind euro job, 4 of 42 due dates left free before)
+    # date; issue 54's blind euro job: 4 letters' due dates were left free)
     unnamed = [c for c in candidates if not found.get(concept_key(c), set()) & DATE_CONCEPTS]
     return unnamed if unnamed and len(unnamed) < len(candidates) else []
 
