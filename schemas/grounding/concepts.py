@@ -28,6 +28,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from schemas.grounding.locale import LANGUAGES, words
+from schemas.grounding.phrases import _normal, fold, phrases
 from schemas.labels import labelled_matches
 
 if TYPE_CHECKING:
@@ -37,6 +38,19 @@ NAME_TOKENS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # A number a `%` follows (`MwSt. 10 %`, `IVA (21%)`) is a rate, never the amount a money concept names (chosen on
 # jobs/multilingual, where a VAT field kept `10` beside `902,93` under `IVA al 10%`; on the held-out set of the
 # `concepts` screen's docstring the VAT amount is the only candidate in 29 of 30 documents, 0 before)
+# A line of this many words or more is prose, whose clauses each name their own amounts (`DocumentConcepts._clause`)
+PROSE_WORDS = 12
+# A clause's end in prose: a sentence's (a stop, `!` or `?` before a capital), a semicolon, a comma before a space
+CLAUSE_END = re.compile(r"[.!?][ \t]+(?=[A-ZÀ-ÖØ-Þ])|;[ \t]*|,[ \t]+")
+# A letter's date line up to its date: a place of one to four capitalised words, a comma and maybe `den`, `am`, `le`,
+# `el`, `a`, `il`, `em` (`Stuttgart, den `, `Lyon, le `, `Madrid, a `, `Den Haag, `)
+LETTER_HEAD = re.compile(r"[ \t]*(?:[A-ZÀ-Þ][\w'’.-]*[ \t]+){0,3}[A-ZÀ-Þ][\w'’.-]*,[ \t]+"
+                         r"(?:(?:den|am|le|el|a|il|em|op)[ \t]+)?")
+# The word that dates a document after its number, right before the date: `Rechnung Nr. 1528 vom 15.01.2026`,
+# `Facture n° 2026-118 du 15/01/2026`, `Fattura n. 12/2026 del 15/01/2026`, `factuur 2026-001 d.d. 15-01-2026`,
+# `Factura 12 de fecha 15/01/2026`, `Invoice 123 dated 15 Jan 2026` (the document's date: its issue date)
+DATED = re.compile(r"(?<![^\W\d_])(?i:vom|du|del|de fecha|d\.d\.|dated|de)[ \t]+\Z")
+DATE_CONCEPTS = frozenset({"issue_date", "due_date", "other_date"})
 PERCENT = re.compile(r"[ \u00a0\u202f]?%")
 
 
@@ -58,58 +72,117 @@ def money_concept(concept: str | None) -> bool:
     return concept in words("en").get("money_concepts", [])
 
 
-def _normal(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-@lru_cache(maxsize=16)
-def phrases(languages: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
-    """The label phrases of `languages` as one pattern, longest first, and phrase (lower case) → its concept (the
-    first language's, where two languages give one phrase two concepts)."""
-    concept_of: dict[str, str] = {}
-    for language in languages:
-        for concept, listed in words(language).get("concepts", {}).items():
-            for phrase in listed:
-                concept_of.setdefault(_normal(phrase), concept)
-    if not concept_of:
-        return None, {}
-    parts = []
-    for phrase in sorted(concept_of, key=len, reverse=True):
-        body = r"[ \t]+".join(re.escape(part) for part in phrase.split(" "))
-        whole = len(phrase) < 4 or not phrase[-1].isalpha()
-        parts.append(body + (r"(?![^\W\d_])" if whole else ""))
-    initials = "".join(sorted({re.escape(c) for p in concept_of for c in (p[0].lower(), p[0].upper())}))
-    return re.compile(rf"(?<![^\W\d_])(?=[{initials}])(?i:" + "|".join(parts) + ")"), concept_of
-
-
 class DocumentConcepts:
     """The concept of the label before each offset of one document (`at`)."""
 
     def __init__(self, document: str, languages: tuple[str, ...]) -> None:
         self.document = document
+        self.folded = fold(document)  # the label phrases are matched without accents, at the document's offsets
         self.pattern, self.concept_of = phrases(tuple(lang for lang in languages if lang in LANGUAGES))
         # (the label's start, its value's start, its value's end) of each `label: value` pair
         self.pairs = [(m.start("label"), m.start("value"), m.end("value")) for m in labelled_matches(document)]
         self._value_starts = [value_start for _, value_start, _ in self.pairs]
         self._at: dict[int, str | None] = {}
         self._lines: dict[int, list[tuple[int, int, str | None]]] = {}
+        self._ends: list[int] | None = None  # `_number_ends`
 
     def at(self, start: int) -> str | None:
         """The concept the label before offset `start` names (None: no label phrase there)."""
         if self.pattern is None:
             return None
         if start not in self._at:
-            window = self.document.rfind("\n", 0, start) + 1
-            # the pairs are `LABELLED`'s matches in order, their values apart and increasing: the one pair whose
-            # value holds `start`, if any, is the last that starts at or before it
-            at = bisect_right(self._value_starts, start) - 1
-            if at >= 0:
-                label_start, _, value_end = self.pairs[at]
-                if start <= value_end and label_start >= window:
-                    window = label_start
+            line = window = self._window(start)
+            window = self._clause(window, start)
             found = [c for first, end, c in self._matches(window) if end <= start]
+            after = self._after_values(window, start)
+            if after > window:  # a label after another value on the line names this one (`Netto 1.000,00  MwSt 190,00`)
+                found = [c for first, end, c in self._matches(window) if first >= after and end <= start] or found
+            if not found and window == line:
+                found = [self._header(line, start) or self._letter_head(line, start)]
+            elif found and found[0] == "invoice_number" and DATED.search(self.document, window, start):
+                found = ["issue_date"]  # `Rechnung Nr. 1528 vom 15.01.2026`, `Facture n° 118 du 15/01/2026`
             self._at[start] = found[0] if found else None
         return self._at[start]
+
+    def _window(self, start: int) -> int:
+        """Where the label of the value at `start` may begin: its line's start, or its label's in a `label: value`
+        pair that holds it."""
+        window = self.document.rfind("\n", 0, start) + 1
+        # the pairs are `LABELLED`'s matches in order, their values apart and increasing: the one pair whose
+        # value holds `start`, if any, is the last that starts at or before it
+        at = bisect_right(self._value_starts, start) - 1
+        if at >= 0:
+            label_start, _, value_end = self.pairs[at]
+            if start <= value_end and label_start >= window:
+                window = label_start
+        return window
+
+    def _letter_head(self, line: int, start: int) -> str | None:
+        """`issue_date` for a letter's date line, a place and a date alone on it (`Stuttgart, den 16. Februar 2026`,
+        `Lyon, le 15 août 2026`, `Madrid, a 3 de mayo de 2026`, `Napoli, 11 ottobre 2026`, `São Paulo, 15 de
+        janeiro de 2026`): how a letter in each of these languages dates itself (issue 54's blind euro job: its 6
+        letters that write two dates offered both for the issue date)."""
+        line_end = self.document.find("\n", start)
+        rest = self.document[start:len(self.document) if line_end < 0 else line_end]
+        return "issue_date" if LETTER_HEAD.fullmatch(self.document, line, start) and len(rest.split()) <= 6 else None
+
+    def _after_values(self, window: int, start: int) -> int:
+        """The end of the last number written between `window` and `start` (a rate, `19 %`, aside), else `window`.
+        A line of pairs names each value by the label after the value before it (`Base imp. 11,45  IVA 10% 1,15`,
+        `Netto 1.000,00 €  MwSt 19 %  190,00 €  Brutto 1.190,00 €`: the line's first label named all three before;
+        issue 54's blind euro job, a Spanish receipt's VAT), and a label followed by a rate only keeps its own
+        (`Total TTC (dont TVA 20 %)  1 234,56 €` is the total)."""
+        ends = self._number_ends()
+        at = bisect_right(ends, start) - 1
+        while at >= 0 and ends[at] > window:
+            if not PERCENT.match(self.document, ends[at]):
+                return ends[at]
+            at -= 1
+        return window
+
+    def _number_ends(self) -> list[int]:
+        """The ends of the document's number tokens (`schemas.grounding.numbers`), in order, made once."""
+        if self._ends is None:
+            from schemas.grounding.numbers import _tokens
+
+            self._ends = sorted(end for _, _, end, _ in _tokens(self.document))
+        return self._ends
+
+    def _header(self, line: int, start: int) -> str | None:
+        """The concept of the label over offset `start` in a header row: the line right above the value's line (which
+        starts at `line`), with no digit in it and the labels of two concepts or more, one over the value's columns
+        (`Rechnungsnummer   Rechnungsdatum   Zahlbar bis` over `6642   01.06.2026   15.06.2026`). Found on issue 54's
+        blind euro job: 9 grids and 2 DANFE of 42 documents, whose numbers and dates were labelled nowhere). A
+        table's column header names one concept at most (`Menge  Einzelpreis  Gesamt`) and no date: not a header row."""
+        if line == 0:
+            return None
+        above = self.document.rfind("\n", 0, line - 1) + 1
+        if any(c.isdigit() for c in self.document[above:line]):
+            return None
+        labels = self._matches(above)
+        named = {c for _, _, c in labels if c}
+        if len(named) < 2 and not named & DATE_CONCEPTS:  # one date's label (`Vencimento`, `DATA DA EMISSÃO`) will do:
+            return None  # no items table heads a column with a date
+        value = re.compile(r"\S+").match(self.document, start)
+        end = value.end() if value else start + 1
+        left, right = start - line, end - line
+        over = [(min(right, last - above) - max(left, first - above), c) for first, last, c in labels]
+        best = max(over, key=lambda o: o[0], default=(0, None))
+        return best[1] if best[0] > 0 else None
+
+    def _clause(self, window: int, start: int) -> int:
+        """Where the clause holding offset `start` begins, in a line of prose (`PROSE_WORDS` words or more): after
+        the last sentence end (`. ` before a capital), `;` or `, ` between the window and `start`. A letter names
+        each amount in its own clause (`..., Ihnen 225,91 EUR zzgl. 7 % Umsatzsteuer in Höhe von 15,81 EUR in
+        Rechnung zu stellen. Der Rechnungsbetrag beläuft sich auf 241,72 EUR.`), where the line's first label
+        named them all before (issue 54's blind euro job: 2 letters' totals and 2 nets were
+        refused). A line of a table or form keeps its first label (`Total TTC (dont TVA 20 %)  1 234,56 €`)."""
+        line_end = self.document.find("\n", start)
+        line = self.document[window:len(self.document) if line_end < 0 else line_end]
+        if len(line.split()) < PROSE_WORDS:
+            return window
+        ends = [m.end() for m in CLAUSE_END.finditer(self.document, window, start)]
+        return ends[-1] if ends else window
 
     def _matches(self, window: int) -> list[tuple[int, int, str | None]]:
         """The label phrases from `window` to its line's end, each (start, end, concept), made once per window."""
@@ -118,7 +191,7 @@ class DocumentConcepts:
             line_end = len(self.document) if line_end < 0 else line_end
             assert self.pattern is not None
             self._lines[window] = [(m.start(), m.end(), self.concept_of.get(_normal(m.group())))
-                                   for m in self.pattern.finditer(self.document, window, line_end)]
+                                   for m in self.pattern.finditer(self.folded, window, line_end)]
         return self._lines[window]
 
 
@@ -144,9 +217,18 @@ def value_concepts(index: DocumentIndex, kind: str, candidates: list[Any]) -> di
             continue
         start = document.find(candidate)
         while start >= 0:
-            found.setdefault(key(candidate), set()).add(concepts.at(start))
+            if _whole(document, start, start + len(candidate)):  # not `1` inside `F-61578`
+                found.setdefault(key(candidate), set()).add(concepts.at(start))
             start = document.find(candidate, start + len(candidate))
     return found
+
+
+def _whole(document: str, start: int, end: int) -> bool:
+    """Whether document[start:end] is no part of a longer word: no letter or digit joins it on either side where it
+    begins or ends with one (issue 54's blind euro job: an item's `1` took the label of the `F-61578` it is in)."""
+    before, after = document[start - 1:start], document[end:end + 1]
+    joined_before = before.isalnum() and document[start].isalnum()
+    return not joined_before and not (after.isalnum() and document[end - 1].isalnum())
 
 
 def _offset_concepts(index: DocumentIndex, kind: str, concepts: DocumentConcepts) -> dict[str, set[str | None]]:
@@ -165,12 +247,25 @@ def amounts(index: DocumentIndex) -> set[str]:
     return index.cached("amounts", make)
 
 
+def rates(index: DocumentIndex, kind: str) -> set[str]:
+    """The values (by `key`) the document writes only as a rate (`20 %`), never otherwise: no amount a money concept
+    names (`TVA à 20 %` in a letter's clause names the rate, not the tax)."""
+    def make() -> set[str]:
+        text = index.document
+        rate: set[str] = set()
+        other: set[str] = set()
+        for value, _, end in index.readings(kind) if kind in OFFSET_KINDS else ():
+            (rate if PERCENT.match(text, end) else other).add(key(value))
+        return rate - other
+    return index.cached(("rates", kind), make)
+
+
 def labelled_concepts(index: DocumentIndex) -> set[str]:
     """The concepts the document's labels name anywhere (a receipt's `Total` and `TVA`, no `Échéance`)."""
     def make() -> set[str]:
         pattern, concept_of = phrases(tuple(lang for lang in index.locale.languages if lang in LANGUAGES))
         if pattern is None:
             return set()
-        return {concept_of[_normal(m.group())] for m in pattern.finditer(index.document)
+        return {concept_of[_normal(m.group())] for m in pattern.finditer(fold(index.document))
                 if _normal(m.group()) in concept_of}
     return index.cached("labelled concepts", make)

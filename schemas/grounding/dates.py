@@ -26,6 +26,9 @@ DateReading = tuple[str, int, int]  # (YYYY-MM-DD, start, end)
 # `\d(?<![\d.]\d)` (tests/unit/test_finders_same.py compares them with the patterns as first written).
 ISO = re.compile(r"(\d\d{3})(?<!\d\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
 NUMERIC = re.compile(r"(\d(?<![\d.]\d)\d?)([./-])(\d{1,2})\2(\d{4})(?!\d)")
+# A till receipt's date with a two-digit year (`18.01.26`, `13/01/26`, `14-09-26`): a two-digit day and month, not
+# inside a longer run of dotted pairs (a phone number `06.10.12.34.56`, a version `10.12.20.1`)
+SHORT_YEAR = re.compile(r"(\d\d)(?<![\d.,/-]\d\d)([./-])(\d\d)\2(\d\d)(?!\d|[./-]\d)")
 CJK = re.compile(r"(\d\d{3})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*日")
 DAY = r"(?P<d>\d{1,2})(?:\.|er|st|nd|rd|th|º|°)?"
 FIRST_DAY = r"(?P<d>\d(?<![\w.]\d)\d?)(?:\.|er|st|nd|rd|th|º|°)?"  # `(?<![\w.])` and `DAY`, made as above
@@ -55,8 +58,8 @@ def readings(text: str, locale: Locale = UNKNOWN) -> list[DateReading]:
         _add(found, match, int(match.group(1)), int(match.group(2)), int(match.group(3)))
     numeric = list(NUMERIC.finditer(text))
     order = locale.day_first if locale.day_first is not None else order_evidence(numeric)
-    for match in numeric:
-        first, second, year = int(match.group(1)), int(match.group(3)), int(match.group(4))
+    for match in [*numeric, *SHORT_YEAR.finditer(text)]:
+        first, second, year = int(match.group(1)), int(match.group(3)), _full_year(match.group(4))
         day_first = (True if match.group(2) == "." else order) if max(first, second) <= 12 else None  # 15/06: one
         if day_first is not False:
             _add(found, match, year, second, first)
@@ -68,6 +71,12 @@ def readings(text: str, locale: Locale = UNKNOWN) -> list[DateReading]:
             for month in months.get(match.group("m").lower().rstrip("."), ()):
                 _add(found, match, int(match.group("y")), month, int(match.group("d")))
     return sorted(dict.fromkeys(found), key=lambda r: r[1])
+
+
+def _full_year(written: str) -> int:
+    """A year as written, a two-digit one in the century POSIX's `%y` gives it (69-99: 1900s, else 2000s)."""
+    year = int(written)
+    return year if len(written) == 4 else year + (1900 if year >= 69 else 2000)
 
 
 def order_evidence(numeric: list[re.Match[str]]) -> bool | None:

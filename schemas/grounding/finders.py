@@ -12,11 +12,12 @@ from schemas.grounding.dates import dates as read_dates
 from schemas.grounding.durations import durations
 from schemas.grounding.kinds import ID_SHAPE
 from schemas.grounding.layout import wrapped
-from schemas.grounding.locale import UNKNOWN, Locale
+from schemas.grounding.locale import LANGUAGES, UNKNOWN, Locale
 from schemas.grounding.numbers import all_codes
 from schemas.grounding.numbers import currencies as read_currencies
 from schemas.grounding.numbers import money as read_money
 from schemas.grounding.numbers import numbers as read_numbers
+from schemas.grounding.phrases import fold, phrases
 from schemas.grounding.places import places
 
 # The English-only shapes grounding read before issue 54, kept for readers of old spans (tests/unit/test_spans.py)
@@ -192,25 +193,81 @@ NOT_AN_ID = re.compile(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2}:\d{2}(?::\d{2})
 # What a number's label ends in, in the languages with word lists: `Nr.`, `No.`, `Nº`, `n°`, `núm.`, `#`
 # (`n.` with its stop: `Documento n. 2777`), maybe followed by up to two words and a colon (`Numero fattura:`,
 # `Nº da fatura:`, `Number of invoice:`): the multilingual job's 4 refused invoice numbers before (it_IT, pt_BR)
-NUMBERED = re.compile(r"(?i:(?<![^\W\d_])(?:number|nummer|numéro|número|numero|núm|num|nr|no|n[º°o]|n(?=\.))"
+NUMBERED = re.compile(r"(?i:(?<![^\W\d_])(?:number|[^\W\d_]*nummer|numéro|número|numero|núm|num|[^\W\d_]*nr|no|n[º°o]"
+                      r"|n(?=\.))"
                       r"(?![^\W\d_])\.?(?:(?:[ \t]+[^\W\d_]+){1,2}[ \t]*:)?|#)[ \t]*:?[ \t]*"
                       r"(?P<id>(?=[\w/.-]*\d)[A-Za-z0-9][\w/.-]*[A-Za-z0-9]|\d)")
 # A series and a number as two words: `FPR 3715/26`, `RE 2026-0042`
 TWO_WORDS = re.compile(r"(?<![\w/-])[A-Z]{1,5} \d[\d/.-]*\d(?![\w/-])")
 
 
-def identifiers(text: str) -> list[str]:
+def identifiers(text: str, locale: Locale = UNKNOWN) -> list[str]:
     """Every word with a digit in it that is not a date, a time, a year, a decimal, a grouped number or a number
     of up to 4 digits (a count, a day): `ORD-2026-18198`, `W365213573`, `64225`, `CS305`; with its number sign
     taken off (`#60589`). And, whatever its shape, what follows a number's label (`Rechnung Nr. 1528`, `Fatura
     nº 56`, `No. 804.089`), and a series and number written as two words (`FPR 3715/26`): the issue-54 report's
-    short invoice numbers, which the rule above (chosen on the tickets) refused."""
+    short invoice numbers, which the rule above (chosen on the tickets) refused. A German or Dutch compound label
+    ends in its number word (`Rechnungsnummer: 1528`, `Factuurnr. 804`); a document's name in its language (the
+    `invoice_number` label phrases of data/<lang>.json) labels the number after it (`Rechnung 1528 vom`, `Betreft:
+    factuur 558.882`); and a header row's number label labels the value under it on the next line
+    (`Rechnungsnummer   Datum` over `6642   01.06.2026`). These three were found on issue 54's blind euro job
+    (lab/experiments/euro_invoices.py: 2 of 42 invoice numbers refused before), written before its finders were
+    read."""
     found = [w for w in words(text) if len(w) > 1 and any(c.isdigit() for c in w) and ID_SHAPE.fullmatch(w)
              and not NOT_AN_ID.fullmatch(w)]
     found += [m.group("id").rstrip(".") for m in NUMBERED.finditer(text)]
+    found += _after_number_labels(text, locale)
     found += [m.group() for m in TWO_WORDS.finditer(text) if m.group().split()[0] not in all_codes()
               and not re.fullmatch(r"\d+[.,]\d{2}", m.group().split()[1])]
     return list(dict.fromkeys(found))
+
+
+# What a number label's value may be: a word with a digit, not a date, a time or an amount with two decimals
+LABELLED_ID = re.compile(r"[ \t]*[:#]?[ \t]*(?P<id>(?=[\w/.-]*\d)[A-Za-z0-9](?:[\w/.-]*[A-Za-z0-9])?)(?![\w/-])")
+NOT_A_LABELLED_ID = re.compile(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?|\d+(?:[.,]\d{3})*[.,]\d{2}")
+
+
+def _after_number_labels(text: str, locale: Locale) -> list[str]:
+    """The values after, or in a header row under, a label the document's languages give a document's number
+    (`identifiers`)."""
+    pattern, concept_of = phrases(tuple(lang for lang in locale.languages if lang in LANGUAGES))
+    if pattern is None:
+        return []
+    labels = [m for m in pattern.finditer(fold(text)) if not text[m.end():m.end() + 1].isalpha()  # a whole word's
+              and concept_of.get(" ".join(m.group().casefold().split())) == "invoice_number"]  # (not `Rechnungs...`)
+    labels += [m for m in NUMBER_LABEL.finditer(text)]
+    found: list[str] = []
+    for label in labels:
+        value = LABELLED_ID.match(text, label.end())
+        if value and not NOT_A_LABELLED_ID.fullmatch(value.group("id")):
+            found.append(value.group("id").rstrip("."))
+        found += _under(text, label.start(), label.end())
+    return found
+
+
+# A number label alone (`NUMBERED` without its value), for a header row: `Rechnungsnummer`, `Re.-Nr.`, `Nº`
+NUMBER_LABEL = re.compile(r"(?i:(?<![^\W\d_])(?:number|[^\W\d_]*nummer|numéro|número|numero|[^\W\d_]*nr"
+                          r"|n[º°o])(?![^\W\d_])\.?)")
+
+
+def _under(text: str, start: int, end: int) -> list[str]:
+    """The id-like word on the next line under a label's columns (start..end), where the label's line is a header
+    row: no digit in it."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    if line_end < 0 or any(c.isdigit() for c in text[line_start:line_end]):
+        return []
+    next_end = text.find("\n", line_end + 1)
+    below = text[line_end + 1:len(text) if next_end < 0 else next_end]
+    left, right = start - line_start, end - line_start
+    found = []
+    for word in re.finditer(r"\S+(?: \S+)?", below):  # a cell: words one space apart
+        if word.start() < right and word.end() > left:
+            value = word.group().strip(EDGE_PUNCTUATION)
+            if any(c.isdigit() for c in value) and ID_SHAPE.fullmatch(value) and not \
+                    NOT_A_LABELLED_ID.fullmatch(value):
+                found.append(value)
+    return found
 
 
 # A kind whose finder finds nothing (or nothing the field allows) falls back to a wider one, and a field none
@@ -221,7 +278,7 @@ FALLBACK = {"money": "number", "id": "text", "currency": "text"}
 # `code`, `item` and the named kinds are only inferred (auto): an enum of codes, the strings of a list, and a
 # plain string whose name says it holds an email, phone number or web address; none is a mark.
 LOCALE_FINDERS = {"number": numbers, "date": dates, "money": money, "code": codes, "currency": currencies,
-                  "place": places}
+                  "place": places, "id": identifiers}
 FINDERS = {"number": numbers, "date": dates, "word": words, "text": spans, "cell": cells, "code": codes,
            "item": items, "email": emails, "phone": phones, "url": urls, "money": money, "id": identifiers,
            "currency": currencies, "duration": durations, "place": places}

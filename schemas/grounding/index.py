@@ -80,7 +80,7 @@ class DocumentIndex:
         """(value, start, end) of each number, amount or date (`number`, `money`, `date`) the document writes."""
         if kind not in self._readings:
             if kind == "money":
-                found = money_readings(self.document, self.locale, self.readings("number"))
+                found = money_readings(self.document, self.locale, self.readings("number"), self.readings("date"))
             else:
                 reader = {"number": number_readings, "date": date_readings}[kind]
                 found = reader(self.document, self.locale)

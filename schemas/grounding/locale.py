@@ -165,12 +165,24 @@ def month_names(languages: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     from babel.dates import get_month_names
 
     found: dict[str, set[int]] = {}
-    for language in languages:
+    for tag in (t for language in languages for t in _regional(language)):
         for width in ("wide", "abbreviated"):
             for context in ("format", "stand-alone"):
-                for month, name in get_month_names(width, context, locale=language).items():
+                for month, name in get_month_names(width, context, locale=tag).items():
                     key = name.lower().rstrip(".")
                     if not key.isdigit() and not re.search(r"\d", key):
                         found.setdefault(key, set()).add(month)
     found.setdefault("sept", set()).add(9)  # English writes `Sept.` beside CLDR's `Sep`
     return {name: tuple(sorted(months)) for name, months in found.items()}
+
+
+@lru_cache(maxsize=16)
+def _regional(language: str) -> tuple[str, ...]:
+    """The language and its territories' CLDR locales (`de`, `de_AT`, `de_CH`, ...): a region's own month names
+    are the language's but for a few (Austria's `Jänner`, `Jän.`; Peru's and Uruguay's `setiembre`), which a
+    document from there writes (`15. Jänner 2026` was no date: a spot check of Austrian forms after issue 54's
+    blind euro job)."""
+    from babel import localedata
+
+    pattern = re.compile(rf"{re.escape(language)}_[A-Z]{{2}}")
+    return (language, *sorted(t for t in localedata.locale_identifiers() if pattern.fullmatch(t)))

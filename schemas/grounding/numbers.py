@@ -18,6 +18,8 @@ the document's symbols and names are evidence of (`€` → EUR, `R$` → BRL, `
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Callable
 from functools import lru_cache
 
 from schemas.cells import PER_TEXT_KEPT
@@ -121,7 +123,7 @@ def _values(written: str, decimal: str | None) -> list[float | int]:
     marks = [c for c in body if not c.isdigit()]
     if not marks:
         return [sign * int(body)]
-    if GROUPED.fullmatch(body) and (len(set(marks)) == 1):
+    if GROUPED.fullmatch(body) and (len(set(marks)) == 1) and not _leading_zero(body):
         grouped = sign * int(re.sub(r"\D", "", body))
         if len(marks) > 1 or marks[0] in "'’" + SPACE:
             return [grouped]
@@ -136,6 +138,19 @@ def _values(written: str, decimal: str | None) -> list[float | int]:
             head.isdigit() or (GROUPED.fullmatch(head) and last not in head)):
         return [sign * float(re.sub(r"\D", "", head) + "." + tail)]
     return [int(p) for p in re.split(r"\D+", body) if p]  # 15.01.2026, 12,50 in an English document: its parts
+
+
+def _leading_zero(body: str) -> bool:
+    """Whether a run of groups starts with a zero no grouped number writes (`031 312`, a Swiss phone number's
+    start; `0,50` and `0.5` are decimals, not groups)."""
+    return body[0] == "0" and body[1:2].isdigit()
+
+
+def parts(written: str, decimal: str | None) -> bool:
+    """Whether a token reads as its parts, not as one number (`15.01.2026`, `0585.069.323`, `031 312`): no part of
+    an identifier, a date or a phone number is an amount."""
+    values = _values(written, decimal)  # several integers: its parts (`_values`' last case), not the readings of
+    return len(values) > 1 and all(isinstance(v, int) for v in values)  # an ambiguous form (1234 and 1.234)
 
 
 def _pieces(written: str, start: int) -> list[Reading]:
@@ -237,7 +252,9 @@ def currencies(text: str, locale: Locale = UNKNOWN) -> list[str]:
     USD then the other dollars, unless the document writes one of them as a code or a set territory decides
     (en_CA's `$` is CAD). The rule that a written code decides a symbol was chosen on the English sample (its
     `$` invoices write `USD` or `CAD` too); on the issue-54 report's European documents it changes nothing."""
-    readings_ = [codes for mark, _, _ in _marks(text, locale.languages) if (codes := _code_of(mark, locale.languages))]
+    readings_ = [codes for mark, start, end in _marks(text, locale.languages)
+                 if (codes := _code_of(mark, locale.languages))
+                 and (len(mark) > 1 or not mark.isalpha() or _beside_number(text, start, end))]
     sure = {codes[0] for codes in readings_ if len(codes) == 1}
     found: list[str] = []
     for codes in readings_:
@@ -249,6 +266,15 @@ def currencies(text: str, locale: Locale = UNKNOWN) -> list[str]:
             codes = (local,) if locale.decided and locale.territory else (local, *(c for c in codes if c != local))
         found.extend(codes)
     return list(dict.fromkeys(found))
+
+
+def _beside_number(text: str, start: int, end: int) -> bool:
+    """Whether a digit stands right before or after a mark (one space between at most): a one-letter symbol (`R`,
+    South Africa's rand) is evidence only beside an amount (`R 1 250,00`), not as a word's initial (`R-5285`, an
+    invoice number: issue 54's blind euro job offered ZAR beside CHF)."""
+    after = text[end:end + 2].lstrip(SPACE)[:1]
+    before = text[max(start - 2, 0):start].rstrip(SPACE)[-1:]
+    return after.isdigit() or before.isdigit()
 
 
 @lru_cache(maxsize=32)
@@ -269,15 +295,40 @@ def money(text: str, locale: Locale = UNKNOWN) -> list[float | int]:
     return _unique(v for v, _, _ in money_readings(text, locale))
 
 
-def money_readings(text: str, locale: Locale = UNKNOWN, found: list[Reading] | None = None) -> list[Reading]:
-    """The readings (`readings`, or `found`) that are amounts, with their offsets."""
+def money_readings(text: str, locale: Locale = UNKNOWN, found: list[Reading] | None = None,
+                   dates: list[tuple[str, int, int]] | None = None) -> list[Reading]:
+    """The readings (`readings`, or `found`) that are amounts, with their offsets; a number inside a date the
+    text writes (`dates`: `schemas.grounding.dates.readings`) is none, even after a money word (`Betrag bis zum
+    18. März 2026`: 18 was an amount before; issue 54's blind euro job, where a total kept only a due date's day), and
+    nor is a part of a token that reads as its parts (`parts`: `TVA BE 0585.069.323`, `MWST · Tel. 031 312 88 10`)."""
     found = readings(text, locale) if found is None else found
     if not found:
         return []
+    if dates is None:
+        from schemas.grounding.dates import readings as date_readings
+
+        dates = date_readings(text, locale)
     starts, ends = _beside_marks(text, locale)
     words_ = _money_words(locale.languages)
-    return [(v, start, end) for v, start, end in found if start in starts or end in ends
-            or _two_decimals(text, start, end) or _after_word(text, start, words_)]
+    inside = _inside(dates)
+    decimal = locale.decimal or evidence([t for t, *_ in _tokens(text)])
+    split = {(start, end) for token, start, end, dashed in _tokens(text) if not dashed and parts(token, decimal)}
+    return [(v, start, end) for v, start, end in found if not inside(start, end) and (start, end) not in split and (
+        start in starts or end in ends or _two_decimals(text, start, end) or _after_word(text, start, words_))]
+
+
+def _inside(spans: list[tuple[str, int, int]]) -> Callable[[int, int], bool]:
+    """Whether (start, end) lies inside one of the spans (`(_, start, end)`, in any order)."""
+    ordered = sorted((start, end) for _, start, end in spans)
+    firsts = [start for start, _ in ordered]
+    reach: list[int] = []  # the furthest end of the spans up to each one
+    for _, end in ordered:
+        reach.append(max(end, reach[-1]) if reach else end)
+
+    def inside(start: int, end: int) -> bool:
+        at = bisect_right(firsts, start) - 1
+        return at >= 0 and reach[at] >= end
+    return inside
 
 
 def _beside_marks(text: str, locale: Locale) -> tuple[set[int], set[int]]:

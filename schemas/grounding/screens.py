@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from schemas.grounding.concepts import amounts, labelled_concepts, money_concept, value_concepts
+from schemas.grounding.concepts import DATE_CONCEPTS, amounts, labelled_concepts, money_concept, rates, value_concepts
 from schemas.grounding.concepts import key as concept_key
 from schemas.grounding.locale import word_list
 from schemas.labels import blank_labels, named_only_of, names_message, outside, sent_line
@@ -91,8 +91,14 @@ def labels(candidates: list[Any], field: FieldContext, index: DocumentIndex) -> 
     """The candidates without those written only under another field's label (`named_only`)."""
     if field.kind not in LABELLED_KINDS or not field.words or len(candidates) < 2:
         return candidates
-    return named_only_of(candidates, index.labelled_values(field.kind), lambda: index.unlabelled_values(field.kind),
+    kept = named_only_of(candidates, index.labelled_values(field.kind), lambda: index.unlabelled_values(field.kind),
                          set(field.words), [set(r) for r in field.rivals])
+    if len(kept) == len(candidates) or field.concept is None or field.kind not in CONCEPT_KINDS:
+        return kept
+    # a value the document labels with the field's own concept in its language stays (`concepts`): a French
+    # invoice's `Date : 03/02/2026` names `due_date` by its English word, and dropped the date under `Échéance :`
+    found = value_concepts(index, field.kind, candidates)
+    return [c for c in candidates if c in kept or field.concept in found.get(concept_key(c), ())]
 
 
 def sent(candidates: list[Any], field: FieldContext, index: DocumentIndex) -> list[Any]:
@@ -140,14 +146,29 @@ def concepts(candidates: list[Any], field: FieldContext, index: DocumentIndex) -
         return candidates
     found = value_concepts(index, field.kind, candidates)
     own = [c for c in candidates if field.concept in found.get(concept_key(c), ())]
+    if own and money_concept(field.concept) and field.kind in ("number", "money"):
+        rate = rates(index, field.kind)  # a rate is never the amount (issue 54's blind euro job: `TVA à 20 %`)
+        own = [c for c in own if concept_key(c) not in rate]
+        written = amounts(index)
+        own = [c for c in own if concept_key(c) in written] or own
     if own:
-        if money_concept(field.concept) and field.kind in ("number", "money"):
-            written = amounts(index)
-            own = [c for c in own if concept_key(c) in written] or own
         return own
+    if money_concept(field.concept) and field.kind in ("number", "money") and \
+            any(money_concept(c) for c in labelled_concepts(index)):
+        # an amount no label names, in a document that labels others (a letter's `6 673,22 € HT` beside its `TVA`
+        # and `total`): the amounts the document writes, not its postcodes, days and years (issue 54's blind euro
+        # job: a net or VAT field with no own label kept every number)
+        written = amounts(index)
+        return [c for c in candidates if concept_key(c) in written] or candidates
     # in doubt (`screen`) where a receipt labels no due date at all; else all stay: dropping the values written
     # under another field's concept refused 4 of 30 net amounts on the held-out set (`Total sem IVA` reads `total`)
-    return [] if _unlabelled(field, index) else candidates
+    if not _unlabelled(field, index):
+        return candidates
+    # in doubt, but for a document that names some of its dates with other concepts and writes others under no
+    # label at all: those (a letter's due date in words the lexicon lacks, `bis zum 18. März`, beside its head's
+    # date; issue 54's blind euro job: 4 letters' due dates were left free)
+    unnamed = [c for c in candidates if not found.get(concept_key(c), set()) & DATE_CONCEPTS]
+    return unnamed if unnamed and len(unnamed) < len(candidates) else []
 
 
 def _unlabelled(field: FieldContext, index: DocumentIndex) -> bool:

@@ -64,7 +64,12 @@ def test_prose_without_labels_grounds_as_before() -> None:
     schema = {"type": "object", "properties": {"issue_date": {"type": "string", "format": "date"}}}
     prose = "We issued it on 30 January 2026 and it is due on 1 March 2026."
     assert labelled(prose) == []
-    assert ground(schema, prose, mode="auto")["properties"]["issue_date"]["enum"] == ["2026-01-30", "2026-03-01"]
+    screens = ("placeholders", "sent", "labels")  # no label pair: the label screens leave both dates
+    assert ground(schema, prose, mode="auto", screens=screens)["properties"]["issue_date"]["enum"] == \
+        ["2026-01-30", "2026-03-01"]
+    # the concepts screen reads each date's own words: `issued` the first, `due` the one after the first date
+    # (`schemas.grounding.concepts.DocumentConcepts._after_values`, issue 54's blind euro job)
+    assert ground(schema, prose, mode="auto")["properties"]["issue_date"]["enum"] == ["2026-01-30"]
 
 
 MAIL = ("From: Dana Whitfield <dana.whitfield@gmail.example>\nTo: support@brightlane.com\nSubject: Wrong item\n"
