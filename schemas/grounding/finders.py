@@ -56,8 +56,22 @@ def currencies(text: str, locale: Locale = UNKNOWN) -> list[str]:
 
 
 def codes(text: str, locale: Locale = UNKNOWN) -> list[str]:
-    """An enum of codes' candidates: the words the text writes, then the currency codes its symbols stand for."""
-    return list(dict.fromkeys([*words(text), *currencies(text, locale)]))
+    """An enum of codes' candidates: the words the text writes (`apart_runs` too), then the currency codes its
+    symbols stand for."""
+    return list(dict.fromkeys([*words(text), *apart_runs(text), *currencies(text, locale)]))
+
+
+UNSPACED_TEXT = re.compile(f"[{UNSPACED_CHARS}]")
+UNSPACED_APART = re.compile(rf"[^\s{UNSPACED_CHARS}]+")
+
+
+def apart_runs(text: str) -> list[str]:
+    """In a text with Chinese, Japanese or Thai, each run of other characters between them, as a word (`血型为AB+型`
+    writes `AB+`; DeepJSONEval zh dev, all 130: a blood type's enum right 8 of 21 times, left whole); none in a
+    text without: its words are all there is."""
+    if not UNSPACED_TEXT.search(text):
+        return []
+    return [run for run in (r.strip(EDGE_PUNCTUATION) for r in UNSPACED_APART.findall(text)) if run]
 
 
 def words(text: str) -> list[str]:

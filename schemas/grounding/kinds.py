@@ -73,12 +73,13 @@ def _format(node: dict[str, Any]) -> str | None:
 def inferred_kind(node: dict[str, Any], in_array: bool = False) -> str | None:
     """The kind `schema_policy.grounding: auto` gives an unmarked field (None: decoded as written).
 
-    Numbers and integers → `number`; `format: date`, or a description asking for YYYY-MM-DD → `date`; `format: email|uri|hostname` → `word`; other
-    plain strings → `text`, or `item` inside an array (whole cells in a tabular document, where a list of
-    strings is most often its rows; spans in prose); an enum of codes (`_codes`: USD, EUR, ...) → `code`, the
-    codes the document writes (all of them where it writes none). Other formats (date-time, uuid, ...),
-    booleans, other enums (categories), consts, objects and arrays stay as they are. (`_kind_of` then gives a
-    plain string whose name says what it holds `email`, `phone` or `url`: `named_kind`.)"""
+    Numbers and integers → `number`; `format: date`, or a description asking for YYYY-MM-DD → `date`;
+    `format: email|uri|hostname` → `word`; other plain strings → `text`, or `item` inside an array (whole
+    cells in a tabular document, where a list of strings is most often its rows; spans in prose); an enum of
+    codes (`_codes`: USD, EUR, AB+, ...) → `code`, the codes the document writes (all of them where it writes
+    none). Other formats (date-time, uuid, ...), booleans, other enums (categories), consts, objects and arrays
+    stay as they are. (`_kind_of` then gives a plain string whose name says what it holds `email`, `phone` or
+    `url`: `named_kind`.)"""
     if _codes(node):
         return "code"
     types = _leaf_types(node)
@@ -111,7 +112,7 @@ def asks_iso_date(node: dict[str, Any]) -> bool:
     return any(isinstance(t, str) and ISO_DATE_ASKED.search(t) for t in texts)
 
 
-CODE = re.compile(r"[A-Z0-9][A-Z0-9_.-]*")
+CODE = re.compile(r"[A-Z0-9][A-Z0-9_.+-]*")  # `+` too: blood types (`AB+`), ratings (`AA+`)
 
 
 def _codes(node: dict[str, Any]) -> bool:

@@ -216,6 +216,14 @@ def test_an_email_phone_or_web_address_may_touch_a_character_of_an_unspaced_scri
         "properties"]["Email"] == {"enum": ["zw98723@healthmail.cn"]}
 
 
+def test_an_enum_of_codes_in_chinese_text_is_narrowed_to_the_codes_it_writes() -> None:
+    blood = {"type": "string", "enum": ["A+", "A-", "B+", "B-", "AB+", "AB-", "O+", "O-"]}
+    schema = {"type": "object", "properties": {"BloodType": blood}}
+    assert ground(schema, "患者的血型为AB+型。", mode="auto")["properties"]["BloodType"] == {"enum": ["AB+"]}
+    assert ground(schema, "Blood type: AB+ (rare)", mode="auto")["properties"]["BloodType"] == {"enum": ["AB+"]}
+    assert ground(schema, "血型未知", mode="auto")["properties"]["BloodType"] == blood  # none written: all of them
+
+
 def test_a_string_whose_description_asks_for_yyyy_mm_dd_is_grounded_as_a_date() -> None:
     from schemas.grounding.kinds import inferred_kind
 
