@@ -19,6 +19,7 @@ from schemas.grounding.numbers import money as read_money
 from schemas.grounding.numbers import numbers as read_numbers
 from schemas.grounding.phrases import fold, phrases
 from schemas.grounding.places import places
+from schemas.substring import UNSPACED_CHARS, UNSPACED_LETTERS
 
 # The English-only shapes grounding read before issue 54, kept for readers of old spans (tests/unit/test_spans.py)
 NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])-?\d+(?:\.\d+)?(?![\d])")
@@ -56,8 +57,22 @@ def currencies(text: str, locale: Locale = UNKNOWN) -> list[str]:
 
 
 def codes(text: str, locale: Locale = UNKNOWN) -> list[str]:
-    """An enum of codes' candidates: the words the text writes, then the currency codes its symbols stand for."""
-    return list(dict.fromkeys([*words(text), *currencies(text, locale)]))
+    """An enum of codes' candidates: the words the text writes (`apart_runs` too), then the currency codes its
+    symbols stand for."""
+    return list(dict.fromkeys([*words(text), *apart_runs(text), *currencies(text, locale)]))
+
+
+UNSPACED_TEXT = re.compile(f"[{UNSPACED_CHARS}]")
+UNSPACED_APART = re.compile(rf"[^\s{UNSPACED_CHARS}]+")
+
+
+def apart_runs(text: str) -> list[str]:
+    """In a text with Chinese, Japanese or Thai, each run of other characters between them, as a word (`血型为AB+型`
+    writes `AB+`; DeepJSONEval zh dev, all 130: a blood type's enum right 8 of 21 times, left whole); none in a
+    text without: its words are all there is."""
+    if not UNSPACED_TEXT.search(text):
+        return []
+    return [run for run in (r.strip(EDGE_PUNCTUATION) for r in UNSPACED_APART.findall(text)) if run]
 
 
 def words(text: str) -> list[str]:
@@ -155,11 +170,18 @@ def items(text: str) -> list[str]:
     return cells(text) if tabular else spans(text)
 
 
-EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?![\w@-])")
-PHONE = re.compile(r"(?<![0-9A-Za-z\u00c0-\u024f_+])\+?(?:\(\d{1,5}\)[ .-]?)?\d[\d .()/-]{5,}\d(?!\w)")
+# A letter or digit of a script written with spaces: what may not touch an email, phone number or web address.
+# A Chinese, Japanese or Thai character may (`邮箱john.smith@example.com发送`, `电话+86 139 8765 4321这是`): such
+# a document writes no space around them (DeepJSONEval zh dev: 0 of its 130 documents' 25 gold emails found).
+SPACED_WORD = rf"[^\W{UNSPACED_LETTERS}]"
+EMAIL = re.compile(rf"(?<![.%+-])(?<!{SPACED_WORD})[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+                   rf"(?![@-])(?!{SPACED_WORD})")
+PHONE = re.compile(r"(?<![0-9A-Za-z\u00c0-\u024f_+])\+?(?:\(\d{1,5}\)[ .-]?)?\d[\d .()/-]{5,}\d" rf"(?!{SPACED_WORD})")
 NOT_A_PHONE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d+\.\d{1,2}")
-URL = re.compile(r"(?<![\w@/.-])(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[^\s<>\"']+"
-                 r"|(?<![\w@/.-])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?:/[^\s<>\"']*)?(?![\w@])")
+URL_CHARS = rf"[^\s<>\"'{UNSPACED_CHARS}]"  # a web address ends where an unspaced script's text begins
+URL = re.compile(rf"(?<![@/.-])(?<!{SPACED_WORD})(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.){URL_CHARS}+"
+                 rf"|(?<![@/.-])(?<!{SPACED_WORD})[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{{2,}}(?:/{URL_CHARS}*)?"
+                 rf"(?!@)(?!{SPACED_WORD})")
 
 
 def emails(text: str) -> list[str]:

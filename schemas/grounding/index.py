@@ -19,7 +19,7 @@ from typing import Any
 
 from schemas.cells import sentences_of
 from schemas.grounding.dates import readings as date_readings
-from schemas.grounding.finders import finder
+from schemas.grounding.finders import apart_runs, finder
 from schemas.grounding.locale import Locale, language_mark, resolve
 from schemas.grounding.numbers import decimal_mark, money_readings
 from schemas.grounding.numbers import readings as number_readings
@@ -67,7 +67,8 @@ class DocumentIndex:
                     found.setdefault(value if isinstance(value, str) else repr(float(value)), value)
                 self._values[kind] = list(found.values())
             elif kind == "code":  # `finders.codes`: the words, then the currencies (each read once)
-                self._values[kind] = list(dict.fromkeys([*self.values("word"), *self.values("currency")]))
+                self._values[kind] = list(dict.fromkeys([*self.values("word"), *apart_runs(self.document),
+                                                         *self.values("currency")]))
             else:
                 self._values[kind] = self.finder(kind)(self.document)
         return self._values[kind]

@@ -200,6 +200,45 @@ def test_chinese_multipliers_and_a_phone_right_after_a_chinese_character() -> No
     assert phones("她的首要联系电话为+44-7700-900123，") == ["+44-7700-900123"]
 
 
+def test_an_email_phone_or_web_address_may_touch_a_character_of_an_unspaced_script() -> None:
+    from schemas.grounding.finders import emails, phones, urls
+
+    assert emails("通过他的专属邮箱john.smith@example.com发送加密的报告") == ["john.smith@example.com"]
+    assert emails("官方电子邮箱是maria.garcia@example.org，") == ["maria.garcia@example.org"]
+    assert phones("电话号码为+81 90-8877-6655这是标准的日本移动号码") == ["+81 90-8877-6655"]
+    assert urls("访问https://www.example.cn/zh/首页了解更多") == ["https://www.example.cn/zh/"]
+    assert urls("请登录example.com上的门户") == ["example.com"]
+    # a spaced script's letters still bound them as before
+    assert emails("xjohn@example.comy") == ["xjohn@example.comy"] and emails("ajohn.smith@example.com")[0][0] == "a"
+    assert phones("call +49 30 1234567x") == [] and urls("see https://a.b/c?d=1.") == ["https://a.b/c?d=1"]
+    schema = {"type": "object", "properties": {"Email": {"type": "string"}}}
+    assert ground(schema, "患者的电子邮箱地址zw98723@healthmail.cn作为主要联络方式。", mode="auto")[
+        "properties"]["Email"] == {"enum": ["zw98723@healthmail.cn"]}
+
+
+def test_an_enum_of_codes_in_chinese_text_is_narrowed_to_the_codes_it_writes() -> None:
+    blood = {"type": "string", "enum": ["A+", "A-", "B+", "B-", "AB+", "AB-", "O+", "O-"]}
+    schema = {"type": "object", "properties": {"BloodType": blood}}
+    assert ground(schema, "患者的血型为AB+型。", mode="auto")["properties"]["BloodType"] == {"enum": ["AB+"]}
+    assert ground(schema, "Blood type: AB+ (rare)", mode="auto")["properties"]["BloodType"] == {"enum": ["AB+"]}
+    assert ground(schema, "血型未知", mode="auto")["properties"]["BloodType"] == blood  # none written: all of them
+
+
+def test_a_string_whose_description_asks_for_yyyy_mm_dd_is_grounded_as_a_date() -> None:
+    from schemas.grounding.kinds import inferred_kind
+
+    asked = {"type": "string", "description": "Patient's date of birth in YYYY-MM-DD format"}
+    assert inferred_kind(asked) == "date"
+    assert inferred_kind({"anyOf": [{"type": "string", "description": "as yyyy-mm-dd"}, {"type": "null"}]}) == "date"
+    assert inferred_kind({"type": "string", "description": "when it left, YYYY-MM-DDTHH:MM"}) == "text"
+    assert inferred_kind({"type": "string", "description": "the date it was issued"}) == "text"
+    schema = {"type": "object", "properties": {"DateOfBirth": asked}}
+    text = "患者姓名张伟，出生于1987年9月23日，现居住于南京市秦淮区洪武路299号。血型为AB-型。"
+    assert ground(schema, text, mode="auto")["properties"]["DateOfBirth"] == {"enum": ["1987-09-23"]}
+    # where the document writes no date, the field keeps its plain type (grounding never forbids)
+    assert ground(schema, "血型为AB-型。", mode="auto")["properties"]["DateOfBirth"]["type"] == "string"
+
+
 def test_the_policy_takes_a_locale_and_screens_and_keeps_the_hash_at_its_defaults() -> None:
     from pathlib import Path
 
