@@ -137,6 +137,21 @@ class DocumentIndex:
     def sentences(self) -> list[str]:
         return self.cached("sentences", lambda: list(sentences_of(self.document)))
 
+    def json_texts(self, values: list[Any]) -> list[str]:
+        """`[json.dumps(v) for v in values]`, a string's kept for the document (its fields' screens read the same
+        candidates each)."""
+        texts: dict[str, str] = self.cached("json texts", dict)
+        out = []
+        for value in values:
+            if type(value) is str:
+                text = texts.get(value)
+                if text is None:
+                    text = texts[value] = json.dumps(value)
+                out.append(text)
+            else:
+                out.append(json.dumps(value))
+        return out
+
     def cached(self, key: Any, make: Any) -> Any:
         """A value derived from the document, made once (the screens keep theirs here)."""
         if key not in self._cache:

@@ -321,3 +321,50 @@ def test_label_index_and_placeholders_as_before() -> None:
             screened = placeholders(candidates, FieldContext(kind, nullable), index)
             expected = placeholders_before(candidates, index, nullable)
             assert screened == expected, (kind, nullable, text[:60])
+
+
+def test_labels_screen_by_label_groups_as_before(monkeypatch) -> None:
+    """The `labels` screen asking each label once (`label_groups`) and keeping the candidates' JSON texts per
+    document (`DocumentIndex.json_texts`) grounds every job's documents, and 20,000-character ones made of them, as
+    the screen that asked each value's labels did."""
+    import json
+
+    from schemas.grounding import ground, screens
+    from schemas.grounding import index as index_module
+    from schemas.grounding.index import DocumentIndex
+    from schemas.labels import names
+    from tests.unit.test_document_counter import JOBS, job_render
+
+    def labels_before(candidates: list, field: screens.FieldContext, index: DocumentIndex) -> list:
+        if field.kind not in screens.LABELLED_KINDS or not field.words or len(candidates) < 2:
+            return candidates
+        under, words, rivals = index.labelled_values(field.kind), set(field.words), [set(r) for r in field.rivals]
+        named = {value for value, labels in under.items() if any(names(label, words, rivals) for label in labels)}
+        if not named:
+            return candidates
+        keys = [json.dumps(c) for c in candidates]
+        if named.isdisjoint(keys):
+            return candidates
+        free = index.unlabelled_values(field.kind)
+        kept = [c for c, key in zip(candidates, keys, strict=True) if key in free or key in named or key not in under]
+        dropped.append(len(candidates) - len(kept))
+        return kept
+
+    compared = narrowed = 0
+    dropped: list[int] = []
+    for config, path in sorted(JOBS.items()):
+        loaded, _ = job_render(config)
+        schema = loaded.contract.json_schema
+        texts = [t for t in pq.read_table(ROOT / path, columns=["text"]).column("text").to_pylist() if t][:25]
+        long = "\n".join(texts)[:20_000]
+        for text in [*texts, long, long[7_000:14_000]]:
+            index_module._recent = index_module._Recent()
+            now = ground(schema, text)
+            index_module._recent = index_module._Recent()
+            with monkeypatch.context() as patch:
+                patch.setitem(screens.SCREENS, "labels", labels_before)
+                before = ground(schema, text)
+            assert now == before, (config, text[:60])
+            compared += 1
+            narrowed += now != schema
+    assert compared > 60 and narrowed > 20 and sum(1 for d in dropped if d) > 20  # the screen dropped values
