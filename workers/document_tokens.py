@@ -24,21 +24,31 @@ shape are also made both ways and compared (`VERIFIED`); a difference turns this
 from __future__ import annotations
 
 import json
+import re
 import threading
 from bisect import bisect_left
 from contextlib import AbstractContextManager, nullcontext
+from itertools import accumulate
 from typing import Any
 
 BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}
+_WIDE = re.compile(r"[^\x00-\x7f]")
 VERIFIED = 64  # a prompt shape's first answers made both ways (its first document's pieces and windows)
 
-_tokenizers: dict[int, tuple[Any, tuple[str, ...] | None]] = {}  # id → (tokenizer, its added tokens or None)
+# id → (tokenizer, (its added tokens, each id's bytes) or None)
+_tokenizers: dict[int, tuple[Any, tuple[tuple[str, ...], list[int]] | None]] = {}
 _answers: dict[Any, int] = {}  # a counter's key → answers checked so far, -1 once one differed
 _lock = threading.Lock()
 
 
 def added_tokens(tokenizer: Any) -> tuple[str, ...] | None:
     """The texts of the tokenizer's added tokens where its encodings can be cut (module docstring), else None."""
+    found = _cut_info(tokenizer)
+    return None if found is None else found[0]
+
+
+def _cut_info(tokenizer: Any) -> tuple[tuple[str, ...], list[int]] | None:
+    """(the added tokens' texts, the bytes of the text each id stands for) where the encodings can be cut."""
     with _lock:
         kept = _tokenizers.get(id(tokenizer))
     if kept is None or kept[0] is not tokenizer:
@@ -50,7 +60,7 @@ def added_tokens(tokenizer: Any) -> tuple[str, ...] | None:
     return kept[1]
 
 
-def _cuttable(tokenizer: Any) -> tuple[str, ...] | None:
+def _cuttable(tokenizer: Any) -> tuple[tuple[str, ...], list[int]] | None:
     backend = getattr(tokenizer, "_tokenizer", None)
     if backend is None or getattr(tokenizer, "split_special_tokens", False) or not hasattr(backend, "encode"):
         return None
@@ -68,7 +78,17 @@ def _cuttable(tokenizer: Any) -> tuple[str, ...] | None:
         return None
     if any(not t or any(ch.isspace() for ch in t) for t in added):
         return None
-    return added
+    # each id's bytes: a byte-level token writes one byte per character of its text, an added token its own text
+    vocab = backend.get_vocab(with_added_tokens=True)
+    lengths = [0] * (max(vocab.values(), default=0) + 1)
+    for token, i in vocab.items():
+        lengths[i] = len(token.encode()) if token in added else len(token)
+    probe = "Total: 12,345.67 \u20ac \u00e9t\u00e9 \u4e2d\u6587 \U0001f600\n\n  x" + (added[0] if added else "")
+    ids = backend.encode_batch_fast([probe], add_special_tokens=False)[0].ids if hasattr(backend, "encode_batch_fast") \
+        else backend.encode(probe, add_special_tokens=False).ids
+    if sum(lengths[i] for i in ids) != len(probe.encode()):
+        return None
+    return added, lengths
 
 
 def _after_cut(ch: str) -> bool:
@@ -114,7 +134,8 @@ class DocumentTokens:
     def __init__(self, counter: DocumentCounter, document: str) -> None:
         self.counter, self.text = counter, document
         self._ids: list[int] = []
-        self._starts: list[int] | None = None  # where each token of the encoding starts (characters)
+        self._starts: list[int] | None = None  # where each token of the encoding starts (bytes), then its end
+        self._wide: tuple[list[int], list[int]] | None = None  # the non-ASCII characters: where, bytes before them
 
     def count(self, start: int, end: int) -> int:
         """`counter(text[start:end])`."""
@@ -178,20 +199,39 @@ class DocumentTokens:
         while d > c and not _after_cut(text[d - 1]):
             d = text.rfind(" ", c, d)
         starts = self._encoded()
-        offset = len(self.counter.head)
-        i, j = bisect_left(starts, offset + c), bisect_left(starts, offset + d)
-        if i >= len(starts) or j >= len(starts) or starts[i] != offset + c or starts[j] != offset + d:
+        at_c, at_d = self._byte(c), self._byte(d)
+        i, j = bisect_left(starts, at_c), bisect_left(starts, at_d)
+        if j >= len(self._ids) or starts[i] != at_c or starts[j] != at_d:
             return None  # no token starts at a cut (not a tokenizer of this kind after all): encoded whole
         return c, d, i, j
 
     def _encoded(self) -> list[int]:
+        """Where each token of `head + text + tail`'s encoding starts, in bytes (and the encoding's end)."""
         if self._starts is None:
+            from workers.chat_tokens import _fast_encode
+
             counter = self.counter
-            backend = counter.tokenizer._tokenizer
-            encoding = backend.encode(counter.head + self.text + counter.tail, add_special_tokens=False)
-            self._ids = list(encoding.ids)
-            self._starts = [offsets[0] for offsets in encoding.offsets]
+            whole = counter.head + self.text + counter.tail
+            self._ids = _fast_encode(counter.tokenizer, whole)
+            info = _cut_info(counter.tokenizer)
+            starts = list(accumulate(map(info[1].__getitem__, self._ids), initial=0)) if info is not None else [-1]
+            # the tokens' bytes are the text's, or no token is taken as starting anywhere
+            self._starts = starts if starts[-1] == len(whole.encode()) else [-1] * (len(self._ids) + 1)
         return self._starts
+
+    def _byte(self, at: int) -> int:
+        """Where `text[at]` is in the bytes of `head + text + tail`."""
+        if self._wide is None:
+            text = self.text
+            where = [] if text.isascii() else [m.start() for m in _WIDE.finditer(text)]
+            before, extra = [], len(self.counter.head.encode())
+            for position in where:
+                before.append(extra)
+                extra += len(text[position].encode()) - 1
+            self._wide = (where, before + [extra])
+        where, before = self._wide
+        k = bisect_left(where, at)  # the non-ASCII characters before `at`
+        return at + (before[k] if k < len(where) else before[-1])
 
     def _checked(self, answer: Any, plain: Any) -> Any:
         """The plain answer; counted as checked where the two agree, else this prompt shape cut no more."""

@@ -43,16 +43,17 @@ class WindowRequest:
 
 def plan(text: str, render: Callable[[str], Any], token_ids: Callable[[Any], list[int]], room: int,
          policy: WindowPolicy, counter: Callable[[str], int] | None = None,
-         tokens: Any = None) -> list[WindowRequest] | Outcome:
+         tokens: Any = None, empty: int | None = None) -> list[WindowRequest] | Outcome:
     """The window requests of `text`, or an `input_too_long` dead letter. `render(document)` is the prompt of a
     document, `token_ids(prompt)` its tokens, `room` what max_model_len leaves beside max_tokens; `counter(piece)`,
     where given, is `count` below made more cheaply (`Engine.document_counter`); `tokens`, where given or made by
     the counter (`document(text)`), counts the pieces and tokenizes the windows' prompts from one encoding of the
-    document (workers.document_tokens: the same answers)."""
+    document (workers.document_tokens: the same answers); `empty`, where the caller keeps it, the tokens of
+    `render("")`."""
     if tokens is None and counter is not None and hasattr(counter, "document"):
         tokens = counter.document(text)
     prompt_ids = token_ids if tokens is None else None
-    empty = len(token_ids(render("")))
+    empty = len(token_ids(render(""))) if empty is None else empty
     budget = room - empty
     if budget < MIN_WINDOW_TOKENS:
         return dead_letter(DeadLetterReason.INPUT_TOO_LONG, f"the prompt without its document leaves {budget} "
