@@ -3,6 +3,8 @@ CPU): each reference below is the finder as it was written before, kept here to 
 
 from __future__ import annotations
 
+import importlib
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -368,3 +370,79 @@ def test_labels_screen_by_label_groups_as_before(monkeypatch) -> None:
             compared += 1
             narrowed += now != schema
     assert compared > 60 and narrowed > 20 and sum(1 for d in dropped if d) > 20  # the screen dropped values
+
+
+_numbers = importlib.import_module("schemas.grounding.numbers")
+
+
+def _unambiguous_before(token: str) -> str | None:
+    marks = [c for c in token if c in ".,"]
+    if not marks:
+        return None
+    last = marks[-1]
+    head, _, tail = token.rpartition(last)
+    if marks.count(last) != 1 or not tail.isdigit():
+        return None
+    if len(marks) > 1 or any(c in "'’" + _numbers.SPACE for c in head):
+        return last if _numbers.GROUPED.fullmatch(head) else None
+    return last if len(tail) != 3 and head.isdigit() and len(tail) <= 4 else None
+
+def _values_before(written: str, decimal: str | None) -> list:
+    sign = -1 if written[:1] in "-−" else 1
+    body = written.lstrip("-−")
+    marks = [c for c in body if not c.isdigit()]
+    if not marks:
+        return [sign * int(body)]
+    if _numbers.GROUPED.fullmatch(body) and (len(set(marks)) == 1):
+        grouped = sign * int(re.sub(r"\D", "", body))
+        if len(marks) > 1 or marks[0] in "'’" + _numbers.SPACE:
+            return [grouped]
+        head, tail = body.split(marks[0])
+        as_decimal = sign * float(f"{head}.{tail}")
+        if head.startswith("0"):
+            return [as_decimal]
+        return [as_decimal] if decimal == marks[0] else [grouped] if decimal else [grouped, as_decimal]
+    last = marks[-1]
+    head, _, tail = body.rpartition(last)
+    if last in ".," and marks.count(last) == 1 and (decimal in (None, last)) and (
+            head.isdigit() or (_numbers.GROUPED.fullmatch(head) and last not in head)):
+        return [sign * float(re.sub(r"\D", "", head) + "." + tail)]
+    return [int(p) for p in re.split(r"\D+", body) if p]
+
+def _readings_before(text: str, locale) -> list:
+    tokens = _numbers._tokens(text)
+    decimal = locale.decimal or _numbers.evidence([t for t, *_ in tokens])
+    found = []
+    for _token, start, end, dashed in tokens:
+        written = text[start:end]
+        values = _numbers._values(written, "," if dashed else decimal)
+        found.extend((v, start, end) for v in values)
+        scale, scale_end = _numbers.MULTIPLIERS.get(text[end:end + 1]), end + 1
+        word = _numbers.SCALE_WORD.match(text, end)
+        if word:
+            scale, scale_end = _numbers.SCALE_WORDS[word.group(1).lower()], word.end()
+        if scale:
+            found.extend((_numbers._scaled(v, scale), start, scale_end) for v in values)
+        if any(c in _numbers.SPACE for c in written) and locale.decimal is None:
+            found.extend(_numbers._pieces(written, start))
+    return found
+
+
+def test_number_readings_as_before(monkeypatch) -> None:
+    """A token of digits alone read without looking for marks (`_values`, `_unambiguous_decimal`, the readings'
+    check for a space inside a token): every job's document, joined ones and odd tokens read as before, under no
+    locale and under a decimal comma and a decimal point."""
+    from schemas.grounding.locale import UNKNOWN, Locale
+
+    numbers = _numbers
+    odd = "-12 −7 1 234,56 2'450 1.180,- 0,5 007 1.234 1,234 12,50 1 420 3.14159 1.234.567 1,2,3 ２３ 12万 4 million"
+    texts = [odd, *job_texts(), "\n".join(job_texts()[:40])]
+    locales = (UNKNOWN, Locale("de", "DE", decided=True), Locale("en", "US", decided=True))
+    assert [loc.decimal for loc in locales] == [None, ",", "."]
+    now = [(numbers.readings(t, loc), numbers.decimal_mark(t)) for t in texts for loc in locales]
+    with monkeypatch.context() as patch:
+        patch.setattr(numbers, "_unambiguous_decimal", _unambiguous_before)
+        patch.setattr(numbers, "_values", _values_before)
+        before = [(_readings_before(t, loc), numbers.decimal_mark(t)) for t in texts for loc in locales]
+    assert now == before
+    assert sum(len(r) for r, _ in now) > 5000
