@@ -21,6 +21,14 @@ from typing import Any
 
 from schemas.cells import PER_TEXT_KEPT
 
+STRING_JSON = json.encoder.encode_basestring_ascii  # what json.dumps does with a str (its C encoder)
+
+
+def json_text(value: Any) -> str:
+    """`json.dumps(value)`, a string's without json.dumps's own calls (a window's labelled runs of words are
+    thousands)."""
+    return STRING_JSON(value) if type(value) is str else json.dumps(value)
+
 STOP_WORDS = frozenset({"the", "of", "to", "for", "and", "or", "an", "in", "on", "by", "at", "is", "your", "our"})
 _LABEL_TEXT = r"[A-Za-z][A-Za-z .#/&()'-]{0,40}?"
 _START = r"(?:^|(?<=[,;|\t])|(?<=\s{2}))[ \t>*•-]*"
@@ -104,7 +112,7 @@ def names_message(words: set[str]) -> bool:
 def outside(finder: Callable[[str], list[Any]], text: str, span: tuple[int, int]) -> set[str]:
     """The values (`finder`, as JSON text) the text writes outside `span`."""
     start, end = span
-    return {json.dumps(v) for v in finder(text[:start] + " " * (end - start) + text[end:])}
+    return {json_text(v) for v in finder(text[:start] + " " * (end - start) + text[end:])}
 
 
 # A placeholder is no value: `Product: N/A` says the form has none
@@ -160,7 +168,7 @@ def labelled_values(finder: Callable[[str], list[Any]], document: str,
     under: dict[str, list[set[str]]] = {}
     for words, start, end in regions:
         for value in finder(document[start:end]):
-            under.setdefault(json.dumps(value), []).append(words)
+            under.setdefault(json_text(value), []).append(words)
     return under
 
 
@@ -174,7 +182,7 @@ def unlabelled_values(finder: Callable[[str], list[Any]], document: str,
     blanked = list(document)
     for _, start, end in regions:
         blanked[start:end] = " " * (end - start)
-    return {json.dumps(v) for v in finder("".join(blanked))}
+    return {json_text(v) for v in finder("".join(blanked))}
 
 
 def names(label: set[str], words: set[str], rivals: Iterable[set[str]] = ()) -> bool:

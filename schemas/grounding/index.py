@@ -23,7 +23,7 @@ from schemas.grounding.finders import finder
 from schemas.grounding.locale import Locale, language_mark, resolve
 from schemas.grounding.numbers import decimal_mark, money_readings
 from schemas.grounding.numbers import readings as number_readings
-from schemas.labels import LabelIndex, label_texts, labelled, labelled_values, unlabelled_values
+from schemas.labels import STRING_JSON, LabelIndex, json_text, label_texts, labelled, labelled_values, unlabelled_values
 from schemas.substring import UNSPACED_LETTERS
 
 Reading = tuple[Any, int, int]
@@ -119,7 +119,7 @@ class DocumentIndex:
         # reading is the last that starts at or before it (each reading looked up, not every value read)
         firsts = [first for _, first, _ in regions]
         for value, start, end in self.readings(kind):
-            key = json.dumps(value)
+            key = json_text(value)
             at = bisect_right(firsts, start) - 1
             if at >= 0 and end <= regions[at][2]:
                 under.setdefault(key, []).append(regions[at][0])
@@ -146,7 +146,7 @@ class DocumentIndex:
             if type(value) is str:
                 text = texts.get(value)
                 if text is None:
-                    text = texts[value] = json.dumps(value)
+                    text = texts[value] = STRING_JSON(value)
                 out.append(text)
             else:
                 out.append(json.dumps(value))

@@ -446,3 +446,13 @@ def test_number_readings_as_before(monkeypatch) -> None:
         before = [(_readings_before(t, loc), numbers.decimal_mark(t)) for t in texts for loc in locales]
     assert now == before
     assert sum(len(r) for r, _ in now) > 5000
+
+
+def test_json_text_is_json_dumps() -> None:
+    import json
+
+    from schemas.labels import json_text
+
+    values = ["", "a", "Ünïcödé 中文 😀", 'q"uote\\', "tab\tnew\nline\x00\x1f", "\u2028", 0, 1, 1.0, -2.5, 1e16,
+              True, False, None, [1, "a"], {"k": "v"}, *[t[:40] for t in job_texts()[:50]]]
+    assert [json_text(v) for v in values] == [json.dumps(v) for v in values]
