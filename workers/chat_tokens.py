@@ -20,6 +20,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from workers.document_tokens import DocumentCounter
+
 KEPT = 32  # heads kept (a job has one per schema; a retry's feedback prompt adds one per document retried)
 
 
@@ -171,9 +173,18 @@ def document_counter(tokenizer: Any, render: Any) -> Any:
     if parts is None:
         return None
     head, tail, empty = parts
-    from workers.document_tokens import DocumentCounter
+    return DocumentCounter(tokenizer, head, tail, empty, key, _fast_encode, prompt_ids)
 
-    return DocumentCounter(tokenizer, head, tail, empty, key)
+
+def prompt_ids(tokenizer: Any, prompt: Any, segment: Callable[[str], list[int] | None] | None = None
+               ) -> list[int] | None:
+    """`workers.engine.vllm_engine.chat_token_ids(tokenizer, prompt)` where the prompt has a chat template (the
+    text from the split on made by `segment`, where given: `ChatTokens.ids`); None without one."""
+    found = _messages(tokenizer, prompt)
+    if found is None:
+        return None
+    messages, template = found
+    return chat_tokens.ids(tokenizer, messages, template, segment)
 
 
 def _messages(tokenizer: Any, prompt: Any) -> tuple[list[dict[str, str]], str] | None:

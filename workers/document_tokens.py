@@ -27,9 +27,14 @@ import json
 import re
 import threading
 from bisect import bisect_left
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from itertools import accumulate
 from typing import Any
+
+Encode = Callable[[Any, str], list[int]]  # (tokenizer, text) → its ids
+# (tokenizer, prompt, segment) → the prompt's ids
+ChatIds = Callable[[Any, Any, Callable[[str], list[int] | None] | None], list[int] | None]
 
 BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}
 _WIDE = re.compile(r"[^\x00-\x7f]")
@@ -101,23 +106,23 @@ class DocumentCounter:
     its prompt, `workers.chat_tokens.document_counter`); `document(text)`: a `DocumentTokens` of `text`, or None
     where its tokens cannot be cut."""
 
-    def __init__(self, tokenizer: Any, head: str, tail: str, empty: int, key: Any,
+    def __init__(self, tokenizer: Any, head: str, tail: str, empty: int, key: Any, encode: Encode, chat_ids: ChatIds,
                  lock: AbstractContextManager[Any] | None = None) -> None:
         self.tokenizer, self.head, self.tail, self.empty, self.key = tokenizer, head, tail, empty, key
+        self.encode, self.chat_ids = encode, chat_ids  # workers.chat_tokens: `_fast_encode`, `prompt_ids`
         self.lock = lock if lock is not None else nullcontext()
 
     def locked(self, lock: AbstractContextManager[Any]) -> DocumentCounter:
         """This counter taking `lock` around each use of the tokenizer (workers.engine.thread)."""
-        return DocumentCounter(self.tokenizer, self.head, self.tail, self.empty, self.key, lock)
+        return DocumentCounter(self.tokenizer, self.head, self.tail, self.empty, self.key, self.encode,
+                               self.chat_ids, lock)
 
     def __call__(self, document: str) -> int:
         with self.lock:
             return self.plain(document)
 
     def plain(self, document: str) -> int:
-        from workers.chat_tokens import _fast_encode
-
-        return max(0, len(_fast_encode(self.tokenizer, self.head + document + self.tail)) - self.empty)
+        return max(0, len(self.encode(self.tokenizer, self.head + document + self.tail)) - self.empty)
 
     def document(self, text: str) -> DocumentTokens | None:
         added = added_tokens(self.tokenizer)
@@ -129,7 +134,7 @@ class DocumentCounter:
 class DocumentTokens:
     """One document's pieces counted (`count`) and its windows' prompts tokenized (`prompt_ids`) from one encoding
     of `head + document + tail` (module docstring): the same answers as `DocumentCounter.plain` and
-    `workers.engine.vllm_engine.chat_token_ids`."""
+    `workers.engine.vllm_engine.chat_token_ids` (None where that has no chat template to render)."""
 
     def __init__(self, counter: DocumentCounter, document: str) -> None:
         self.counter, self.text = counter, document
@@ -144,30 +149,22 @@ class DocumentTokens:
             found = self._middle(start, end)
             if found is None:
                 return counter.plain(self.text[start:end])
-            from workers.chat_tokens import _fast_encode
-
             c, d, i, j = found
-            tokens = len(_fast_encode(counter.tokenizer, counter.head + self.text[start:c])) + j - i + \
-                len(_fast_encode(counter.tokenizer, self.text[d:end] + counter.tail))
+            tokens = len(counter.encode(counter.tokenizer, counter.head + self.text[start:c])) + j - i + \
+                len(counter.encode(counter.tokenizer, self.text[d:end] + counter.tail))
             answer = max(0, tokens - counter.empty)
             if _answers.get(counter.key, 0) < VERIFIED:
                 answer = self._checked(answer, counter.plain(self.text[start:end]))
             return answer
 
-    def prompt_ids(self, chat: Any, start: int, end: int) -> list[int]:
-        """`chat_token_ids(tokenizer, chat)` of `chat`, the prompt of `text[start:end]`."""
-        from workers.chat_tokens import _messages, chat_tokens
-        from workers.engine.vllm_engine import chat_token_ids
-
+    def prompt_ids(self, chat: Any, start: int, end: int) -> list[int] | None:
+        """`chat_token_ids(tokenizer, chat)` of `chat`, the prompt of `text[start:end]`; None where the prompt has
+        no chat template (the caller tokenizes it)."""
         counter = self.counter
         with counter.lock:
-            found = _messages(counter.tokenizer, chat)
-            if found is None:
-                return chat_token_ids(counter.tokenizer, chat)
-            messages, template = found
-            ids = chat_tokens.ids(counter.tokenizer, messages, template, lambda s: self._segment(s, start, end))
-            if _answers.get(counter.key, 0) < VERIFIED:
-                ids = self._checked(ids, chat_tokens.ids(counter.tokenizer, messages, template))
+            ids = counter.chat_ids(counter.tokenizer, chat, lambda s: self._segment(s, start, end))
+            if ids is not None and _answers.get(counter.key, 0) < VERIFIED:
+                ids = self._checked(ids, counter.chat_ids(counter.tokenizer, chat, None))
             return ids
 
     def _segment(self, segment: str, start: int, end: int) -> list[int] | None:
@@ -179,12 +176,10 @@ class DocumentTokens:
         found = self._middle(start, end)
         if found is None:
             return None
-        from workers.chat_tokens import _fast_encode
-
         c, d, i, j = found
-        tokenizer = self.counter.tokenizer
-        return _fast_encode(tokenizer, segment[:before] + self.text[start:c]) + self._ids[i:j] + \
-            _fast_encode(tokenizer, self.text[d:end] + tail)
+        tokenizer, encode = self.counter.tokenizer, self.counter.encode
+        return encode(tokenizer, segment[:before] + self.text[start:c]) + self._ids[i:j] + \
+            encode(tokenizer, self.text[d:end] + tail)
 
     def _middle(self, start: int, end: int) -> tuple[int, int, int, int] | None:
         """(c, d, i, j): the first and the last cut in `text[start:end]` (start < c <= d < end) and the tokens of
@@ -208,11 +203,9 @@ class DocumentTokens:
     def _encoded(self) -> list[int]:
         """Where each token of `head + text + tail`'s encoding starts, in bytes (and the encoding's end)."""
         if self._starts is None:
-            from workers.chat_tokens import _fast_encode
-
             counter = self.counter
             whole = counter.head + self.text + counter.tail
-            self._ids = _fast_encode(counter.tokenizer, whole)
+            self._ids = counter.encode(counter.tokenizer, whole)
             info = _cut_info(counter.tokenizer)
             starts = list(accumulate(map(info[1].__getitem__, self._ids), initial=0)) if info is not None else [-1]
             # the tokens' bytes are the text's, or no token is taken as starting anywhere

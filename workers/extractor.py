@@ -220,8 +220,9 @@ class BatchExtractor:
                 chat = prompt_for(self.prompt, text, contract.json_schema, self._schema_json(contract))
                 self._stage("tokenizing")
                 tokens = self._document_tokens(text, contract)
-                token_ids = self.engine.prompt_token_ids(chat) if tokens is None else \
-                    tokens.prompt_ids(chat, 0, len(text))
+                token_ids = tokens.prompt_ids(chat, 0, len(text)) if tokens is not None else None
+                if token_ids is None:
+                    token_ids = self.engine.prompt_token_ids(chat)
             early = check_input(text, len(token_ids), self.decode.max_tokens, self.max_model_len)
             if early is None and not self._over_window(len(token_ids), contract):
                 batch.add(i, doc_id, text, chat, token_ids, contract)

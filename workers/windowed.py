@@ -52,7 +52,6 @@ def plan(text: str, render: Callable[[str], Any], token_ids: Callable[[Any], lis
     `render("")`."""
     if tokens is None and counter is not None and hasattr(counter, "document"):
         tokens = counter.document(text)
-    prompt_ids = token_ids if tokens is None else None
     empty = len(token_ids(render(""))) if empty is None else empty
     budget = room - empty
     if budget < MIN_WINDOW_TOKENS:
@@ -64,7 +63,8 @@ def plan(text: str, render: Callable[[str], Any], token_ids: Callable[[Any], lis
     prompts: dict[tuple[int, int], tuple[Any, list[int]]] = {}
 
     def window_ids(chat: Any, start: int, end: int) -> list[int]:
-        return prompt_ids(chat) if prompt_ids is not None else tokens.prompt_ids(chat, start, end)
+        ids = tokens.prompt_ids(chat, start, end) if tokens is not None else None
+        return token_ids(chat) if ids is None else ids
 
     def fits(start: int, end: int) -> bool:
         chat = render(text[start:end])
