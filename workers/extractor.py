@@ -11,7 +11,6 @@ column's value.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import threading
@@ -100,17 +99,13 @@ class BatchExtractor:
 
     def prepare(self) -> None:
         """Before the first batch: warm the job's schema, or for per-row schemas the engine's grammar backend
-        (vLLM creates it with the first grammar it sees), so that later schemas can compile directly. Then what
-        the process has built to serve (modules, tokenizer, grammars, word lists) is frozen (`gc.freeze`, as the
-        driver does in `pipeline.run`): it lives as long as the actor, and the collections the documents' work
-        starts no longer walk it (a full one walked some 500,000 such objects in a process that loaded a
-        tokenizer with the collector on)."""
-        if self.decode.constrained:
-            if self.schemas.contract.per_row:
-                self.engine.warm({"type": "object"})
-            else:
-                self.warm(self.schemas.contract)
-        gc.freeze()
+        (vLLM creates it with the first grammar it sees), so that later schemas can compile directly."""
+        if not self.decode.constrained:
+            return
+        if self.schemas.contract.per_row:
+            self.engine.warm({"type": "object"})
+        else:
+            self.warm(self.schemas.contract)
 
     def warm(self, contract: SchemaContract) -> None:
         """Compile `contract`'s grammar now (once per actor; `workers.compiling.compile_in_engine`: a warm-up

@@ -173,29 +173,3 @@ def test_unconstrained_generation_sends_no_grammar_and_reads_json_out_of_prose()
     out = BatchExtractor(engine, dataclasses.replace(spec(), constrained=False), 100)(batch(["a b", "c"]))
     assert out.column("_kind").to_pylist() == ["row", "row"]
     assert engine.schemas == [[None, None]] and engine.warmed == []
-
-
-def test_prepare_freezes_what_the_process_built_to_serve():
-    """After `prepare` the objects that exist are out of the collector's way (`gc.freeze`), and objects made
-    afterwards (the documents' work) are collected as before."""
-    import gc
-    import weakref
-
-    gc.unfreeze()
-    before = gc.get_freeze_count()
-    extractor = BatchExtractor(DirectEngine(answers={"name": {"name": "Ann"}}), per_row_spec(), 1000)
-    extractor.prepare()
-    try:
-        assert gc.get_freeze_count() > before
-
-        class Cycle:
-            pass
-
-        made = Cycle()
-        made.itself = made
-        gone = weakref.ref(made)
-        del made
-        gc.collect()
-        assert gone() is None  # a cycle made after `prepare` is collected
-    finally:
-        gc.unfreeze()
