@@ -38,7 +38,7 @@ ChatIds = Callable[[Any, Any, Callable[[str], list[int] | None] | None], list[in
 
 BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}
 _WIDE = re.compile(r"[^\x00-\x7f]")
-VERIFIED = 12  # a prompt shape's first answers made both ways (a long document's windows and pieces: each window twice)
+VERIFIED = 4  # a prompt shape's first answers made both ways (the first long document's own prompt, whole, and more)
 
 # id → (tokenizer, (its added tokens, each id's bytes) or None)
 _tokenizers: dict[int, tuple[Any, tuple[tuple[str, ...], list[int]] | None]] = {}
