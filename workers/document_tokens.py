@@ -83,17 +83,34 @@ def _cuttable(tokenizer: Any) -> tuple[tuple[str, ...], list[int]] | None:
         return None
     if any(not t or any(ch.isspace() for ch in t) for t in added):
         return None
-    # each id's bytes: a byte-level token writes one byte per character of its text, an added token its own text
-    vocab = backend.get_vocab(with_added_tokens=True)
-    lengths = [0] * (max(vocab.values(), default=0) + 1)
-    for token, i in vocab.items():
-        lengths[i] = len(token.encode()) if token in added else len(token)
+    # each id's bytes (a byte-level token writes one byte per character of its text, an added token its own text),
+    # filled in as ids are met (`_bytes_of`): reading the whole vocabulary at once cost the first long document 27 ms
+    lengths = [-1] * backend.get_vocab_size(with_added_tokens=True)
     probe = "Total: 12,345.67 \u20ac \u00e9t\u00e9 \u4e2d\u6587 \U0001f600\n\n  x" + (added[0] if added else "")
     ids = backend.encode_batch_fast([probe], add_special_tokens=False)[0].ids if hasattr(backend, "encode_batch_fast") \
         else backend.encode(probe, add_special_tokens=False).ids
-    if sum(lengths[i] for i in ids) != len(probe.encode()):
+    got = _bytes_of(tokenizer, ids, lengths, added)
+    if got is None or sum(got) != len(probe.encode()):
         return None
     return added, lengths
+
+
+def _bytes_of(tokenizer: Any, ids: list[int], lengths: list[int], added: tuple[str, ...]) -> list[int] | None:
+    """Each id's bytes (`lengths`, filled in here for ids not met before); None for an id the tokenizer lacks."""
+    try:
+        got = list(map(lengths.__getitem__, ids))
+        if got and min(got) < 0:
+            backend = tokenizer._tokenizer
+            for i in set(ids):
+                if lengths[i] < 0:
+                    token = backend.id_to_token(i)
+                    if token is None:
+                        return None
+                    lengths[i] = len(token.encode()) if token in added else len(token)
+            got = list(map(lengths.__getitem__, ids))
+    except IndexError:
+        return None
+    return got
 
 
 def _after_cut(ch: str) -> bool:
@@ -207,7 +224,8 @@ class DocumentTokens:
             whole = counter.head + self.text + counter.tail
             self._ids = counter.encode(counter.tokenizer, whole)
             info = _cut_info(counter.tokenizer)
-            starts = list(accumulate(map(info[1].__getitem__, self._ids), initial=0)) if info is not None else [-1]
+            got = _bytes_of(counter.tokenizer, self._ids, info[1], info[0]) if info is not None else None
+            starts = list(accumulate(got, initial=0)) if got is not None else [-1]
             # the tokens' bytes are the text's, or no token is taken as starting anywhere
             self._starts = starts if starts[-1] == len(whole.encode()) else [-1] * (len(self._ids) + 1)
         return self._starts
