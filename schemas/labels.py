@@ -21,6 +21,14 @@ from typing import Any
 
 from schemas.cells import PER_TEXT_KEPT
 
+STRING_JSON = json.encoder.encode_basestring_ascii  # what json.dumps does with a str (its C encoder)
+
+
+def json_text(value: Any) -> str:
+    """`json.dumps(value)`, a string's without json.dumps's own calls (a window's labelled runs of words are
+    thousands)."""
+    return STRING_JSON(value) if type(value) is str else json.dumps(value)
+
 STOP_WORDS = frozenset({"the", "of", "to", "for", "and", "or", "an", "in", "on", "by", "at", "is", "your", "our"})
 _LABEL_TEXT = r"[A-Za-z][A-Za-z .#/&()'-]{0,40}?"
 _START = r"(?:^|(?<=[,;|\t])|(?<=\s{2}))[ \t>*•-]*"
@@ -104,7 +112,7 @@ def names_message(words: set[str]) -> bool:
 def outside(finder: Callable[[str], list[Any]], text: str, span: tuple[int, int]) -> set[str]:
     """The values (`finder`, as JSON text) the text writes outside `span`."""
     start, end = span
-    return {json.dumps(v) for v in finder(text[:start] + " " * (end - start) + text[end:])}
+    return {json_text(v) for v in finder(text[:start] + " " * (end - start) + text[end:])}
 
 
 # A placeholder is no value: `Product: N/A` says the form has none
@@ -160,7 +168,7 @@ def labelled_values(finder: Callable[[str], list[Any]], document: str,
     under: dict[str, list[set[str]]] = {}
     for words, start, end in regions:
         for value in finder(document[start:end]):
-            under.setdefault(json.dumps(value), []).append(words)
+            under.setdefault(json_text(value), []).append(words)
     return under
 
 
@@ -174,7 +182,7 @@ def unlabelled_values(finder: Callable[[str], list[Any]], document: str,
     blanked = list(document)
     for _, start, end in regions:
         blanked[start:end] = " " * (end - start)
-    return {json.dumps(v) for v in finder("".join(blanked))}
+    return {json_text(v) for v in finder("".join(blanked))}
 
 
 def names(label: set[str], words: set[str], rivals: Iterable[set[str]] = ()) -> bool:
@@ -195,16 +203,37 @@ def named_only(candidates: list[Any], index: LabelIndex, words: set[str],
     return named_only_of(candidates, under, lambda: free, words, rivals)
 
 
+def label_groups(under: dict[str, list[set[str]]]) -> list[tuple[set[str], list[str]]]:
+    """`under` by label: (a label's words, the values written under a label of those words), each label's words
+    once. A field's `named_only_of` asks each label once whether it names the field, not each value's labels (a
+    text field's values are every run of words of each labelled value: thousands in a 2,000-token window)."""
+    groups: dict[frozenset[str], tuple[set[str], list[str]]] = {}
+    for value, labels in under.items():
+        for label in labels:
+            key = frozenset(label)
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = (label, [])
+            group[1].append(value)
+    return list(groups.values())
+
+
 def named_only_of(candidates: list[Any], under: dict[str, list[set[str]]], free_of: Callable[[], set[str]],
-                  words: set[str], rivals: Iterable[set[str]] = ()) -> list[Any]:
+                  words: set[str], rivals: Iterable[set[str]] = (),
+                  groups: list[tuple[set[str], list[str]]] | None = None,
+                  keys_of: Callable[[list[Any]], list[str]] | None = None) -> list[Any]:
     """`named_only` with the values written unlabelled asked for (`free_of()`) only where they decide something: a
     candidate stands under a label that names the field (for a text field, the unlabelled values are every run of
-    words in the rest of the document)."""
+    words in the rest of the document). `groups`: `label_groups(under)`, where the caller keeps it; `keys_of`: the
+    candidates' JSON texts, where the caller keeps them."""
     rivals = list(rivals)
-    named = {value for value, labels in under.items() if any(names(label, words, rivals) for label in labels)}
+    if groups is None:
+        named = {value for value, labels in under.items() if any(names(label, words, rivals) for label in labels)}
+    else:
+        named = {value for label, values in groups if names(label, words, rivals) for value in values}
     if not named:  # no label names the field: all stay (each candidate's JSON text is not needed)
         return candidates
-    keys = [json.dumps(c) for c in candidates]
+    keys = [json.dumps(c) for c in candidates] if keys_of is None else keys_of(candidates)
     if named.isdisjoint(keys):
         return candidates
     free = free_of()

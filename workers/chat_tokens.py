@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
+
+from workers.document_tokens import DocumentCounter
 
 KEPT = 32  # heads kept (a job has one per schema; a retry's feedback prompt adds one per document retried)
 
@@ -34,7 +37,10 @@ class ChatTokens:
         self._specials: dict[int, tuple[Any, list[str]]] = {}
         self._lock = threading.Lock()  # the actor's batch threads share it (workers.batches_in_flight)
 
-    def ids(self, tokenizer: Any, messages: list[dict[str, str]], template: str) -> list[int]:
+    def ids(self, tokenizer: Any, messages: list[dict[str, str]], template: str,
+            segment: Callable[[str], list[int] | None] | None = None) -> list[int]:
+        """`segment(text)`, where given: `_fast_encode(tokenizer, text)` of the text from the split on, made another
+        way (`DocumentTokens`), or None to encode it here."""
         text = tokenizer.apply_chat_template(messages, chat_template=template, tokenize=False,
                                              add_generation_prompt=True)
         content = messages[-1].get("content") if messages else None
@@ -49,7 +55,7 @@ class ChatTokens:
         if entry is None:
             return self._first(tokenizer, text, key)
         head = entry[1]
-        return encode(tokenizer, text) if head is None else _joined(tokenizer, text, head)
+        return encode(tokenizer, text) if head is None else _joined(tokenizer, text, head, segment)
 
     def _first(self, tokenizer: Any, text: str, key: tuple[int, str]) -> list[int]:
         """A head seen for the first time: its tokens kept if the split gives this prompt's ids exactly."""
@@ -89,15 +95,19 @@ class ChatTokens:
         return kept[1]
 
 
-def _joined(tokenizer: Any, text: str, head: tuple[int, list[int]]) -> list[int]:
+def _joined(tokenizer: Any, text: str, head: tuple[int, list[int]],
+            segment: Callable[[str], list[int] | None] | None = None) -> list[int]:
     """The head's ids without its last (the special token), then those of the text from that token on."""
-    joined = _split(tokenizer, text, head)
+    joined = _split(tokenizer, text, head, segment)
     return encode(tokenizer, text) if joined is None else joined
 
 
-def _split(tokenizer: Any, text: str, head: tuple[int, list[int]]) -> list[int] | None:
+def _split(tokenizer: Any, text: str, head: tuple[int, list[int]],
+           segment: Callable[[str], list[int] | None] | None = None) -> list[int] | None:
     start, head_ids = head
-    tail = _fast_encode(tokenizer, text[start:])
+    tail = segment(text[start:]) if segment is not None else None
+    if tail is None:
+        tail = _fast_encode(tokenizer, text[start:])
     if not tail or tail[0] != head_ids[-1]:  # the token both halves begin and end with is not one id
         return None
     return head_ids[:-1] + tail
@@ -163,7 +173,18 @@ def document_counter(tokenizer: Any, render: Any) -> Any:
     if parts is None:
         return None
     head, tail, empty = parts
-    return lambda document: max(0, len(_fast_encode(tokenizer, head + document + tail)) - empty)
+    return DocumentCounter(tokenizer, head, tail, empty, key, _fast_encode, prompt_ids)
+
+
+def prompt_ids(tokenizer: Any, prompt: Any, segment: Callable[[str], list[int] | None] | None = None
+               ) -> list[int] | None:
+    """`workers.engine.vllm_engine.chat_token_ids(tokenizer, prompt)` where the prompt has a chat template (the
+    text from the split on made by `segment`, where given: `ChatTokens.ids`); None without one."""
+    found = _messages(tokenizer, prompt)
+    if found is None:
+        return None
+    messages, template = found
+    return chat_tokens.ids(tokenizer, messages, template, segment)
 
 
 def _messages(tokenizer: Any, prompt: Any) -> tuple[list[dict[str, str]], str] | None:

@@ -91,6 +91,7 @@ class BatchExtractor:
         self._contracts: dict[str, SchemaContract | SchemaUnusable] = {}
         self._schema_text: dict[str, str] = {}
         self._empty_prompt: dict[str, int] = {}  # schema hash → tokens of its prompt without a document
+        self._counters: dict[str, Any] = {}  # schema hash → the engine's document counter of its prompt
         if not self.schemas.contract.per_row:
             self._contracts[""] = self.schemas.contract
 
@@ -213,13 +214,16 @@ class BatchExtractor:
             with timed("prompt"):
                 chat = prompt_for(self.prompt, text, contract.json_schema, self._schema_json(contract))
                 self._stage("tokenizing")
-                token_ids = self.engine.prompt_token_ids(chat)
+                tokens = self._document_tokens(text, contract)
+                token_ids = tokens.prompt_ids(chat, 0, len(text)) if tokens is not None else None
+                if token_ids is None:
+                    token_ids = self.engine.prompt_token_ids(chat)
             early = check_input(text, len(token_ids), self.decode.max_tokens, self.max_model_len)
             if early is None and not self._over_window(len(token_ids), contract):
                 batch.add(i, doc_id, text, chat, token_ids, contract)
             elif early is None or self.windows is not None and early.reason == DeadLetterReason.INPUT_TOO_LONG:
                 with timed("prompt"):  # a long document's windows: its pieces counted, each window's prompt made
-                    early = self._windowed(i, doc_id, text, contract, batch)
+                    early = self._windowed(i, doc_id, text, contract, batch, tokens)
         if early is not None:
             early.extra["schema_hash"] = contract.hash
         return early
@@ -228,20 +232,46 @@ class BatchExtractor:
         """Whether a prompt that fits holds more document tokens than a set `input.window_tokens`."""
         if self.windows is None or self.windows.window_tokens is None:
             return False
+        return prompt_tokens - self._empty_tokens(contract) > self.windows.window_tokens
+
+    def _empty_tokens(self, contract: SchemaContract) -> int:
+        """The tokens of the contract's prompt without a document (once per schema)."""
         if contract.hash not in self._empty_prompt:
             empty = prompt_for(self.prompt, "", contract.json_schema, self._schema_json(contract))
             self._empty_prompt[contract.hash] = len(self.engine.prompt_token_ids(empty))
-        return prompt_tokens - self._empty_prompt[contract.hash] > self.windows.window_tokens
+        return self._empty_prompt[contract.hash]
 
-    def _windowed(self, i: int, doc_id: Any, text: str, contract: SchemaContract, batch: Requests) -> Outcome | None:
-        """A document too long for one prompt, as window requests in `batch` (None), or `input_too_long`."""
+    def _counter(self, contract: SchemaContract) -> Any:
+        """The engine's `document_counter` of the contract's prompt (once per schema: it depends on the prompt's
+        shape and the engine's tokenizer only)."""
+        if contract.hash not in self._counters:
+            self._counters[contract.hash] = self.engine.document_counter(self._render(contract))
+        return self._counters[contract.hash]
+
+    def _render(self, contract: SchemaContract) -> Any:
+        """`render(document)`: the prompt of a document under `contract`."""
         schema_json = self._schema_json(contract)
 
         def render(document: str) -> Any:
             return prompt_for(self.prompt, document, contract.json_schema, schema_json)
 
-        planned = plan(text, render, self.engine.prompt_token_ids, self.max_model_len - self.decode.max_tokens,
-                       self.windows, self.engine.document_counter(render))
+        return render
+
+    def _document_tokens(self, text: str, contract: SchemaContract) -> Any:
+        """For a document likely to be read in windows (over twice as many characters as the context leaves
+        tokens), its tokens from one encoding (workers.document_tokens): its own prompt's ids, its pieces' counts
+        and its windows' prompts alike; else None (its prompt is tokenized as any)."""
+        if self.windows is None or len(text) <= 2 * (self.max_model_len - self.decode.max_tokens):
+            return None
+        counter = self._counter(contract)
+        return counter.document(text) if hasattr(counter, "document") else None
+
+    def _windowed(self, i: int, doc_id: Any, text: str, contract: SchemaContract, batch: Requests,
+                  tokens: Any = None) -> Outcome | None:
+        """A document too long for one prompt, as window requests in `batch` (None), or `input_too_long`."""
+        planned = plan(text, self._render(contract), self.engine.prompt_token_ids,
+                       self.max_model_len - self.decode.max_tokens, self.windows, self._counter(contract), tokens,
+                       self._empty_tokens(contract))
         if isinstance(planned, Outcome):
             return planned
         for request in planned:

@@ -42,11 +42,17 @@ class WindowRequest:
 
 
 def plan(text: str, render: Callable[[str], Any], token_ids: Callable[[Any], list[int]], room: int,
-         policy: WindowPolicy, counter: Callable[[str], int] | None = None) -> list[WindowRequest] | Outcome:
+         policy: WindowPolicy, counter: Callable[[str], int] | None = None,
+         tokens: Any = None, empty: int | None = None) -> list[WindowRequest] | Outcome:
     """The window requests of `text`, or an `input_too_long` dead letter. `render(document)` is the prompt of a
     document, `token_ids(prompt)` its tokens, `room` what max_model_len leaves beside max_tokens; `counter(piece)`,
-    where given, is `count` below made more cheaply (`Engine.document_counter`)."""
-    empty = len(token_ids(render("")))
+    where given, is `count` below made more cheaply (`Engine.document_counter`); `tokens`, where given or made by
+    the counter (`document(text)`), counts the pieces and tokenizes the windows' prompts from one encoding of the
+    document (workers.document_tokens: the same answers); `empty`, where the caller keeps it, the tokens of
+    `render("")`."""
+    if tokens is None and counter is not None and hasattr(counter, "document"):
+        tokens = counter.document(text)
+    empty = len(token_ids(render(""))) if empty is None else empty
     budget = room - empty
     if budget < MIN_WINDOW_TOKENS:
         return dead_letter(DeadLetterReason.INPUT_TOO_LONG, f"the prompt without its document leaves {budget} "
@@ -56,9 +62,13 @@ def plan(text: str, render: Callable[[str], Any], token_ids: Callable[[Any], lis
         budget = min(budget, policy.window_tokens)
     prompts: dict[tuple[int, int], tuple[Any, list[int]]] = {}
 
+    def window_ids(chat: Any, start: int, end: int) -> list[int]:
+        ids = tokens.prompt_ids(chat, start, end) if tokens is not None else None
+        return token_ids(chat) if ids is None else ids
+
     def fits(start: int, end: int) -> bool:
         chat = render(text[start:end])
-        ids = token_ids(chat)
+        ids = window_ids(chat, start, end)
         prompts[(start, end)] = (chat, ids)
         return len(ids) <= room
 
@@ -66,7 +76,8 @@ def plan(text: str, render: Callable[[str], Any], token_ids: Callable[[Any], lis
         return max(0, len(token_ids(render(piece))) - empty)
 
     try:
-        windows = Splitter(text, budget, policy, counter or count, fits).windows()
+        windows = Splitter(text, budget, policy, counter or count, fits,
+                           tokens.count if tokens is not None else None).windows()
     except TooManyWindows as exc:
         return dead_letter(DeadLetterReason.INPUT_TOO_LONG, str(exc), characters=len(text),
                            max_windows=policy.max_windows, window_tokens=budget)
@@ -75,7 +86,7 @@ def plan(text: str, render: Callable[[str], Any], token_ids: Callable[[Any], lis
         chat, ids = prompts.get((window.start, window.end)) or (None, None)
         if ids is None:
             chat = render(text[window.start:window.end])
-            ids = token_ids(chat)
+            ids = window_ids(chat, window.start, window.end)
         requests.append(WindowRequest(window, text[window.start:window.end], chat, ids))
     return requests
 

@@ -115,10 +115,11 @@ class Splitter:
     less the prompt of an empty document), `fits(start, end)` whether that window's whole prompt fits."""
 
     def __init__(self, text: str, budget: int, policy: WindowPolicy, count: Callable[[str], int],
-                 fits: Callable[[int, int], bool]) -> None:
+                 fits: Callable[[int, int], bool], count_at: Callable[[int, int], int] | None = None) -> None:
         if budget < 1:
             raise TooManyWindows("a window of no tokens holds none of the document")
         self.text, self.budget, self.policy, self.count, self.fits = text, budget, policy, count, fits
+        self.count_at = count_at  # `count(text[start:end])` from where the piece is (workers.document_tokens)
         self.overlap = int(budget * policy.overlap)
         self._counts: dict[str, int] = {}  # piece → its tokens: a piece the document writes again is not counted again
 
@@ -128,7 +129,7 @@ class Splitter:
         piece = self.text[start:end]
         found = self._counts.get(piece)
         if found is None:
-            found = self._counts[piece] = self.count(piece)
+            found = self._counts[piece] = self.count(piece) if self.count_at is None else self.count_at(start, end)
         return found
 
     def pieces(self, start: int, end: int, level: int = 0) -> list[tuple[int, int, int]]:

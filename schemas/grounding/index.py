@@ -23,7 +23,7 @@ from schemas.grounding.finders import apart_runs, finder
 from schemas.grounding.locale import Locale, language_mark, resolve
 from schemas.grounding.numbers import decimal_mark, money_readings
 from schemas.grounding.numbers import readings as number_readings
-from schemas.labels import LabelIndex, label_texts, labelled, labelled_values, unlabelled_values
+from schemas.labels import STRING_JSON, LabelIndex, json_text, label_texts, labelled, labelled_values, unlabelled_values
 from schemas.substring import UNSPACED_LETTERS
 
 Reading = tuple[Any, int, int]
@@ -120,7 +120,7 @@ class DocumentIndex:
         # reading is the last that starts at or before it (each reading looked up, not every value read)
         firsts = [first for _, first, _ in regions]
         for value, start, end in self.readings(kind):
-            key = json.dumps(value)
+            key = json_text(value)
             at = bisect_right(firsts, start) - 1
             if at >= 0 and end <= regions[at][2]:
                 under.setdefault(key, []).append(regions[at][0])
@@ -137,6 +137,21 @@ class DocumentIndex:
 
     def sentences(self) -> list[str]:
         return self.cached("sentences", lambda: list(sentences_of(self.document)))
+
+    def json_texts(self, values: list[Any]) -> list[str]:
+        """`[json.dumps(v) for v in values]`, a string's kept for the document (its fields' screens read the same
+        candidates each)."""
+        texts: dict[str, str] = self.cached("json texts", dict)
+        out = []
+        for value in values:
+            if type(value) is str:
+                text = texts.get(value)
+                if text is None:
+                    text = texts[value] = STRING_JSON(value)
+                out.append(text)
+            else:
+                out.append(json.dumps(value))
+        return out
 
     def cached(self, key: Any, make: Any) -> Any:
         """A value derived from the document, made once (the screens keep theirs here)."""

@@ -48,7 +48,7 @@ def readings(text: str, locale: Locale = UNKNOWN) -> list[Reading]:
             scale, scale_end = SCALE_WORDS[word.group(1).lower()], word.end()
         if scale:  # `1750万`, `17.5 million` are 17,500,000 (both readings kept: the digits are written too)
             found.extend((_scaled(v, scale), start, scale_end) for v in values)
-        if any(c in SPACE for c in written) and locale.decimal is None:
+        if not written.isdigit() and any(c in SPACE for c in written) and locale.decimal is None:
             found.extend(_pieces(written, start))  # `2 100.00` may be a quantity and a price
     return found
 
@@ -104,6 +104,8 @@ def evidence(tokens: list[str]) -> str | None:
 
 
 def _unambiguous_decimal(token: str) -> str | None:
+    if "." not in token and "," not in token:  # most tokens: digits alone (the same answer, sooner)
+        return None
     marks = [c for c in token if c in ".,"]
     if not marks:
         return None
@@ -120,6 +122,8 @@ def _values(written: str, decimal: str | None) -> list[float | int]:
     """The readings of one token under a decimal mark (None: every plausible one)."""
     sign = -1 if written[:1] in "-−" else 1
     body = written.lstrip("-−")
+    if body.isdigit():  # no mark (most tokens): the same answer as below, sooner
+        return [sign * int(body)]
     marks = [c for c in body if not c.isdigit()]
     if not marks:
         return [sign * int(body)]

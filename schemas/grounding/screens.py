@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from schemas.grounding.concepts import DATE_CONCEPTS, amounts, labelled_concepts, money_concept, rates, value_concepts
 from schemas.grounding.concepts import key as concept_key
 from schemas.grounding.locale import word_list
-from schemas.labels import blank_labels, named_only_of, names_message, outside, sent_line
+from schemas.labels import blank_labels, label_groups, named_only_of, names, names_message, outside, sent_line
 
 if TYPE_CHECKING:
     from schemas.grounding.index import DocumentIndex
@@ -91,8 +91,15 @@ def labels(candidates: list[Any], field: FieldContext, index: DocumentIndex) -> 
     """The candidates without those written only under another field's label (`named_only`)."""
     if field.kind not in LABELLED_KINDS or not field.words or len(candidates) < 2:
         return candidates
-    kept = named_only_of(candidates, index.labelled_values(field.kind), lambda: index.unlabelled_values(field.kind),
-                         set(field.words), [set(r) for r in field.rivals])
+    words, rivals = set(field.words), [set(r) for r in field.rivals]
+    # no label of the document names the field: none of the values under a label does either (all stay), and the
+    # labelled values of its kind need not be read (for a text field, every run of words of each labelled value)
+    label_sets = index.cached("label sets", lambda: list({frozenset(w): w for w, _, _ in index.labels()}.values()))
+    if not any(names(label, words, rivals) for label in label_sets):
+        return candidates
+    under = index.labelled_values(field.kind)
+    kept = named_only_of(candidates, under, lambda: index.unlabelled_values(field.kind), words, rivals,
+                         index.cached(("label groups", field.kind), lambda: label_groups(under)), index.json_texts)
     if len(kept) == len(candidates) or field.concept is None or field.kind not in CONCEPT_KINDS:
         return kept
     # a value the document labels with the field's own concept in its language stays (`concepts`): a French

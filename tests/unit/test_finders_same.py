@@ -3,6 +3,8 @@ CPU): each reference below is the finder as it was written before, kept here to 
 
 from __future__ import annotations
 
+import importlib
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -318,3 +320,136 @@ def test_label_index_and_placeholders_as_before() -> None:
             screened = placeholders(candidates, FieldContext(kind, nullable), index)
             expected = placeholders_before(candidates, index, nullable)
             assert screened == expected, (kind, nullable, text[:60])
+
+
+def test_labels_screen_by_label_groups_as_before(monkeypatch) -> None:
+    """The `labels` screen asking each label once (`label_groups`) and keeping the candidates' JSON texts per
+    document (`DocumentIndex.json_texts`) grounds every job's documents, and 20,000-character ones made of them, as
+    the screen that asked each value's labels did."""
+    import json
+
+    from schemas.grounding import ground, screens
+    from schemas.grounding import index as index_module
+    from schemas.grounding.index import DocumentIndex
+    from schemas.labels import names
+    from tests.unit.test_document_counter import JOBS, job_render
+
+    def labels_before(candidates: list, field: screens.FieldContext, index: DocumentIndex) -> list:
+        if field.kind not in screens.LABELLED_KINDS or not field.words or len(candidates) < 2:
+            return candidates
+        under, words, rivals = index.labelled_values(field.kind), set(field.words), [set(r) for r in field.rivals]
+        named = {value for value, labels in under.items() if any(names(label, words, rivals) for label in labels)}
+        if not named:
+            return candidates
+        keys = [json.dumps(c) for c in candidates]
+        if named.isdisjoint(keys):
+            return candidates
+        free = index.unlabelled_values(field.kind)
+        kept = [c for c, key in zip(candidates, keys, strict=True) if key in free or key in named or key not in under]
+        dropped.append(len(candidates) - len(kept))
+        return kept
+
+    compared = narrowed = 0
+    dropped: list[int] = []
+    for config, path in sorted(JOBS.items()):
+        loaded, _ = job_render(config)
+        schema = loaded.contract.json_schema
+        texts = [t for t in pq.read_table(ROOT / path, columns=["text"]).column("text").to_pylist() if t][:25]
+        long = "\n".join(texts)[:20_000]
+        for text in [*texts, long, long[7_000:14_000]]:
+            index_module._recent = index_module._Recent()
+            now = ground(schema, text)
+            index_module._recent = index_module._Recent()
+            with monkeypatch.context() as patch:
+                patch.setitem(screens.SCREENS, "labels", labels_before)
+                before = ground(schema, text)
+            assert now == before, (config, text[:60])
+            compared += 1
+            narrowed += now != schema
+    assert compared > 60 and narrowed > 20 and sum(1 for d in dropped if d) > 20  # the screen dropped values
+
+
+_numbers = importlib.import_module("schemas.grounding.numbers")
+
+
+def _unambiguous_before(token: str) -> str | None:
+    marks = [c for c in token if c in ".,"]
+    if not marks:
+        return None
+    last = marks[-1]
+    head, _, tail = token.rpartition(last)
+    if marks.count(last) != 1 or not tail.isdigit():
+        return None
+    if len(marks) > 1 or any(c in "'’" + _numbers.SPACE for c in head):
+        return last if _numbers.GROUPED.fullmatch(head) else None
+    return last if len(tail) != 3 and head.isdigit() and len(tail) <= 4 else None
+
+def _values_before(written: str, decimal: str | None) -> list:
+    sign = -1 if written[:1] in "-−" else 1
+    body = written.lstrip("-−")
+    marks = [c for c in body if not c.isdigit()]
+    if not marks:
+        return [sign * int(body)]
+    if _numbers.GROUPED.fullmatch(body) and (len(set(marks)) == 1):
+        grouped = sign * int(re.sub(r"\D", "", body))
+        if len(marks) > 1 or marks[0] in "'’" + _numbers.SPACE:
+            return [grouped]
+        head, tail = body.split(marks[0])
+        as_decimal = sign * float(f"{head}.{tail}")
+        if head.startswith("0"):
+            return [as_decimal]
+        return [as_decimal] if decimal == marks[0] else [grouped] if decimal else [grouped, as_decimal]
+    last = marks[-1]
+    head, _, tail = body.rpartition(last)
+    if last in ".," and marks.count(last) == 1 and (decimal in (None, last)) and (
+            head.isdigit() or (_numbers.GROUPED.fullmatch(head) and last not in head)):
+        return [sign * float(re.sub(r"\D", "", head) + "." + tail)]
+    return [int(p) for p in re.split(r"\D+", body) if p]
+
+def _readings_before(text: str, locale) -> list:
+    tokens = _numbers._tokens(text)
+    decimal = locale.decimal or _numbers.evidence([t for t, *_ in tokens])
+    found = []
+    for _token, start, end, dashed in tokens:
+        written = text[start:end]
+        values = _numbers._values(written, "," if dashed else decimal)
+        found.extend((v, start, end) for v in values)
+        scale, scale_end = _numbers.MULTIPLIERS.get(text[end:end + 1]), end + 1
+        word = _numbers.SCALE_WORD.match(text, end)
+        if word:
+            scale, scale_end = _numbers.SCALE_WORDS[word.group(1).lower()], word.end()
+        if scale:
+            found.extend((_numbers._scaled(v, scale), start, scale_end) for v in values)
+        if any(c in _numbers.SPACE for c in written) and locale.decimal is None:
+            found.extend(_numbers._pieces(written, start))
+    return found
+
+
+def test_number_readings_as_before(monkeypatch) -> None:
+    """A token of digits alone read without looking for marks (`_values`, `_unambiguous_decimal`, the readings'
+    check for a space inside a token): every job's document, joined ones and odd tokens read as before, under no
+    locale and under a decimal comma and a decimal point."""
+    from schemas.grounding.locale import UNKNOWN, Locale
+
+    numbers = _numbers
+    odd = "-12 −7 1 234,56 2'450 1.180,- 0,5 007 1.234 1,234 12,50 1 420 3.14159 1.234.567 1,2,3 ２３ 12万 4 million"
+    texts = [odd, *job_texts(), "\n".join(job_texts()[:40])]
+    locales = (UNKNOWN, Locale("de", "DE", decided=True), Locale("en", "US", decided=True))
+    assert [loc.decimal for loc in locales] == [None, ",", "."]
+    now = [(numbers.readings(t, loc), numbers.decimal_mark(t)) for t in texts for loc in locales]
+    with monkeypatch.context() as patch:
+        patch.setattr(numbers, "_unambiguous_decimal", _unambiguous_before)
+        patch.setattr(numbers, "_values", _values_before)
+        before = [(_readings_before(t, loc), numbers.decimal_mark(t)) for t in texts for loc in locales]
+    assert now == before
+    assert sum(len(r) for r, _ in now) > 5000
+
+
+def test_json_text_is_json_dumps() -> None:
+    import json
+
+    from schemas.labels import json_text
+
+    values = ["", "a", "Ünïcödé 中文 😀", 'q"uote\\', "tab\tnew\nline\x00\x1f", "\u2028", 0, 1, 1.0, -2.5, 1e16,
+              True, False, None, [1, "a"], {"k": "v"}, *[t[:40] for t in job_texts()[:50]]]
+    assert [json_text(v) for v in values] == [json.dumps(v) for v in values]

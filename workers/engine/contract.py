@@ -61,7 +61,8 @@ class Engine(ABC):
     def document_counter(self, render: Callable[[str], Any]) -> Callable[[str], int] | None:
         """A document's tokens in the prompt `render(document)` makes, less the empty document's, counted as
         `prompt_token_ids` would count them but more cheaply (a long document's pieces, `workers.windowed`); None
-        (by default): count with `prompt_token_ids`."""
+        (by default): count with `prompt_token_ids`. One with a `document(text)` method (workers.document_tokens)
+        also counts a document's pieces and tokenizes its windows' prompts from one encoding of it."""
         return None
 
     def compile(self, json_schema: dict[str, Any]) -> float | None:

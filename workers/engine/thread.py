@@ -106,6 +106,8 @@ class EngineThread(Engine):
             count = self._engine.document_counter(render)
         if count is None:
             return None
+        if hasattr(count, "locked"):  # workers.document_tokens.DocumentCounter: its document's tokens too
+            return count.locked(self._tokenizing)
 
         def one_at_a_time(document: str) -> int:
             with self._tokenizing:
