@@ -390,7 +390,7 @@ def _values_before(written: str, decimal: str | None) -> list:
     marks = [c for c in body if not c.isdigit()]
     if not marks:
         return [sign * int(body)]
-    if _numbers.GROUPED.fullmatch(body) and (len(set(marks)) == 1):
+    if _numbers.GROUPED.fullmatch(body) and (len(set(marks)) == 1) and not _numbers._leading_zero(body):
         grouped = sign * int(re.sub(r"\D", "", body))
         if len(marks) > 1 or marks[0] in "'’" + _numbers.SPACE:
             return [grouped]
