@@ -289,7 +289,10 @@ def descendants_named(root_pid: int, text: str) -> list:
 
 
 def start_ray_head(cpus: float, worker_nodes: int = 0, worker_cpus: float = 1):
-    """`ray start --head` (dashboard and Jobs API), plus `worker_nodes` more nodes on this machine.
+    """`ray start --head` without Ray's dashboard (no test of the session's cluster uses its state or Jobs API:
+    `extract submit`'s test runs on test_multinode.py's cluster, which has one), plus `worker_nodes` more nodes on
+    this machine. Ray 2.60 still runs a minimal dashboard process and the dashboard agent; its nine module
+    processes (Jobs, state, metrics, ...) are not started, about 0.02 CPU s less a second of the session.
 
     The cluster has its own temp dir, so it is neither found by nor in the way of other clusters, and
     `stop_ray_head` stops only its processes. Ray's own start gives up after about a minute when the machine is too
@@ -314,7 +317,7 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
     from pipeline.tools.localcluster import ensure_auth_token
 
     temp_dir = tempfile.mkdtemp(prefix="rh", dir="/tmp")  # short: Ray puts sockets under it
-    port, dashboard = free_port(), free_port()
+    port = free_port()
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     env.pop("RAY_ADDRESS", None)
@@ -323,9 +326,8 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
     ensure_auth_token(ray_bin, env)  # a machine that never ran Ray has no token, and `ray start` makes none
     try:
         subprocess.run(
-            [ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dashboard}",
-             "--dashboard-host=127.0.0.1", f"--temp-dir={temp_dir}", f"--num-cpus={cpus}",
-             "--include-dashboard=true", "--disable-usage-stats", f"--ray-client-server-port={free_port()}",
+            [ray_bin, "start", "--head", f"--port={port}", f"--temp-dir={temp_dir}", f"--num-cpus={cpus}",
+             "--include-dashboard=false", "--disable-usage-stats", f"--ray-client-server-port={free_port()}",
              *node_port_flags(node_manager=True)],
             check=True, env=env, capture_output=True, timeout=180,
         )
@@ -336,7 +338,7 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
     except BaseException:
         kill_processes_mentioning(temp_dir)  # what did start of it
         raise
-    return {"address": f"127.0.0.1:{port}", "dashboard": f"http://127.0.0.1:{dashboard}", "temp_dir": temp_dir}
+    return {"address": f"127.0.0.1:{port}", "temp_dir": temp_dir}
 
 
 def stop_ray_head(head: dict) -> None:
@@ -367,7 +369,7 @@ def stop_ray_head(head: dict) -> None:
 
 @pytest.fixture(scope="session")
 def ray_head():
-    """One `ray start --head` cluster (dashboard, Jobs API, token auth) for the session's CLI runs (`cli_env`)."""
+    """One `ray start --head` cluster (token auth, no dashboard) for the session's CLI runs (`cli_env`)."""
     head = start_ray_head(cpus=2)
     yield head
     stop_ray_head(head)
