@@ -20,15 +20,21 @@ run: $(STAMP)  # runs the sample job, then scores its rows against the sample go
 browser:
 	bash infra/install-chromium.sh
 
-# One test process by default. TEST_WORKERS=2: two (pytest-xdist), the tests that start real vLLM engines one after
-# the other in one of them, every other module as a whole in either (tests/conftest.py, REAL_ENGINE_TESTS). On 2
-# cores (two clean clones, one session) two processes saved 7% of the time (1,020 s against 1,096 s) for 35% more
-# CPU (1,944 against 1,438 busy s): the real-engine tests are the critical path, and the other process slows them.
-TEST_WORKERS ?= 0
+# Two test processes by default (pytest-xdist, TEST_WORKERS=beside): one runs tests/integration in the order of a
+# one-process run, the other runs tests/unit only, at nice 19, in the cores' idle moments (tests/conftest.py,
+# `--unit-beside`). TEST_WORKERS=0: one process. TEST_WORKERS=N: N processes, the tests that start real vLLM engines
+# one after the other in one of them, every other module as a whole in any (REAL_ENGINE_TESTS); on 2 cores that
+# costs more CPU than it saves time (docs/testing.md).
+TEST_WORKERS ?= beside
+ifeq ($(TEST_WORKERS),beside)
+WORKER_ARGS := -n 2 --unit-beside
+else
+WORKER_ARGS := -n $(TEST_WORKERS)
+endif
 
 test: $(STAMP)
 	bash infra/install-chromium.sh --if-possible
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30  # the 30 slowest, to see where the time goes
+	$(PY) -m pytest -q $(WORKER_ARGS) --dist loadgroup --durations=30  # the 30 slowest, to see where the time goes
 
 # The first tier: pure logic, in under a minute. tests/integration holds the tests marked (or auto-marked by
 # their fixtures) `engine` (a vLLM engine, a Ray cluster, a compile child) or `slow` (an S3 server, child

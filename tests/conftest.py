@@ -289,7 +289,10 @@ def descendants_named(root_pid: int, text: str) -> list:
 
 
 def start_ray_head(cpus: float, worker_nodes: int = 0, worker_cpus: float = 1):
-    """`ray start --head` (dashboard and Jobs API), plus `worker_nodes` more nodes on this machine.
+    """`ray start --head` without Ray's dashboard (no test of the session's cluster uses its state or Jobs API:
+    `extract submit`'s test runs on test_multinode.py's cluster, which has one), plus `worker_nodes` more nodes on
+    this machine. Ray 2.60 still runs a minimal dashboard process and the dashboard agent; its nine module
+    processes (Jobs, state, metrics, ...) are not started, about 0.02 CPU s less a second of the session.
 
     The cluster has its own temp dir, so it is neither found by nor in the way of other clusters, and
     `stop_ray_head` stops only its processes. Ray's own start gives up after about a minute when the machine is too
@@ -314,7 +317,7 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
     from pipeline.tools.localcluster import ensure_auth_token
 
     temp_dir = tempfile.mkdtemp(prefix="rh", dir="/tmp")  # short: Ray puts sockets under it
-    port, dashboard = free_port(), free_port()
+    port = free_port()
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     env.pop("RAY_ADDRESS", None)
@@ -323,9 +326,8 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
     ensure_auth_token(ray_bin, env)  # a machine that never ran Ray has no token, and `ray start` makes none
     try:
         subprocess.run(
-            [ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dashboard}",
-             "--dashboard-host=127.0.0.1", f"--temp-dir={temp_dir}", f"--num-cpus={cpus}",
-             "--include-dashboard=true", "--disable-usage-stats", f"--ray-client-server-port={free_port()}",
+            [ray_bin, "start", "--head", f"--port={port}", f"--temp-dir={temp_dir}", f"--num-cpus={cpus}",
+             "--include-dashboard=false", "--disable-usage-stats", f"--ray-client-server-port={free_port()}",
              *node_port_flags(node_manager=True)],
             check=True, env=env, capture_output=True, timeout=180,
         )
@@ -336,7 +338,7 @@ def _start_ray_head_once(cpus: float, worker_nodes: int, worker_cpus: float) -> 
     except BaseException:
         kill_processes_mentioning(temp_dir)  # what did start of it
         raise
-    return {"address": f"127.0.0.1:{port}", "dashboard": f"http://127.0.0.1:{dashboard}", "temp_dir": temp_dir}
+    return {"address": f"127.0.0.1:{port}", "temp_dir": temp_dir}
 
 
 def stop_ray_head(head: dict) -> None:
@@ -367,7 +369,7 @@ def stop_ray_head(head: dict) -> None:
 
 @pytest.fixture(scope="session")
 def ray_head():
-    """One `ray start --head` cluster (dashboard, Jobs API, token auth) for the session's CLI runs (`cli_env`)."""
+    """One `ray start --head` cluster (token auth, no dashboard) for the session's CLI runs (`cli_env`)."""
     head = start_ray_head(cpus=2)
     yield head
     stop_ray_head(head)
@@ -396,7 +398,8 @@ def pytest_sessionstart(session):
     from pipeline.tools.machine import cpu_seconds
 
     _SESSION_CPU.update(wall=time.monotonic(), cpu=cpu_seconds())
-    compile_our_modules()
+    if not hasattr(session.config, "workerinput"):  # under pytest-xdist, the controller writes it for all
+        compile_our_modules()
 
 
 # The packages of ours that the suite's child processes import (CLI runs, Ray's workers and actors, compile children).
@@ -454,29 +457,85 @@ def group_of(nodeid: str) -> str:
     return path
 
 
+# `--unit-beside` (make test's default, with `-n 2`): the second test process runs tests/unit only, at the lowest CPU
+# priority (nice 19), beside the first, which runs everything else in the order of a one-process run. The
+# integration tier leaves about 0.8 of the 2 cores idle on average (process starts, Ray's waits, one-core CLI runs),
+# and the unit tier's pure logic (about 70 CPU s) fills those gaps without taking a core from an engine or a raylet:
+# at nice 19 it gets about 1.5% of a core that a nice-0 process wants.
+UNIT_LANE = "gw1"
+
+
+def pick_group(groups, worker: str, beside: bool) -> str | None:
+    """The next group (in `groups`' order) for the test process `worker`. Without `beside`, the first. With it,
+    `UNIT_LANE` takes only tests/unit's groups; the other process takes the others first, then tests/unit's
+    (from the end of the queue) if any are left, or None when nothing is left for the process."""
+    groups = list(groups)
+    if not beside:
+        return groups[0] if groups else None
+    units = [g for g in groups if g.startswith("tests/unit/")]
+    if worker == UNIT_LANE:
+        return units[0] if units else None
+    rest = [g for g in groups if not g.startswith("tests/unit/")]
+    return rest[0] if rest else (units[-1] if units else None)
+
+
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadgroup` with the groups of `group_of`, each sent whole to one test process, in the order of
     collection: the real-engine group among the first, tests/integration's long modules next and tests/unit's
     short ones last, to fill the end (xdist's default order, most tests first, would leave a long module of few
     tests to run alone at the end). The groups are told to the scheduler from the test ids: pytest-xdist 3.8's own
-    `xdist_group` marks are lost under pytest 9.2, whose test ids it can no longer suffix (its issue 1386)."""
+    `xdist_group` marks are lost under pytest 9.2, whose test ids it can no longer suffix (its issue 1386). With
+    `--unit-beside`, each process takes the groups of its lane (`pick_group`)."""
     if config.getvalue("dist") != "loadgroup":
         return None
     config.option.loadscopereorder = False
     from xdist.scheduler import LoadGroupScheduling
 
+    beside = bool(config.getoption("unit_beside", False))
+
     class ByTestGroup(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid)
 
+        def _assign_work_unit(self, node) -> None:
+            group = pick_group(self.workqueue, node.gateway.id, beside)
+            if group is None:
+                node.shutdown()
+                return
+            work_unit = self.workqueue.pop(group)
+            self.assigned_work.setdefault(node, {})[group] = work_unit
+            collection = self.registered_collections[node]
+            node.send_runtest_some([collection.index(nodeid) for nodeid, done in work_unit.items() if not done])
+
+        def _reschedule(self, node) -> None:
+            if node.shutting_down:
+                return
+            if pick_group(self.workqueue, node.gateway.id, beside) is None:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) > 2:
+                return
+            self._assign_work_unit(node)
+
     return ByTestGroup(config, log)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--unit-beside", action="store_true", dest="unit_beside",
+                     help="with -n 2 --dist loadgroup: the second test process runs tests/unit only, at nice 19")
 
 
 def pytest_configure(config):
     """Under pytest-xdist, the controller makes sure a Ray auth token exists before its test processes start: two
-    of them making the first one at once (`ray start`, a local `ray.init`) could each write their own."""
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+    of them making the first one at once (`ray start`, a local `ray.init`) could each write their own. With
+    `--unit-beside`, the unit lane's process lowers its own CPU priority."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        if config.getoption("unit_beside", False) and workerinput.get("workerid") == UNIT_LANE:
+            os.nice(19)
+        return
+    if getattr(config.option, "numprocesses", None):
         if not os.environ.get("RAY_AUTH_TOKEN") and not Path("~/.ray/auth_token").expanduser().exists():
             from pipeline.tools.localcluster import ensure_auth_token
 

@@ -53,10 +53,10 @@ def ensure_auth_token(ray: str, env: dict[str, str]) -> None:
         raise RuntimeError(f"ray get-auth-token --generate failed: {done.stderr.strip()[-800:]}")
 
 
-def _dashboard_flags(on: bool) -> list[str]:
-    if not on:
+def _dashboard_flags(port: int | None) -> list[str]:
+    if port is None:
         return ["--include-dashboard=false"]
-    return ["--include-dashboard=true", f"--dashboard-port={free_port()}", "--dashboard-host=127.0.0.1"]
+    return ["--include-dashboard=true", f"--dashboard-port={port}", "--dashboard-host=127.0.0.1"]
 
 
 class LocalCluster:
@@ -64,12 +64,15 @@ class LocalCluster:
 
     Each node gets its `--num-cpus` and a custom resource `node<i>` (head: node0), so a test can place work.
     `node_env` is added to the environment of every `ray start` (Ray's `RAY_<setting>` system settings).
-    `dashboard`: the head runs Ray's dashboard (on a free port), which Ray's state API (`ray.util.state`) needs."""
+    `dashboard`: the head runs Ray's dashboard (on a free port, its address `dashboard_url`), which Ray's state API
+    (`ray.util.state`) and Jobs API (`extract submit`) need."""
 
     def __init__(self, cpus: list[int], node_env: dict[str, str] | None = None, dashboard: bool = False) -> None:
         self.temp_dir = tempfile.mkdtemp(prefix="rs", dir="/tmp")  # short: Ray puts sockets under it
         self.port = free_port()
         self.node_ports: list[int] = []
+        dashboard_port = free_port() if dashboard else None
+        self.dashboard_url = f"http://127.0.0.1:{dashboard_port}" if dashboard_port else None
         env = {**self.env(), **(node_env or {})}
         ray = str(Path(sys.executable).parent / "ray")
         env["RAY_AUTH_MODE"] = "token"  # every node, and the drivers (`driver_env`), on one token
@@ -81,7 +84,7 @@ class LocalCluster:
                       f"--node-manager-port={manager}", *node_port_flags()]
             if i == 0:
                 args = [ray, "start", "--head", f"--port={self.port}", f"--temp-dir={self.temp_dir}",
-                        *_dashboard_flags(dashboard), f"--ray-client-server-port={free_port()}", *common]
+                        *_dashboard_flags(dashboard_port), f"--ray-client-server-port={free_port()}", *common]
             else:
                 args = [ray, "start", f"--address=127.0.0.1:{self.port}", *common]
             done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=180)

@@ -1,9 +1,10 @@
 """On a real `ray start --head` cluster: SIGKILL the driver mid-run and rerun; SIGKILL an extraction
-actor mid-batch and let Ray restart it; SIGKILL it with no restarts left (one line, exit 3); submit a job through
-the Ray Jobs API. Afterwards DuckDB checks input == rows + dead letters, ids unique.
+actor mid-batch and let Ray restart it; SIGKILL it with no restarts left (one line, exit 3). Afterwards DuckDB
+checks input == rows + dead letters, ids unique.
 
 All of them run the simulated engine: their subject is the driver, Ray's restarts and the cluster. A vLLM engine
-that dies, and its replacement on a fresh engine in the restarted actor, are test_engine_failures.py's."""
+that dies, and its replacement on a fresh engine in the restarted actor, are test_engine_failures.py's. A job
+submitted through the Ray Jobs API (`extract submit`) is test_multinode.py's, on its cluster's dashboard."""
 
 from __future__ import annotations
 
@@ -191,27 +192,3 @@ def test_when_the_restarts_are_used_up_the_run_stops_in_one_line_with_exit_3(ray
     assert errors[0].startswith("error: an extraction actor died and Ray's restarts (workers.max_restarts) are used up")
     assert "staged units are kept" in errors[0]
     assert staged_units(output)  # what was staged before the death is kept for a rerun
-
-
-def test_submit_runs_the_job_on_the_cluster_with_the_config_folder_as_working_dir(ray_head, tmp_path):
-    job = tmp_path / "job"
-    job.mkdir()
-    docs = dict(list(tickets(N_DOCS).items())[:5])
-    write_docs(job / "docs.parquet", list(docs), list(docs.values()))
-    shutil.copy(ROOT / "tests" / "fixtures" / "models.py", job / "ticket_models.py")
-    output = tmp_path / "submitted-out"  # absolute: the job runs in a copy of the working dir
-    config = config_for(job, str(output), simulated=True)
-    env = dict(os.environ, RAY_AUTH_MODE="token")
-    env.pop("RAY_ADDRESS", None)
-    result = subprocess.run([sys.executable, "-m", "pipeline", "submit", str(config), "--address",
-                             ray_head["dashboard"], "--wait", "--timeout", "480"],
-                            env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    job_id = result.stdout.split()[1]
-    assert f"ray job logs --address {ray_head['dashboard']} --follow {job_id}" in result.stdout
-    assert f"job {job_id}: SUCCEEDED" in result.stdout
-    assert "committed" in result.stdout  # the job's own summary, from its logs
-    con = duckdb.connect()
-    total, = con.execute(f"SELECT count(*) FROM (SELECT doc_id FROM read_parquet('{output}/rows/*.parquet') "
-                         f"UNION ALL SELECT doc_id FROM read_parquet('{output}/dead_letters/*.parquet'))").fetchone()
-    assert total == 5

@@ -353,22 +353,22 @@ def test_auto_bounds_fit_free_strings_into_a_small_budget_on_the_real_engine(eng
 
 def test_both_engines_refuse_a_request_the_same_way(engine):
     """`VllmEngine` (the tools' engine) and `EngineThread` (the actors') drive vLLM through one add/step path: a
-    request the backend refuses comes back "refused", alone, from either; the one beside it runs."""
-    from workers.engine import VllmEngine
-
+    request the backend refuses comes back "refused", alone, from either; the one beside it runs. The direct side is
+    the `VllmEngine` the module's thread holds, called from this thread while the engine thread waits for work (no
+    call of it is in flight: each `generate` below returns before the next starts), so no second engine starts."""
     prompts = [engine.prompt_token_ids("x")] * 2
     threaded = engine.generate(prompts, [REFUSED, schema_for("delta")], 32, 0.0)
-    direct_engine = VllmEngine(**engine_arguments(resolve_model_path("bundled"), 1024, 1, {"enforce_eager": True},
-                                                  False, sequences=2))
-    try:
-        direct = direct_engine.generate(prompts, [REFUSED, schema_for("delta")], 32, 0.0)
-        assert direct_engine.warm(REFUSED) > 0  # warming a refused schema does not raise on either engine
-    finally:
-        direct_engine.close()
+    direct_engine = engine._engine
+    assert type(direct_engine).__name__ == "VllmEngine"
+    direct = direct_engine.generate(prompts, [REFUSED, schema_for("delta")], 32, 0.0)
+    assert direct_engine.warm(REFUSED) > 0  # warming a refused schema does not raise on either engine
     assert [g.finish_reason for g in direct] == [g.finish_reason for g in threaded] == ["refused", "stop"]
     assert direct[0].error == threaded[0].error and direct[0].output_tokens == 0
     assert direct[1].text == threaded[1].text  # greedy, same model and grammar: the same output
     assert engine.warm(REFUSED) > 0
+    # the thread serves on after the direct calls
+    assert json.loads(engine.generate([engine.prompt_token_ids("on")], schema_for("theta"), 32, 0.0)[0].text)["who"] \
+        == "theta"
 
 
 def test_after_close_a_caller_is_told_rather_than_left_waiting(engine):

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.engine
 def nodes():
     """One cluster for the module: a head and two worker raylets on loopback, one CPU each (an actor takes 0.75 of
     it, so two actors cannot share a node), the GCS quick to find a dead node (FAST_NODE_DEATH), the dashboard for
-    Ray's state API (the bookkeeping test lists actors by node). The raylet-kill test, last in the file, takes a
-    worker node down; a test after it would still find two live nodes."""
+    Ray's state API (the bookkeeping test lists actors by node) and its Jobs API (the submit test). The raylet-kill
+    test, last in the file, takes a worker node down; a test after it would still find two live nodes."""
     from pipeline.tools.simbench import LocalCluster
 
     cluster = LocalCluster([1, 1, 1], node_env=FAST_NODE_DEATH, dashboard=True)
@@ -90,6 +90,37 @@ def test_the_runs_bookkeeping_actor_is_on_the_drivers_node(nodes):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "desks on the driver's node: 12 of 12" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+def test_submit_runs_the_job_on_the_cluster_with_the_config_folder_as_working_dir(nodes, tmp_path):
+    """`extract submit` through the Ray Jobs API of this module's cluster (its head runs the dashboard already; the
+    session's head runs none): the config's folder is the job's working dir, the job's own summary comes back
+    from its logs, and every document is committed. On the simulated engine, one actor of 0.75 CPU (a node has
+    one); before the raylet-kill test, which takes a worker node down."""
+    job = tmp_path / "job"
+    job.mkdir()
+    docs = {f"s-{i}": f"From user{i}@example.com: my {['Kettle', 'Router', 'Lamp'][i % 3]} stopped on day {i}."
+            for i in range(5)}
+    write_docs(job / "docs.parquet", list(docs), list(docs.values()))
+    shutil.copy(ROOT / "tests" / "fixtures" / "models.py", job / "ticket_models.py")
+    output = tmp_path / "submitted-out"  # absolute: the job runs in a copy of the working dir
+    config = write_config(
+        job, simulated=True, name="submitted", schema="ticket_models:Ticket",
+        prompt="Extract the support ticket from this message.\n{document}",
+        **{"input.uri": "docs.parquet", "output.uri": str(output), "model.max_tokens": 128,
+           "model.max_model_len": 1024, "workers.actors": 1, "workers.cpus_per_actor": 0.75, "workers.batch_size": 4})
+    dashboard = nodes.dashboard_url
+    env = nodes.env()  # no RAY_ADDRESS: the job is sent to the dashboard named here
+    env["RAY_AUTH_MODE"] = "token"
+    result = subprocess.run([sys.executable, "-m", "pipeline", "submit", str(config), "--address", dashboard,
+                             "--wait", "--timeout", "480"], env=env, cwd=ROOT, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    job_id = result.stdout.split()[1]
+    assert f"ray job logs --address {dashboard} --follow {job_id}" in result.stdout
+    assert f"job {job_id}: SUCCEEDED" in result.stdout
+    assert "committed" in result.stdout  # the job's own summary, from its logs
+    assert _ids(output) == sorted(docs)
 
 
 def _ids(output):

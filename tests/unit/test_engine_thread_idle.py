@@ -9,6 +9,8 @@ import queue
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from workers.engine import requests
 from workers.engine.requests import IDLE_STEP_S, IDLE_WAIT_MAX_S, IDLE_WAIT_MIN_S, run_to_completion
 from workers.engine.thread import EngineThread
@@ -29,6 +31,28 @@ def _thread(waits: list[float], rounds: int) -> EngineThread:
     return thread
 
 
+class _Clock:
+    """`workers.engine.requests`' `time` in these tests: its clock moves only when the stand-in engine takes time
+    (or the loop sleeps), so a busy machine pausing the test between two looks is not a step that "took time"
+    (IDLE_STEP_S is 2 ms: any pause of the process was one)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch) -> _Clock:
+    fake = _Clock()
+    monkeypatch.setattr(requests, "time", fake)
+    return fake
+
+
 class _Engine:
     """Steps as scripted: "empty" returns nothing at once, "slow" returns nothing after IDLE_STEP_S (a prefill
     chunk), "tokens" returns one streamed token of a request that is not finished, "done" its last token."""
@@ -39,7 +63,7 @@ class _Engine:
     def step(self):
         kind = self.script.pop(0) if self.script else "empty"
         if kind == "slow":
-            time.sleep(IDLE_STEP_S * 2)
+            requests.time.sleep(IDLE_STEP_S * 2)  # the test's clock (`clock`)
             return []
         if kind in ("tokens", "done"):
             return [_Output(finished=kind == "done")]
@@ -109,7 +133,7 @@ def test_take_jobs_waits_only_when_told_and_takes_the_rest_without_waiting():
 def test_run_to_completion_sleeps_after_idle_steps_and_not_after_busy_ones(monkeypatch):
     monkeypatch.setattr(requests, "add_requests", lambda engine, prompts, params, refuse: {"x": 0})
     slept: list[float] = []
-    monkeypatch.setattr(requests.time, "sleep", slept.append)
+    monkeypatch.setattr(requests.time, "sleep", slept.append)  # the test's clock's (`clock`)
     outputs = run_to_completion(_Engine(["empty", "empty", "tokens", "empty", "done"]), [[1]], [None])
     assert [o.request_id for o in outputs] == ["x"]
     # No sleep before the first step, nor after the step that made tokens.
