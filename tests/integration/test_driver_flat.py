@@ -40,8 +40,8 @@ def job(tmp_path: Path) -> Path:
                            "model.max_model_len": 1024})
 
 
-def test_per_unit_the_driver_passes_a_description_and_receives_a_receipt_never_the_documents(
-        ray_cluster, job, monkeypatch):
+def _watched_run(job, monkeypatch) -> tuple[object, list[pa.Table], object]:
+    """Run the job, keeping what the driver streamed: (the unit pool, the tables it received, the manifest)."""
     seen: dict[str, object] = {}
     received: list[pa.Table] = []
     original = pipeline.run.outcome_batches
@@ -54,10 +54,15 @@ def test_per_unit_the_driver_passes_a_description_and_receives_a_receipt_never_t
 
     monkeypatch.setattr(pipeline.run, "outcome_batches", watched)
     manifest = run_job(load_config(job))
+    return seen["dataset"], received, manifest
+
+
+def test_per_unit_the_driver_passes_a_description_and_receives_a_receipt_never_the_documents(
+        ray_cluster, job, monkeypatch):
+    pool, received, manifest = _watched_run(job, monkeypatch)
     assert manifest.status == "committed" and manifest.rows + manifest.dead_letters == len(DOCS)
 
     # What the driver sent: one actor task per unit, each the unit's description (no documents in it).
-    pool = seen["dataset"]
     assert isinstance(pool, UnitPool), type(pool)
     assert pool.submitted == UNITS and len(pool.tasks) == UNITS
     assert all(task["stop"] - task["start"] == UNIT and "text" not in task for task in pool.tasks), pool.tasks
@@ -72,22 +77,10 @@ def test_per_unit_the_driver_passes_a_description_and_receives_a_receipt_never_t
 def test_units_grouped_into_fewer_actor_tasks_still_come_back_one_receipt_per_unit(ray_cluster, job, monkeypatch):
     """With many units per actor the pool gives each actor task several units (`pipeline.unit_pool.units_per_task`;
     forced here to 2 for 5 units): 3 tasks, and still one receipt per unit, each unit's batches in one slice."""
-    seen: dict[str, object] = {}
-    received: list[pa.Table] = []
-    original = pipeline.run.outcome_batches
-
-    def watched(dataset):
-        seen["dataset"] = dataset
-        for batch in original(dataset):
-            received.append(batch)
-            yield batch
-
-    monkeypatch.setattr(pipeline.run, "outcome_batches", watched)
     monkeypatch.setenv("EXTRACT_UNITS_PER_TASK", "2")
-    manifest = run_job(load_config(job))
+    pool, received, manifest = _watched_run(job, monkeypatch)
     assert manifest.status == "committed" and manifest.rows + manifest.dead_letters == len(DOCS)
     assert manifest.partitions[0]["units"] == UNITS
-    pool = seen["dataset"]
     assert isinstance(pool, UnitPool) and pool.submitted == 3 and len(pool.tasks) == UNITS
     assert len(received) == UNITS and all(len(batch.column("_unit").unique()) == 1 for batch in received)
     assert sorted(len(batch.column("_slice").unique()) for batch in received) == [1] * UNITS  # merged: one a unit
