@@ -167,6 +167,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a job override (YAML value), after the bench's")
     parser.add_argument("--order", default="short,long", help="the arms, in order (e.g. long,short)")
+    parser.add_argument("--xgr-threads", type=int, help="XGrammar's compile threads in the engine (vLLM: 8)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
 
@@ -200,12 +201,20 @@ def main() -> None:
     inner = start_engine(spec, False)
     engine = TimedEngine(inner)
     rec = Recorder()
-    report: dict[str, Any] = {"overrides": {k: v for k, v in overrides.items() if k != "input.uri"}}
+    report: dict[str, Any] = {"overrides": {k: v for k, v in overrides.items() if k != "input.uri"},
+                              "xgr_threads": args.xgr_threads}
     try:
         extractor = BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
         extractor.prepare()
         llm = inner._engine.llm  # EngineThread → VllmEngine → vllm.LLM
         core = llm.llm_engine.engine_core.engine_core
+        if args.xgr_threads:  # vLLM's backend compiler rebuilt with fewer threads (same masks, same cache limit)
+            import xgrammar as xgr
+
+            backend = core.scheduler.structured_output_manager.backend
+            info = xgr.TokenizerInfo.from_huggingface(backend.tokenizer, vocab_size=backend.vocab_size)
+            backend.compiler = xgr.GrammarCompiler(info, max_threads=args.xgr_threads, cache_enabled=True,
+                                                   cache_limit_bytes=backend.compiler.cache_limit_bytes)
         rec.install(core)
         sc = core.scheduler.scheduler_config
         report["engine"] = {"max_num_seqs": sc.max_num_seqs, "max_num_batched_tokens": sc.max_num_batched_tokens,
