@@ -44,21 +44,29 @@ class Recorder:
 
     def install(self, core: Any) -> None:
         sched, executor = core.scheduler, core.model_executor
-        manager = sched.structured_output_manager
+        self._install_schedule(sched)
+        self._timed(sched, "get_grammar_bitmask", "bitmask_s")
+        self._timed(executor, "execute_model", "model_s")
+        self._timed(executor, "sample_tokens", "sample_s")
+        self._timed(sched, "update_from_output", "update_s")
+        self._timed(core, "post_step", "draft_s")
+        self._install_compile(sched.structured_output_manager.backend)
 
-        def timed(owner: Any, name: str, key: str) -> None:
-            original = getattr(owner, name)
+    def _timed(self, owner: Any, name: str, key: str) -> None:
+        """`owner.name` wrapped: its seconds added to the current step's `key`."""
+        original = getattr(owner, name)
 
-            def wrapper(*args: Any, **kwargs: Any) -> Any:
-                started = time.perf_counter()
-                try:
-                    return original(*args, **kwargs)
-                finally:
-                    if self._step is not None:
-                        self._step[key] = self._step.get(key, 0.0) + time.perf_counter() - started
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                if self._step is not None:
+                    self._step[key] = self._step.get(key, 0.0) + time.perf_counter() - started
 
-            setattr(owner, name, wrapper)
+        setattr(owner, name, wrapper)
 
+    def _install_schedule(self, sched: Any) -> None:
         schedule = sched.schedule
 
         def scheduled(*args: Any, **kwargs: Any) -> Any:
@@ -88,13 +96,8 @@ class Recorder:
             return out
 
         sched.schedule = scheduled
-        timed(sched, "get_grammar_bitmask", "bitmask_s")
-        timed(executor, "execute_model", "model_s")
-        timed(executor, "sample_tokens", "sample_s")
-        timed(sched, "update_from_output", "update_s")
-        timed(core, "post_step", "draft_s")
 
-        backend = manager.backend
+    def _install_compile(self, backend: Any) -> None:
         compile_grammar = backend.compile_grammar
 
         def compiled(request_type: Any, spec: str, *args: Any, **kwargs: Any) -> Any:
@@ -157,7 +160,7 @@ def summary(rec: Recorder, since: tuple[int, int, int], wall: float, cpu: float,
     }
 
 
-def main() -> None:
+def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
     parser.add_argument("--docs", type=int, default=24)
@@ -169,16 +172,18 @@ def main() -> None:
     parser.add_argument("--order", default="short,long", help="the arms, in order (e.g. long,short)")
     parser.add_argument("--xgr-threads", type=int, help="XGrammar's compile threads in the engine (vLLM: 8)")
     parser.add_argument("--out", required=True)
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def bench_documents(args: argparse.Namespace, out: Path) -> tuple[dict[str, Any], dict[str, tuple[list, list]]]:
+    """The bench's overrides (pointing at the long documents, as `bench_long.run_long_arm` does) and both arms'
+    documents; the actor's environment set in this process."""
     import yaml
 
-    from pipeline.config import load_config
     from pipeline.dataflow import actor_env
     from pipeline.tools.bench import bench_input, pipeline_settings
     from pipeline.tools.bench_long import LongSetup, documents, write_corpus
 
-    out = Path(args.out).resolve()
     given = bench_input(Path(args.config), args.docs, out, args.max_tokens)
     setup = LongSetup(window_tokens=args.window_tokens, windows=args.long_windows, curve=())
     settings, _ = pipeline_settings(len(given.ids), given.loaded, given.corpus)
@@ -191,59 +196,66 @@ def main() -> None:
         overrides[key] = yaml.safe_load(value)
     for key, value in actor_env(given.loaded.config.workers.gpus_per_actor).items():
         os.environ.setdefault(key, value)
+    return overrides, {"short": (given.ids, given.texts), "long": (docs["long_ids"], docs["long_texts"])}
 
+
+def fewer_compile_threads(core: Any, threads: int) -> None:
+    """vLLM's XGrammar compiler rebuilt with `threads` threads (the same masks, the same cache limit)."""
+    import xgrammar as xgr
+
+    backend = core.scheduler.structured_output_manager.backend
+    info = xgr.TokenizerInfo.from_huggingface(backend.tokenizer, vocab_size=backend.vocab_size)
+    backend.compiler = xgr.GrammarCompiler(info, max_threads=threads, cache_enabled=True,
+                                           cache_limit_bytes=backend.compiler.cache_limit_bytes)
+
+
+def run_arm(extractor: Any, engine: Any, rec: Recorder, ids: list, texts: list) -> dict[str, Any]:
+    engine.calls.clear()
+    since = rec.mark()
+    started, cpu = time.perf_counter(), time.process_time()
+    outcomes = extractor.outcomes(ids, texts)
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    gens = [g for c in engine.calls for g in c.generations]
+    generate_s = sum(c.ended - c.started for c in engine.calls)
+    arm = summary(rec, since, wall, cpu, sum(g.output_tokens for g in gens), sum(g.prompt_tokens for g in gens),
+                  len(gens), generate_s)
+    arm.update(docs=len(ids), windows=[int(o.extra.get("windows") or 1) for o in outcomes],
+               generate_calls=len(engine.calls), rows=sum(o.is_row for o in outcomes))
+    return arm
+
+
+def main() -> None:
+    args = parse()
+    out = Path(args.out).resolve()
+    overrides, arms = bench_documents(args, out)
+
+    from pipeline.config import load_config
     from pipeline.tools.bench_requests import TimedEngine, actor_spec
     from workers.actor import start_engine
     from workers.extractor import BatchExtractor
 
-    loaded = load_config(args.config, overrides)
-    spec = actor_spec(loaded, "long-arm-steps")
+    spec = actor_spec(load_config(args.config, overrides), "long-arm-steps")
     inner = start_engine(spec, False)
-    engine = TimedEngine(inner)
-    rec = Recorder()
+    engine, rec = TimedEngine(inner), Recorder()
     report: dict[str, Any] = {"overrides": {k: v for k, v in overrides.items() if k != "input.uri"},
                               "xgr_threads": args.xgr_threads}
     try:
         extractor = BatchExtractor(engine, spec, min(spec.engine.max_model_len, engine.max_model_len))
         extractor.prepare()
-        llm = inner._engine.llm  # EngineThread → VllmEngine → vllm.LLM
-        core = llm.llm_engine.engine_core.engine_core
-        if args.xgr_threads:  # vLLM's backend compiler rebuilt with fewer threads (same masks, same cache limit)
-            import xgrammar as xgr
-
-            backend = core.scheduler.structured_output_manager.backend
-            info = xgr.TokenizerInfo.from_huggingface(backend.tokenizer, vocab_size=backend.vocab_size)
-            backend.compiler = xgr.GrammarCompiler(info, max_threads=args.xgr_threads, cache_enabled=True,
-                                                   cache_limit_bytes=backend.compiler.cache_limit_bytes)
+        core = inner._engine.llm.llm_engine.engine_core.engine_core  # EngineThread → VllmEngine → vllm.LLM
+        if args.xgr_threads:
+            fewer_compile_threads(core, args.xgr_threads)
         rec.install(core)
         sc = core.scheduler.scheduler_config
         report["engine"] = {"max_num_seqs": sc.max_num_seqs, "max_num_batched_tokens": sc.max_num_batched_tokens,
-                            "chunked_prefill": sc.enable_chunked_prefill,
                             "kv_blocks": core.scheduler.kv_cache_manager.block_pool.num_gpu_blocks,
                             "block_size": core.scheduler.cache_config.block_size}
-        arms = {"short": (given.ids, given.texts), "long": (docs["long_ids"], docs["long_texts"])}
         for name in args.order.split(","):
-            ids, texts = arms[name]
-            engine.calls.clear()
-            since = rec.mark()
-            started, cpu = time.perf_counter(), time.process_time()
-            outcomes = extractor.outcomes(ids, texts)
-            wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-            gens = [g for c in engine.calls for g in c.generations]
-            generate_s = sum(c.ended - c.started for c in engine.calls)
-            arm = summary(rec, since, wall, cpu, sum(g.output_tokens for g in gens),
-                          sum(g.prompt_tokens for g in gens), len(gens), generate_s)
-            arm["docs"] = len(ids)
-            arm["windows"] = [int(o.extra.get("windows") or 1) for o in outcomes]
-            arm["generate_calls"] = len(engine.calls)
-            arm["rows"] = sum(o.is_row for o in outcomes)
-            report[name] = arm
-            print(name, json.dumps(arm, indent=1), flush=True)
+            report[name] = run_arm(extractor, engine, rec, *arms[name])
+            print(name, json.dumps(report[name], indent=1), flush=True)
     finally:
         inner.close()
-    report["step_records"] = rec.steps
-    report["compile_records"] = rec.compiles
-    out.mkdir(parents=True, exist_ok=True)
+    report["step_records"], report["compile_records"] = rec.steps, rec.compiles
     (out / "steps.json").write_text(json.dumps(report, indent=1, default=str))
     print(f"wrote {out / 'steps.json'}")
 

@@ -10,15 +10,12 @@ import pytest
 
 import workers.engine.imports
 from schemas.contract import SchemaContract
-from workers.spec import ExtractionSpec
-from workers.windows import WindowPolicy
-
 from workers.memory import (
     CPU_BLOCK_SIZE,
     GIB,
     KvNeed,
-    KvShape,
     KvSample,
+    KvShape,
     documents_of,
     kv_budget,
     measure_need,
@@ -26,6 +23,8 @@ from workers.memory import (
     sequences_sized,
     windows_of,
 )
+from workers.spec import ExtractionSpec
+from workers.windows import WindowPolicy
 
 SMOL = KvShape(layers=30, kv_heads=3, head_dim=64, dtype_bytes=2)
 BLOCK = CPU_BLOCK_SIZE
