@@ -12,7 +12,8 @@ invoices):
                    at most max_model_len, in whole KV blocks, less the whole blocks of the prefix every
                    prompt shares (the examples: prefix caching holds them once)
     need   = sequences × per sequence + the shared blocks + vLLM's null block, where sequences are those in
-             flight, at most the documents of the run and the engine's `max_num_seqs` when the job sets it
+             flight, at most the requests of the run (its documents, each once per window where documents
+             are read in windows: as many as the sizing document needs) and the engine's `max_num_seqs`
     budget = min(need, half the memory free now), and at least one max_model_len sequence + the null block
 
 where bytes per token = layers × KV heads × head dim × dtype size × 2 (keys and values). Without a `KvNeed`

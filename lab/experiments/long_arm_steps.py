@@ -17,6 +17,8 @@ the long ones, as `bench_long.long_child` does (no curve). Around the engine cor
         --out /tmp/la/steps [--set KEY=VALUE ...]
 
 Writes OUT/steps.json (both arms' summaries and every step) and prints the summaries. A lab tool, not a test.
+Unlike the bench's child, this process sets the actor's environment after it started, so what is read only at a
+process's start (MALLOC_ARENA_MAX) is not the actor's: compare its seconds with its own other runs only.
 """
 
 from __future__ import annotations
