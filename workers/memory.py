@@ -12,7 +12,8 @@ invoices):
                    at most max_model_len, in whole KV blocks, less the whole blocks of the prefix every
                    prompt shares (the examples: prefix caching holds them once)
     need   = sequences × per sequence + the shared blocks + vLLM's null block, where sequences are those in
-             flight, at most the documents of the run and the engine's `max_num_seqs` when the job sets it
+             flight, at most the requests of the run (its documents, each once per window where documents
+             are read in windows: as many as the sizing document needs) and the engine's `max_num_seqs`
     budget = min(need, half the memory free now), and at least one max_model_len sequence + the null block
 
 where bytes per token = layers × KV heads × head dim × dtype size × 2 (keys and values). Without a `KvNeed`
@@ -163,6 +164,8 @@ class KvNeed:
     shared_tokens: int = 0  # the leading tokens every prompt of the job has (system, examples): with prefix
     # caching, their whole blocks are held once for all sequences
     documents: int | None = None  # the documents the run will process: no more sequences than that are in flight
+    # (times `windows`)
+    windows: int = 1  # requests a document may make: a long document read in windows is one request per window
 
 
 @dataclass(frozen=True)
@@ -231,11 +234,12 @@ def sequence_tokens(need: KvNeed | None, max_model_len: int, block_size: int = C
 
 def sequences_sized(sequences: int, need: KvNeed | None) -> int:
     """The sequences the cache is sized for: those in flight (`workers.batch_size` × `batches_in_flight`), but
-    no more than the documents the run processes (an actor never holds more sequences than there are
-    documents: the sample's 52 against 64)."""
+    no more than the requests the run makes (an actor never holds more sequences than there are requests: the
+    sample's 52 documents against 64). A document read in windows is a request per window, so the run's
+    documents count `need.windows` times each (the sampled document's windows)."""
     sequences = max(1, sequences)
     if need is not None and need.documents:
-        return max(1, min(sequences, need.documents))
+        return max(1, min(sequences, need.documents * max(1, need.windows)))
     return sequences
 
 
@@ -387,11 +391,25 @@ def measure_need(spec: ExtractionSpec, model_path: str, token_ids: Callable[[Any
         return None
     source = (f"prompt of the p{sample.percentile} document ({sample.chars} chars) of {sample.rows} sampled rows "
               f"(longest {sample.longest_chars} chars), counted with the model's tokenizer + max_tokens")
-    policy = spec.windows  # read in windows of at most window_tokens: no prompt is longer
-    if spec.long_documents == "windows" and policy is not None and policy.window_tokens:
-        ids = ids[:len(other) + policy.window_tokens]
+    windows = 1
+    if spec.long_documents == "windows":  # read in windows of at most window_tokens: no prompt is longer
+        policy = spec.windows
+        room = spec.max_model_len - spec.max_tokens - len(other)  # the document tokens one prompt holds
+        window = min(room, policy.window_tokens) if policy is not None and policy.window_tokens else room
+        windows = windows_of(len(ids) - len(other), window, policy.overlap if policy is not None else 0.0)
+        ids = ids[:len(other) + max(window, 0)]
     return KvNeed(prompt_tokens=len(ids), max_tokens=spec.max_tokens, source=source, shared_tokens=shared,
-                  documents=sample.documents)
+                  documents=sample.documents, windows=windows)
+
+
+def windows_of(document_tokens: int, window: int, overlap: float) -> int:
+    """About how many windows of `window` document tokens, each starting with `overlap` of the last one, a
+    document of `document_tokens` is read in (1 where it fits one window): the requests it makes. An estimate
+    for sizing (windows end at paragraphs, so the real count may be a little higher)."""
+    if window <= 0 or document_tokens <= window:
+        return 1
+    step = max(1, int(window * (1 - overlap)))
+    return 1 + -(-(document_tokens - window) // step)
 
 
 def __getattr__(name: str) -> Any:
