@@ -336,6 +336,18 @@ def _free_prefix(base: str, index: int) -> str:
     return prefix
 
 
+# XGrammar (0.2.8) prints a character under U+0100 that it escapes as `\xHH`, but its EBNF parser reads every hex
+# digit after `\x`: `"Gr\xe1ficas"` is read as `Gr` + U+0E1F + `icas`, so the grammar admits `Grฟicas` and not
+# `Gráficas` (issue 54's blind euro job: 4 of 42 vendors, in every run where an amount made the schema EBNF). `\u`
+# takes exactly four digits, so each `\xHH` is written `\u00HH` (an escaped backslash before it left alone).
+_HEX_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\x([0-9A-Fa-f]{2})")
+
+
+def fixed_width_escapes(ebnf: str) -> str:
+    r"""XGrammar's printed EBNF with each `\xHH` escape as `\u00HH`, which its parser reads back as written."""
+    return _HEX_ESCAPE.sub(lambda m: f"{m.group(1)}\\u00{m.group(2)}", ebnf)
+
+
 def to_ebnf(schema: dict[str, Any], any_whitespace: bool = False,
             separators: tuple[str, str] | None = (",", ":"), strict_mode: bool = True) -> str:
     """XGrammar EBNF for the whole schema: what XGrammar builds from it (by default with the engine's options,
@@ -347,7 +359,7 @@ def to_ebnf(schema: dict[str, Any], any_whitespace: bool = False,
     grammar = xgrammar.Grammar.from_json_schema(json.dumps(work), any_whitespace=any_whitespace,
                                                 separators=None if any_whitespace else separators,
                                                 strict_mode=strict_mode)
-    base = str(grammar)
+    base = fixed_width_escapes(str(grammar))
     rules: list[str] = []
     for index, (sentinel, payload) in enumerate(payloads.items()):
         literal = ebnf_literal(sentinel)

@@ -52,3 +52,24 @@ def test_xgrammar_keeps_the_json_valid_under_the_schema_a_request_carries() -> N
 
     assert accepts(json.dumps(schema))['Movie"s "object'], "XGrammar reads raw classes right now: drop this"
     assert accepts(grammar_spec(schema)) == {"Quantum Echo": True, 'Movie"s "object': False, "量子": False}
+
+
+def test_the_ebnf_of_a_schema_with_a_substring_node_reads_accented_values_as_written() -> None:
+    """XGrammar prints `á` as `\\xe1` and reads `\\xe1f` back as U+0E1F: `to_ebnf` writes such escapes `\\u00e1`.
+    Before, `Gráficas` was refused and `Grฟicas` admitted (issue 54's blind euro job: 4 of 42 vendors)."""
+    xgrammar = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string as accepts
+
+    from schemas.substring import LITERALS_KEY, fixed_width_escapes, to_ebnf
+
+    schema = {"type": "object", "required": ["vendor", "total"], "properties": {
+        "vendor": {"enum": ["Gráficas Navarro S.L.", "Lindenstraße 4", "Asesoría", "ÿ0"]},
+        "total": {"enum": [131.1, 4923.23], LITERALS_KEY: ["131.1", "4923.23"]}}}
+    grammar = xgrammar.Grammar.from_ebnf(to_ebnf(schema))
+    for vendor in ("Gráficas Navarro S.L.", "Lindenstraße 4", "Asesoría", "ÿ0"):
+        assert accepts(grammar, json.dumps({"vendor": vendor, "total": 131.1}, ensure_ascii=False,
+                                           separators=(",", ":"))), vendor
+    for wrong in ("Gr\u0e1ficas Navarro S.L.", "Lindenstra\u0dfe 4", "Asesor\u0eda"):
+        assert not accepts(grammar, json.dumps({"vendor": wrong, "total": 131.1}, ensure_ascii=False,
+                                               separators=(",", ":"))), wrong
+    assert fixed_width_escapes(r'"\\xe1" "\xe1f" [^"\\\x00-\x1f]') == r'"\\xe1" "\u00e1f" [^"\\\u0000-\u001f]'
