@@ -88,7 +88,7 @@ def test_a_rerun_takes_the_batches_the_actors_staged_and_generates_only_the_rest
     first = run_until_commit(cfg, monkeypatch)
     files = staged(storage, output)
     units = [p for p in files if p.rsplit("/", 1)[-1].startswith("unit-")]
-    slices = sorted((parse_slice(p) for p in files if parse_slice(p)), key=lambda s: (s.unit_id, s.start))
+    slices = sorted((parse_slice(p) for p in files if parse_slice(p)), key=lambda s: (s.start, s.unit_id))
     # Each batch staged by its actor, then each unit's batches merged into one slice of its rows (the commit reads a
     # file a unit); the driver writes no unit file.
     assert not units and [(s.start, s.stop) for s in slices] == [(0, 8), (8, 16)], files
