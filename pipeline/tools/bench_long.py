@@ -115,10 +115,22 @@ def _measure(extractor: Any, engine: TimedEngine, ids: list[str], texts: list[st
               "prompt_tokens": sum(g.prompt_tokens for g in generations), "output_tokens": tokens,
               "output_tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else None,
               "rows": sum(o.is_row for o in outcomes),
-              "dead_letters": sorted(o.reason or "dead_letter" for o in outcomes if not o.is_row)}
+              "dead_letters": sorted(o.reason or "dead_letter" for o in outcomes if not o.is_row),
+              "dead_letter_causes": sorted(cause(o) for o in outcomes if not o.is_row)}
     if golds is not None:
         result.update(leaf_fields([o.record if o.is_row else None for o in outcomes], golds, seconds))
     return result
+
+
+def cause(outcome: Any) -> str:
+    """A dead letter's reason and its first error's keyword and field (`schema_violation: maxItems at items`):
+    what made a long document's merged record fail, at a glance."""
+    errors = (outcome.error or {}).get("errors") or []
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
+    where = ".".join(str(p) for p in first.get("loc") or ())
+    keyword = first.get("keyword") or first.get("type")
+    detail = f": {keyword}" + (f" at {where}" if where else "") if keyword else ""
+    return f"{outcome.reason or 'dead_letter'}{detail}"
 
 
 def fit_line(points: list[tuple[float, float]]) -> dict[str, float | None]:
@@ -210,6 +222,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         w = sorted(run["windows"])
         lines.append(f"| {name} | {run['docs']} | {run['requests']} | {w[len(w) // 2]}, {w[-1]} | {run['seconds']} | "
                      f"{run['output_tokens']} | {run['output_tokens_per_s']} | {run.get('field_accuracy')} |")
+    for name, run in (("short", short), ("long", long)):
+        if run.get("dead_letter_causes"):
+            lines += ["", f"Dead letters ({name}): " + "; ".join(run["dead_letter_causes"]) + "."]
     lines += ["", f"long ÷ short output tokens/s: {report['long_over_short_tokens']} (goal >= {report['goal']}).",
               "", "Seconds per document by windows (each document alone):", "",
               "| windows | seconds | seconds per window |", "|---|---|---|"]
