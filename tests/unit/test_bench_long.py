@@ -94,3 +94,22 @@ def test_a_dead_letters_cause_names_its_first_errors_keyword_and_field():
         == "semantic_invalid: value_error at vendor.name"
     assert cause(dead_letter("input_too_long", "over max_windows")) == "input_too_long"
     assert cause(Outcome(reason=None)) == "dead_letter"
+
+
+def test_documents_aim_with_the_models_own_token_count_where_given():
+    """A tokenizer that makes fewer tokens of the terms than 4 characters a token: more paragraphs, as many windows."""
+    ids, texts, _ = make_corpus(6, 4242, prefix="bench")
+    setup = LongSetup(window_tokens=512, windows=3, curve=(10, 50))
+
+    def count(piece: str) -> int:
+        return -(-len(piece) // 5)
+
+    assert abs(paragraph_tokens(count) - paragraph_tokens() * 4 / 5) < 0.1
+    docs = documents(ids, texts, setup, count)
+
+    def windows(text: str) -> int:
+        return len(Splitter(text, 512, WindowPolicy(512), count, lambda a, b: count(text[a:b]) <= 512).windows())
+
+    got = [windows(t) for t in docs["curve_texts"]]
+    assert all(abs(g - k) <= max(1, k // 10) for g, k in zip(got, setup.curve, strict=True)), got
+    assert [windows(t) for t in documents(ids, texts, setup)["curve_texts"]] != got  # the estimate alone falls short
