@@ -214,6 +214,12 @@ def compile_json(backend: Any, schema_text: str) -> None:
     backend.compile_grammar(hook("structured_output_options").JSON, schema_text)
 
 
+def compile_grammar_text(backend: Any, grammar: str) -> None:
+    """Compile a grammar (XGrammar EBNF) into `backend`'s cache, under the key a request with the same text uses."""
+    hook("compile_grammar")
+    backend.compile_grammar(hook("structured_output_options").GRAMMAR, grammar)
+
+
 def fatal_types() -> tuple[type[BaseException], ...]:
     """The exception types that mean the engine is gone: vLLM's `EngineDeadError` (where vLLM is loaded in this
     process: elsewhere none can be raised), and torch's out-of-memory and accelerator errors."""

@@ -184,12 +184,12 @@ def bench_documents(args: argparse.Namespace, out: Path) -> tuple[dict[str, Any]
 
     from pipeline.dataflow import actor_env
     from pipeline.tools.bench import bench_input, pipeline_settings
-    from pipeline.tools.bench_long import LongSetup, documents, write_corpus
+    from pipeline.tools.bench_long import LongSetup, documents, model_tokens, write_corpus
 
     given = bench_input(Path(args.config), args.docs, out, args.max_tokens)
     setup = LongSetup(window_tokens=args.window_tokens, windows=args.long_windows, curve=())
     settings, _ = pipeline_settings(len(given.ids), given.loaded, given.corpus)
-    docs = documents(given.ids, given.texts, setup)
+    docs = documents(given.ids, given.texts, setup, model_tokens(Path(args.config), given.overrides))
     corpus = out / "corpus-long.parquet"
     write_corpus(corpus, docs["long_ids"], docs["long_texts"])
     overrides = {**given.overrides, **settings, "input.uri": str(corpus), "input.window_tokens": args.window_tokens}

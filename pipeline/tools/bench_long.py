@@ -24,6 +24,7 @@ import math
 import os
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,17 +77,32 @@ def paragraphs_for(windows: int, window_tokens: int, per_paragraph: float) -> in
     return max(1, math.ceil((windows - 0.5) * FILL * window_tokens / per_paragraph))
 
 
-def paragraph_tokens() -> float:
-    """About how many tokens a paragraph of terms is: its characters over `CHARS_PER_TOKEN` (a document's windows are
-    counted as they come out, so an estimate is enough to aim at a number of windows)."""
+def paragraph_tokens(count: Callable[[str], int] | None = None) -> float:
+    """About how many tokens a paragraph of terms is: `count`'s tokens (the model's tokenizer), else its characters
+    over `CHARS_PER_TOKEN` (the simulated engine's tokens; the bundled model's tokenizer makes ~4.8 characters a
+    token of these terms, so the estimate alone gave 41 windows where 50 were asked)."""
     block = terms(40, random.Random(0))
-    return len(block) / 40 / CHARS_PER_TOKEN
+    return (count(block) if count is not None else len(block) / CHARS_PER_TOKEN) / 40
 
 
-def documents(ids: list[str], texts: list[str], setup: LongSetup) -> dict[str, list[str]]:
+def model_tokens(config: Path | str, overrides: dict[str, Any]) -> Callable[[str], int] | None:
+    """The job's model's token count of a text (its tokenizer, loaded here), or None under the simulated engine."""
+    model = load_config(config, overrides).config.model.path
+    if model == SIMULATED:
+        return None
+    from transformers import AutoTokenizer
+
+    from workers.bundled_model import resolve_model_path
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(model))
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
+
+
+def documents(ids: list[str], texts: list[str], setup: LongSetup,
+              count: Callable[[str], int] | None = None) -> dict[str, list[str]]:
     """The long documents (about `setup.windows` windows each, as many as make about as many requests as the short
-    documents) and the curve's (one per point), ids and texts."""
-    per_paragraph = paragraph_tokens()
+    documents) and the curve's (one per point), ids and texts; `count`: the model's token count of a text."""
+    per_paragraph = paragraph_tokens(count)
 
     def make(k: int, i: int) -> str:
         return long_document(texts[i % len(texts)], paragraphs_for(k, setup.window_tokens, per_paragraph), seed=i)
@@ -115,10 +131,22 @@ def _measure(extractor: Any, engine: TimedEngine, ids: list[str], texts: list[st
               "prompt_tokens": sum(g.prompt_tokens for g in generations), "output_tokens": tokens,
               "output_tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else None,
               "rows": sum(o.is_row for o in outcomes),
-              "dead_letters": sorted(o.reason or "dead_letter" for o in outcomes if not o.is_row)}
+              "dead_letters": sorted(o.reason or "dead_letter" for o in outcomes if not o.is_row),
+              "dead_letter_causes": sorted(cause(o) for o in outcomes if not o.is_row)}
     if golds is not None:
         result.update(leaf_fields([o.record if o.is_row else None for o in outcomes], golds, seconds))
     return result
+
+
+def cause(outcome: Any) -> str:
+    """A dead letter's reason and its first error's keyword and field (`schema_violation: maxItems at items`):
+    what made a long document's merged record fail, at a glance."""
+    errors = (outcome.error or {}).get("errors") or []
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
+    where = ".".join(str(p) for p in first.get("loc") or ())
+    keyword = first.get("keyword") or first.get("type")
+    detail = f": {keyword}" + (f" at {where}" if where else "") if keyword else ""
+    return f"{outcome.reason or 'dead_letter'}{detail}"
 
 
 def fit_line(points: list[tuple[float, float]]) -> dict[str, float | None]:
@@ -192,7 +220,7 @@ def run_long_arm(config: Path, overrides: dict[str, Any], ids: list[str], texts:
                  out: Path, setup: LongSetup, env: dict[str, str] | None = None) -> dict[str, Any]:
     """The arm in a child process of its own (its engine's memory goes when it exits): the long documents written
     to OUT/corpus-long.parquet, the job at `input.window_tokens` W. Returns the arm's report."""
-    docs = documents(ids, texts, setup)
+    docs = documents(ids, texts, setup, model_tokens(config, overrides))
     corpus = out / "corpus-long.parquet"
     write_corpus(corpus, docs["long_ids"] + docs["curve_ids"], docs["long_texts"] + docs["curve_texts"])
     overrides = {**overrides, "input.uri": str(corpus.resolve()), "input.window_tokens": setup.window_tokens}
@@ -210,6 +238,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         w = sorted(run["windows"])
         lines.append(f"| {name} | {run['docs']} | {run['requests']} | {w[len(w) // 2]}, {w[-1]} | {run['seconds']} | "
                      f"{run['output_tokens']} | {run['output_tokens_per_s']} | {run.get('field_accuracy')} |")
+    for name, run in (("short", short), ("long", long)):
+        if run.get("dead_letter_causes"):
+            lines += ["", f"Dead letters ({name}): " + "; ".join(run["dead_letter_causes"]) + "."]
     lines += ["", f"long ÷ short output tokens/s: {report['long_over_short_tokens']} (goal >= {report['goal']}).",
               "", "Seconds per document by windows (each document alone):", "",
               "| windows | seconds | seconds per window |", "|---|---|---|"]

@@ -17,7 +17,7 @@ from workers.engine.args import has_accelerator, speculation_method
 from workers.engine.contract import Engine, GrammarBounds
 from workers.engine.cpu import cpu_patches
 from workers.engine.imports import collector_paused
-from workers.engine.outputs import Generation, generations, grammar_spec, longest_token_chars, structured_params
+from workers.engine.outputs import Generation, generations, longest_token_chars, structured_params
 from workers.engine.requests import run_to_completion
 
 log = structlog.get_logger("workers.engine")
@@ -154,7 +154,11 @@ class VllmEngine(Engine):
         if backend is None:
             return None
         started = time.perf_counter()
-        vllm_compat.compile_json(backend, grammar_spec(json_schema))
+        structured = structured_params(json_schema, self.backend)  # the text, and kind, a request would carry
+        if structured.grammar is not None:
+            vllm_compat.compile_grammar_text(backend, structured.grammar)
+        else:
+            vllm_compat.compile_json(backend, structured.json)
         return time.perf_counter() - started
 
     def generate(
