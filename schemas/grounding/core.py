@@ -150,7 +150,10 @@ def _substring(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dic
 # DeepJSONEval zh dev, 105 of the 125 gold values the character runs refused on all 130) cannot be a run of its
 # characters: it is left free, up to OTHER_SCRIPT_MAX characters none of which is of a script written without spaces.
 OTHER_SCRIPT_MAX = 64
-OTHER_SCRIPT = {"type": "string", "pattern": f"^[^{UNSPACED_CHARS}]{{1,{OTHER_SCRIPT_MAX}}}$"}
+# XGrammar matches a pattern against the JSON text of the string, so the class leaves out the quote, the backslash
+# and control characters: a `[^...]` that admits `"` lets the model close the string inside it (invalid JSON).
+OTHER_SCRIPT = {"type": "string",
+                "pattern": '^[^"\\\\\\x00-\\x1f' + UNSPACED_CHARS + f']{{1,{OTHER_SCRIPT_MAX}}}$'}
 
 
 def _or_other_script(substring: dict[str, Any]) -> dict[str, Any]:
