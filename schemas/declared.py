@@ -47,18 +47,13 @@ def _schema_for(node: dict[str, Any], name: str) -> Any | None:
     return {} if extra is True else extra
 
 
-def declare_required(schema: Any) -> Any:
-    """`schema` with every undeclared required name declared (`_schema_for`); the same object when nothing
-    changes, and unchanged subschemas shared, not copied."""
-    if not isinstance(schema, dict):
-        return schema
+def _children(schema: dict[str, Any]) -> dict[str, Any]:
+    """The subschema keywords of `schema` whose values `declare_required` changes, with their new values."""
     changed: dict[str, Any] = {}
     for key in SINGLE_SCHEMA_KEYWORDS:
         sub = schema.get(key)
-        if isinstance(sub, dict):
-            new = declare_required(sub)
-            if new is not sub:
-                changed[key] = new
+        if isinstance(sub, dict) and (new := declare_required(sub)) is not sub:
+            changed[key] = new
     for key in LIST_SCHEMA_KEYWORDS:
         subs = schema.get(key)
         if isinstance(subs, list):
@@ -71,11 +66,17 @@ def declare_required(schema: Any) -> Any:
             new_map = {name: declare_required(sub) for name, sub in subs.items()}
             if any(new_map[name] is not subs[name] for name in subs):
                 changed[key] = new_map
-    additions = {}
-    for name in undeclared_required(schema):
-        declared = _schema_for(schema, name)
-        if declared is not None:
-            additions[name] = declared
+    return changed
+
+
+def declare_required(schema: Any) -> Any:
+    """`schema` with every undeclared required name declared (`_schema_for`); the same object when nothing
+    changes, and unchanged subschemas shared, not copied."""
+    if not isinstance(schema, dict):
+        return schema
+    changed = _children(schema)
+    additions = {name: found for name in undeclared_required(schema)
+                 if (found := _schema_for(schema, name)) is not None}
     if additions:
         properties = changed.get("properties", schema.get("properties"))
         changed["properties"] = {**(properties if isinstance(properties, dict) else {}), **additions}

@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.refs import graph_for
 from schemas.declared import undeclared_required
+from schemas.refs import graph_for
 from schemas.walk import schema_types
 
 ESCAPE_VALUE = re.compile(
