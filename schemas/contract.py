@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.arrow import RecordLayout, record_layout
 from schemas.canonical import canonical_json, schema_hash
+from schemas.declared import declare_required
 from schemas.limits import SchemaLimits, check_limits
 from schemas.refs import SchemaGraph, graph_for
 from schemas.registry import import_model, schema_name_version
@@ -124,7 +125,8 @@ class SchemaContract:
             raise ValueError(f"not a valid JSON Schema: {exc.message}") from exc
         name = str(json_schema.get("title") or default_name)
         version = str(json_schema.get("version") or json_schema.get("$id") or "0")
-        return cls(name=name, version=version, json_schema=json_schema, source=source)
+        # the grammar closes objects: a required name the schema does not declare gets the schema it has there
+        return cls(name=name, version=version, json_schema=declare_required(json_schema), source=source)
 
     @classmethod
     def for_rows(cls, name: str, source: str, table_hash: str = "") -> SchemaContract:

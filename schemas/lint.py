@@ -10,6 +10,10 @@ property order, until the output is complete. Three consequences are worth a war
   after the answer it supports is written after the answer is already fixed; it cannot help.
 - `unbounded_array` / `unbounded_string`: without maxItems / maxLength the grammar lets the model
   run until `max_tokens`, and a truncated output is a dead letter.
+- `undeclared_required`: `required` names a property that `properties` does not declare. The grammar closes
+  objects, so the contract declares it with the schema JSON Schema gives it there (`schemas.declared`): any value
+  unless `additionalProperties` or `patternProperties` say more, and never under `additionalProperties: false`,
+  where no output can pass.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from schemas.declared import undeclared_required
 from schemas.refs import graph_for
 from schemas.walk import schema_types
 
@@ -145,6 +150,14 @@ class _Linter:
         properties = node.get("properties")
         if isinstance(properties, dict):
             self.object_fields(node, properties, path)
+        for name in undeclared_required(node):
+            where = f"{path}.{name}" if path else name
+            if node.get("additionalProperties") is False:
+                self.add("undeclared_required", where, "required, but `properties` does not declare it and "
+                         "additionalProperties is false: no output can pass this schema; declare it")
+            else:
+                self.add("undeclared_required", where, "required, but `properties` does not declare it: the model "
+                         "may write any value there; declare it with a type (or drop it from `required`)")
         if isinstance(node.get("additionalProperties"), dict):
             self.visit(node["additionalProperties"], f"{path}.*" if path else "*")
 
