@@ -1,4 +1,5 @@
-"""Schema design help (`schemas.lint`): escape hatches, reasoning order, unbounded lists and strings."""
+"""Schema design help (`schemas.lint`): escape hatches, reasoning order, unbounded lists and strings, required names
+the schema does not declare."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ def test_real_corpus_schemas(root: Path) -> None:
     for path in sorted(bench.glob("*/*.json")):
         for warning in lint(json.loads(path.read_text())):
             assert warning.code in {"no_escape_hatch", "answer_before_reasoning", "unbounded_array",
-                                    "unbounded_string"}
+                                    "unbounded_string", "undeclared_required"}
             seen[warning.code] = seen.get(warning.code, 0) + 1
-    assert set(seen) == {"no_escape_hatch", "answer_before_reasoning", "unbounded_array", "unbounded_string"}
+    assert set(seen) >= {"no_escape_hatch", "answer_before_reasoning", "unbounded_array", "unbounded_string"}
     items = [json.loads(line) for path in sorted(deep.glob("*.jsonl")) for line in path.read_text().splitlines()]
     for item in items:
         schema = item["schema"] if isinstance(item["schema"], dict) else json.loads(item["schema"])
