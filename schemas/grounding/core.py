@@ -96,7 +96,7 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
     if len(candidates) > MAX_CANDIDATES and kind in SUBSTRING_KINDS:
         substring = _substring(node, kind, index, cache)
         if substring is not None:
-            return _or_any_text(substring, node, kind) if index.spaced else substring
+            return _or_any_text(substring, node, kind)  # spaced text: unspaced kinds returned above
     if not candidates or (doubted and _nullable(node)):  # nothing found (or every value found in doubt:
         # `screen`): the field's own type (bounded), null if it allows; an unsure value null
         return {**_free(node, kind), FREE_KEY: True} if mark_free and _nullable(node) else _free(node, kind)
