@@ -26,6 +26,7 @@ from schemas.arrow import RecordLayout
 from schemas.bounds import DENSITY_KEY, TOKENS_PER_CHAR
 from schemas.contract import SchemaContract
 from schemas.grounding import ground
+from schemas.grounding.elsewhere import silence_elsewhere
 from schemas.grounding.unsure import free_fields
 from schemas.row_schema import RowSchemaError, row_contract
 from workers.calibrator import Calibrator
@@ -188,7 +189,8 @@ class BatchExtractor:
         self._local.generation = None
         if batch.prompts:
             started = time.time()
-            settled = self._attempts(batch.ids, batch.texts, batch.chats, batch.prompts, batch.contracts)
+            settled = self._attempts(batch.ids, batch.texts, batch.chats, batch.prompts, batch.contracts,
+                                     batch.document)
             for i, outcome in batch.documents(settled, texts, ids, self.decode.min_confidence):
                 if outcome.is_row and not self.schemas.contract.per_row and outcome.extra.get("windows", 1) > 1:
                     outcome = check_types(outcome, batch.contract_of(i))
@@ -280,13 +282,20 @@ class BatchExtractor:
             self.on_windows(len(planned))
         return None
 
-    def _generate(self, prompts: list[list[int]], contracts: list[SchemaContract], ids: Sequence[Any],
-                  texts: Sequence[str | None], temperature: float,
-                  seeds: list[int] | None = None) -> list[Outcome] | Exception:
-        """One attempt: an outcome per prompt, or the (non-fatal) exception that failed the whole generation."""
+    def _grammars(self, contracts: list[SchemaContract], texts: Sequence[str | None],
+                  documents: Sequence[int]) -> tuple[list[dict[str, Any] | None], list[tuple[Any, ...]]]:
+        """Each request's grammar, and its free fields' leaf patterns (schemas.grounding.unsure). A window's field
+        its document writes only in other windows is null or [] in it (schemas.grounding.elsewhere)."""
         grammars = [self._grammar(c, text) for c, text in zip(contracts, texts, strict=True)]
         with timed("grounding"):  # the grounded grammars' marks taken off, before the engine
+            silence_elsewhere(grammars, documents)
             free = [free_fields(g)[1] if g is not None else () for g in grammars]
+        return grammars, free
+
+    def _generate(self, prompts: list[list[int]], contracts: list[SchemaContract], ids: Sequence[Any],
+                  texts: Sequence[str | None], temperature: float, grammars: list[dict[str, Any] | None],
+                  free: list[tuple[Any, ...]], seeds: list[int] | None = None) -> list[Outcome] | Exception:
+        """One attempt: an outcome per prompt, or the (non-fatal) exception that failed the whole generation."""
         seeded = {"seeds": seeds} if seeds is not None else {}  # only a resampling attempt seeds each request
         try:
             self._stage("generating")
@@ -324,7 +333,8 @@ class BatchExtractor:
         return {**grounded, DENSITY_KEY: density} if density is not None else grounded
 
     def _attempts(self, ids: list[Any], texts: list[str | None], chats: list[str | Chat],
-                  prompts: list[list[int]], contracts: list[SchemaContract]) -> list[Outcome]:
+                  prompts: list[list[int]], contracts: list[SchemaContract],
+                  documents: Sequence[int]) -> list[Outcome]:
         """Every document's outcome after up to `model.retry.attempts` attempts (one outcome each, in order).
 
         A document whose output is refused for a reason in `retry.on` is tried again, all such documents of
@@ -333,7 +343,8 @@ class BatchExtractor:
         last attempt, when the longer prompt no longer fits the context, or when the next attempt could only
         repeat the last (temperature 0 and the same prompt as before). A generation that fails on a later
         attempt keeps each document's outcome so far."""
-        first = self._generate(prompts, contracts, ids, texts, self.decode.temperature)
+        grammars, free = self._grammars(contracts, texts, documents)
+        first = self._generate(prompts, contracts, ids, texts, self.decode.temperature, grammars, free)
         if isinstance(first, Exception):
             failed = []
             for contract in contracts:
@@ -351,7 +362,8 @@ class BatchExtractor:
                 break
             seeds = [retry_seed(policy.seed, ids[j], attempt) for j in again] if policy.temperature > 0 else None
             outcomes = self._generate(again_prompts, [contracts[j] for j in again], [ids[j] for j in again],
-                                      [texts[j] for j in again], policy.temperature, seeds)
+                                      [texts[j] for j in again], policy.temperature, [grammars[j] for j in again],
+                                      [free[j] for j in again], seeds)
             if isinstance(outcomes, Exception):
                 break  # each document keeps the outcome of its last attempt that ran
             for j, token_ids, outcome in zip(again, again_prompts, outcomes, strict=True):

@@ -39,6 +39,7 @@ import jsonschema
 from schemas.cells import MAX_WORDS
 from schemas.grounding.concepts import field_concept
 from schemas.grounding.durations import duration_kind
+from schemas.grounding.elsewhere import UNFOUND_KEY
 from schemas.grounding.finders import FALLBACK
 from schemas.grounding.index import DocumentIndex, document_index
 from schemas.grounding.kinds import KEY, _format, _not_a_value, field_kinds, field_name, field_names, has_grounded
@@ -50,17 +51,11 @@ from schemas.grounding.unsure import FREE_KEY
 from schemas.labels import field_words
 from schemas.substring import LITERALS_KEY, UNSPACED_CHARS, fit_max_words, substring_node
 from schemas.verdicts import valid
-from schemas.walk import iter_subschemas
+from schemas.walk import allows_null, iter_subschemas
 
 MAX_CANDIDATES = 2000  # per field and document: beyond this the field keeps its schema (a grammar stays small)
 
-
-
-def _nullable(node: dict[str, Any]) -> bool:
-    kind = node.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    return any(isinstance(b, dict) and b.get("type") == "null" for b in node.get("anyOf") or node.get("oneOf") or [])
+_nullable = allows_null  # schemas.walk.allows_null
 
 
 def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +94,13 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
             return _or_any_text(substring, node, kind)  # spaced text: unspaced kinds returned above
     if not candidates or (doubted and _nullable(node)):  # nothing found (or every value found in doubt:
         # `screen`): the field's own type (bounded), null if it allows; an unsure value null
-        return {**_free(node, kind), FREE_KEY: True} if mark_free and _nullable(node) else _free(node, kind)
+        if not mark_free:
+            return _free(node, kind)
+        # marked: a nullable field's unsure value is null (schemas.grounding.unsure); a window's field found in
+        # another window of its document is null or [] there (schemas.grounding.elsewhere)
+        unfound = {UNFOUND_KEY: True} if not candidates else {}
+        return {**_free(node, kind), FREE_KEY: True, **unfound} if _nullable(node) else {**_free(node, kind),
+                                                                                           **unfound}
     if len(candidates) > MAX_CANDIDATES:
         return _without_key(node)  # too much to list: the field's own type
     choice: dict[str, Any] = {"enum": candidates}

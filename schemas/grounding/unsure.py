@@ -32,6 +32,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from schemas.grounding.elsewhere import UNFOUND_KEY
 from schemas.walk import iter_subschemas
 
 FREE_KEY = "x-free"  # a nullable field its finder found nothing for, left its plain type (schemas.grounding.core)
@@ -39,11 +40,15 @@ UNSURE_BELOW = 0.5  # a free leaf's confidence under which it is null: less like
 
 
 def free_fields(grammar: dict[str, Any]) -> tuple[dict[str, Any], tuple[re.Pattern[str], ...]]:
-    """The grammar's schema without `FREE_KEY` marks (taken off in place: grounding's schema is its own copy), and
-    a pattern of the concrete leaf paths (`order_number`, `items[0].amount`) each marked field stands for. A field
-    reached only through `$defs`, or through anything but properties, list items and `anyOf`/`oneOf`, is left
-    out (its leaf paths are not known here)."""
-    marked = [(path, node) for path, node in iter_subschemas(grammar) if node.get(FREE_KEY) is True]
+    """The grammar's schema without `FREE_KEY` (or `UNFOUND_KEY`) marks (taken off in place: grounding's schema is
+    its own copy), and a pattern of the concrete leaf paths (`order_number`, `items[0].amount`) each marked field
+    stands for. A field reached only through `$defs`, or through anything but properties, list items and
+    `anyOf`/`oneOf`, is left out (its leaf paths are not known here)."""
+    marked = []
+    for path, node in iter_subschemas(grammar):
+        node.pop(UNFOUND_KEY, None)  # read before this, if at all (schemas.grounding.elsewhere)
+        if node.get(FREE_KEY) is True:
+            marked.append((path, node))
     patterns = []
     for path, node in marked:
         del node[FREE_KEY]

@@ -75,11 +75,12 @@ def test_a_field_whose_description_shows_a_duration_is_grounded_in_the_documents
 
 def test_a_duration_field_keeps_its_plain_type_where_the_document_writes_no_duration():
     from schemas.grounding import ground
+    from schemas.grounding.elsewhere import UNFOUND_KEY
     from schemas.grounding.unsure import FREE_KEY
 
     doc = "Signed in Ohio on 2011-05-05 by both parties."
     grounded = ground(TERM_SCHEMA, doc, mode="auto", mark_free=True)["properties"]
     # free (an unsure value is null), not the runs and dates of its words (`2011-05-05`, `Ohio`)
     assert grounded["term"] == {"anyOf": [{"type": "string", "maxLength": 64}, {"type": "null"}],
-                                "description": "how long it lasts, e.g. 2 years", FREE_KEY: True}
+                                "description": "how long it lasts, e.g. 2 years", FREE_KEY: True, UNFOUND_KEY: True}
     assert "Signed in Ohio" in grounded["city"]["anyOf"][0]["enum"]

@@ -65,13 +65,15 @@ def test_a_place_field_is_offered_the_places_the_document_names():
 
 def test_a_place_field_keeps_its_plain_type_where_the_document_names_no_place():
     from schemas.grounding import ground
+    from schemas.grounding.elsewhere import UNFOUND_KEY
     from schemas.grounding.unsure import FREE_KEY
 
     doc = "This agreement binds both parties jointly from January."
     grounded = ground(SCHEMA, doc, mode="auto", mark_free=True)["properties"]["jurisdiction"]
     # not the runs of its words (`jointly`, `January`), which a model that starts writing `jurisdiction` ends in
     assert grounded == {"anyOf": [{"type": "string", "maxLength": 64}, {"type": "null"}],
-                        "description": SCHEMA["properties"]["jurisdiction"]["description"], FREE_KEY: True}
+                        "description": SCHEMA["properties"]["jurisdiction"]["description"], FREE_KEY: True,
+                        UNFOUND_KEY: True}
 
 
 def test_x_grounded_false_leaves_a_place_field_free():
