@@ -1,7 +1,7 @@
 """A digest of what the actor sends the engine beside the prompt, per document: the grounded schema (the grammar's
 JSON Schema, its free-field marks taken off, and the free fields' leaf patterns) and a long document's windows
-(offsets and prompt token ids). Run it on two trees and compare: a performance change to grounding or to window
-planning must leave every line the same (issue 57 item 4).
+(offsets and prompt token ids, and each window's grammar). Run it on two trees and compare: a performance change
+to grounding or to window planning must leave every line the same (issue 57 item 4).
 
     PYTHONPATH=$PWD .venv/bin/python lab/experiments/grounded_hash.py --out /tmp/after.jsonl
     git archive BASE schemas workers pipeline jobs lab | tar -x -C /tmp/before
@@ -111,9 +111,26 @@ def lines_for(name: str, extractor: Any, docs: list[tuple[str, str, Any]], long:
                        extractor.engine.document_counter(render))
         value = planned.reason if not isinstance(planned, list) else [
             (r.window.index, r.window.start, r.window.end, digest(r.prompt)) for r in planned]
-        out.append({"corpus": name, "doc": doc_id, "windows": digest(value),
-                    "count": len(planned) if isinstance(planned, list) else 0})
+        line = {"corpus": name, "doc": doc_id, "windows": digest(value),
+                "count": len(planned) if isinstance(planned, list) else 0}
+        if isinstance(planned, list) and len(planned) > 1:  # each window's grammar, as the actor builds a batch's
+            line["window_grammars"] = window_grammars(extractor, contract, [r.text for r in planned])
+        out.append(line)
     return out
+
+
+def window_grammars(extractor: Any, contract: Any, texts: list[str]) -> str:
+    """A digest of a windowed document's grammars (each window's schema and free fields), as the actor builds them
+    for one batch: `_grammars` where the tree has it (a window's field found only in another window is null there:
+    schemas.grounding.elsewhere), else each window grounded alone, as before it."""
+    from schemas.grounding.unsure import free_fields
+
+    if hasattr(extractor, "_grammars"):
+        grammars, free = extractor._grammars([contract] * len(texts), texts, [0] * len(texts))
+    else:
+        grammars = [extractor._grammar(contract, text) for text in texts]
+        free = [free_fields(g)[1] if g is not None else () for g in grammars]
+    return digest([[digest(g), [p.pattern for p in f]] for g, f in zip(grammars, free, strict=True)])
 
 
 def main() -> None:
