@@ -40,14 +40,6 @@ def iter_subschemas(schema: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[t
         stack.extend(reversed(children))
 
 
-def allows_null(node: dict[str, Any]) -> bool:
-    """Whether a schema node allows null: its `type` is or lists `null`, or an `anyOf`/`oneOf` branch is `null`."""
-    kind = node.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    return any(isinstance(b, dict) and b.get("type") == "null" for b in node.get("anyOf") or node.get("oneOf") or [])
-
-
 def schema_types(node: dict[str, Any]) -> set[str]:
     """The types a schema node declares with `type` (a name or a list of names); none: the empty set."""
     kind = node.get("type")

@@ -51,11 +51,17 @@ from schemas.grounding.unsure import FREE_KEY
 from schemas.labels import field_words
 from schemas.substring import LITERALS_KEY, UNSPACED_CHARS, fit_max_words, substring_node
 from schemas.verdicts import valid
-from schemas.walk import allows_null, iter_subschemas
+from schemas.walk import iter_subschemas
 
 MAX_CANDIDATES = 2000  # per field and document: beyond this the field keeps its schema (a grammar stays small)
 
-_nullable = allows_null  # schemas.walk.allows_null
+
+
+def _nullable(node: dict[str, Any]) -> bool:
+    kind = node.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(isinstance(b, dict) and b.get("type") == "null" for b in node.get("anyOf") or node.get("oneOf") or [])
 
 
 def _value_branch(node: dict[str, Any]) -> dict[str, Any]:
@@ -96,8 +102,8 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
         # `screen`): the field's own type (bounded), null if it allows; an unsure value null
         if not mark_free:
             return _free(node, kind)
-        # marked: a nullable field's unsure value is null (schemas.grounding.unsure); a window's field found in
-        # another window of its document is null or [] there (schemas.grounding.elsewhere)
+        # marked: a nullable field's unsure value is null (schemas.grounding.unsure); a window's list whose items
+        # another window of its document finds is [] there (schemas.grounding.elsewhere)
         unfound = {UNFOUND_KEY: True} if not candidates else {}
         return {**_free(node, kind), FREE_KEY: True, **unfound} if _nullable(node) else {**_free(node, kind),
                                                                                            **unfound}
