@@ -133,7 +133,11 @@ def test_engine_arms_figures_on_a_real_engine(tmp_path):
         assert arm["output_tokens"] > 0 and arm["prompt_tokens"] > 0 and arm["docs_per_s"] > 0
     assert arms["engine"]["engine_init_s"] > 0 and arms["retry"]["retries"] >= 0
     assert price["rounds"] == 2 and len(price["constrained_s"]) == len(price["equal_length_unconstrained_s"]) == 2
-    assert price["constrained_decode_ms_per_token"] > 0 and price["equal_length_unconstrained_decode_ms_per_token"] > 0
+    assert all(s > 0 for s in price["constrained_s"] + price["equal_length_unconstrained_s"])
+    # each is a median less a prefill's time, over the decode steps: a number, of either sign on a loaded machine
+    # (-0.39 ms seen with the suite's other work beside it), so its sign is not asserted
+    assert all(isinstance(price[k], float) for k in ("constrained_decode_ms_per_token",
+                                                     "equal_length_unconstrained_decode_ms_per_token"))
     same = _in_child(str(config), overrides, texts, golds, 2, "same_requests")["engine_same_requests"]
     assert same["engine_calls"] == 1 and same["requests"] == same["distinct_grammars"] == 2
     assert same["sampling"] == {"presence_penalty": 1.0, "logprobs": 0}

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pipeline.tools import conformance as c
-from tests.conftest import run_cli, run_main
+from tests.conftest import run_main
 from tests.fixtures.corpora import PRESENT, ROOTS, SHARED, TINY
 from tests.unit.test_conformance import user_folder
 
@@ -38,18 +38,17 @@ QUICK_ROOT = pytest.param(SHARED, id="shared") if PRESENT else pytest.param(TINY
 
 @pytest.fixture(scope="module", params=[QUICK_ROOT])
 def quick_run(request, tmp_path_factory):
-    import os
-
+    """The quick slice, `extract conformance` in this process (`run_main`): its compile child and each backend's
+    engine are child processes of their own either way, so only a CLI process's start is left out."""
     root = request.param
     out = tmp_path_factory.mktemp("conformance")
-    args = ["conformance", c.BENCH, c.SUITE, "--limit", str(LIMIT), "--max-tokens", "128", "--out", str(out)]
+    args = ["conformance", c.BENCH, c.SUITE, "--limit", str(LIMIT), "--max-tokens", "128", "--out", str(out),
+            "--corpora-root", str(root)]  # in-process, the root is named on the command line (as below)
     for subset in SUBSETS:
         args += ["--subset", subset]
     for category in CATEGORIES:
         args += ["--category", category]
-    env = dict(os.environ, EXTRACT_CORPORA=str(root))
-    env.pop("RAY_ADDRESS", None)
-    result = run_cli(args, env, timeout=600)
+    result = run_main(args, env={"RAY_ADDRESS": None})
     return root, out, result
 
 

@@ -116,13 +116,20 @@ def test_parse_the_page():
     assert any(s.text.startswith("cat > gold.jsonl <<'EOF'\n") for s in found)
 
 
-@pytest.mark.engine
-@pytest.mark.slow
-def test_first_job_page_runs_as_written(tmp_path, cli_env):
-    # The page's runs join the session's Ray cluster (RAY_ADDRESS), each saving a local cluster's start and stop.
-    env = dict(cli_env)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    cwd, simulated = tmp_path, False
+@dataclass
+class Page:
+    """The page's commands as they ran (`run_page`): each command with its finished process, up to the first that
+    failed, and the folder the last one ran in."""
+
+    runs: list[tuple[str, subprocess.CompletedProcess]]
+    cwd: Path
+
+
+def run_page(folder: Path, env: dict[str, str]) -> Page:
+    """The page in `folder`, its commands run with `env` (the project's `extract` put first on PATH). Stops at the
+    first command that fails."""
+    env = dict(env, PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+    cwd, simulated, runs = folder, False, []
     for step in steps(PAGE.read_text()):
         if step.kind == "file":
             (cwd / step.name).write_text(step.text)
@@ -134,11 +141,26 @@ def test_first_job_page_runs_as_written(tmp_path, cli_env):
             simulated_engine(cwd / "extract.yaml")
         result = subprocess.run(["bash", "-c", step.text], cwd=cwd, env=env, capture_output=True, text=True,
                                 timeout=900)
-        assert result.returncode == 0, (f"`{step.text}` exited {result.returncode}\n"
-                                        f"{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
-        check_output(step.text, result.stdout)
+        runs.append((step.text, result))
+        if result.returncode != 0:
+            break
         moved = CD.search(step.text)
         if moved:
             cwd = cwd / moved.group(1)
-    assert (cwd / "tune" / "tune.yaml").is_file()
-    assert (cwd / "out" / "_eval").is_dir()
+    return Page(runs, cwd)
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_first_job_page_runs_as_written(first_job_page):
+    """The page as a user follows it (`first_job_page`, tests/integration/conftest.py: its runs join the session's
+    Ray cluster, each saving a local cluster's start and stop). Its first `extract run`'s console is also
+    test_noise.py's subject."""
+    for command, result in first_job_page.runs:
+        assert result.returncode == 0, (f"`{command}` exited {result.returncode}\n"
+                                        f"{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+        check_output(command, result.stdout)
+    commands_run = [command for command, _ in first_job_page.runs]
+    assert commands_run == [s.text for s in steps(PAGE.read_text()) if s.kind == "command"]  # every one, in order
+    assert (first_job_page.cwd / "tune" / "tune.yaml").is_file()
+    assert (first_job_page.cwd / "out" / "_eval").is_dir()

@@ -2,7 +2,8 @@
 
 One run covers routing (a schema XGrammar cannot compile goes to an llguidance actor pool), the
 full-schema post-check, bad and hostile schemas as dead letters, `schema_unsupported` under the
-dead-letter policy, and the JSON `record` output column, read back with DuckDB.
+dead-letter policy (a schema no backend compiles), and the JSON `record` output column, read back with DuckDB.
+A schema no allowed backend compiles fails the job before it starts (the second test: no engine).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ PERSON = {"title": "person", "type": "object", "additionalProperties": False, "r
 ORDER = {"title": "order", "type": "object", "additionalProperties": False, "required": ["item", "quantity"],
          "properties": {"item": {"type": "string", "maxLength": 40},
                         "quantity": {"type": "integer", "multipleOf": 6, "minimum": 6, "maximum": 120}}}
+# Neither backend compiles a backreference: under `on_unsupported: dead_letter` its rows are `schema_unsupported`.
+ECHO = {"title": "echo", "type": "object", "additionalProperties": False, "required": ["word"],
+        "properties": {"word": {"type": "string", "pattern": "^(a+)\\1$"}}}
 DEEP: dict = {"type": "string"}
 for _ in range(80):
     DEEP = {"type": "object", "properties": {"x": DEEP}}
@@ -38,6 +42,7 @@ DOCS = [
     ("bad", "Anything.", "{not json"),
     ("deep", "Anything.", json.dumps(DEEP)),
     ("nokey", "Anything.", "no-such-key"),
+    ("echo", "aaaa", json.dumps(ECHO)),
 ]
 
 
@@ -59,6 +64,7 @@ def per_row_job(tmp_path_factory):
         **{"input.uri": "docs.parquet", "input.schema_column": "schema", "input.schema_table": "schemas.json",
            "model.max_tokens": 64, "model.max_model_len": 1024,
            "model.engine_kwargs": {"enforce_eager": True, "kv_cache_memory_bytes": 256 << 20},
+           "schema_policy.on_unsupported": "dead_letter",
            "workers.batch_size": 4, "workers.cpus_per_actor": 1},  # two pools, one CPU each
     )
     return config
@@ -69,7 +75,7 @@ def test_mixed_schemas_route_to_two_backends_and_every_row_passes_its_own_schema
     assert manifest.status == "committed"
     assert manifest.input_rows == len(DOCS) == manifest.rows + manifest.dead_letters
     backends = {v["schema_hash"]: v["backend"] for v in manifest.schema_checks}
-    assert backends == {schema_hash(PERSON): "xgrammar", schema_hash(ORDER): "guidance"}
+    assert backends == {schema_hash(PERSON): "xgrammar", schema_hash(ORDER): "guidance", schema_hash(ECHO): None}
     assert sorted(a["backend"] for a in manifest.actors) == ["guidance", "xgrammar"]
 
     out = load_config(per_row_job).output_uri
@@ -77,6 +83,7 @@ def test_mixed_schemas_route_to_two_backends_and_every_row_passes_its_own_schema
     rows = con.execute(f"SELECT doc_id, record, _schema_hash FROM read_parquet('{out}/rows/*.parquet')").fetchall()
     dead = dict(con.execute(f"SELECT doc_id, reason FROM read_parquet('{out}/dead_letters/*.parquet')").fetchall())
     assert dead["bad"] == dead["deep"] == dead["nokey"] == "schema_invalid"
+    assert dead["echo"] == "schema_unsupported"  # by the policy: no backend compiles its schema
     assert {r[0] for r in rows} | set(dead) == {d[0] for d in DOCS} and not {r[0] for r in rows} & set(dead)
     from schemas.validation import full_validator
 
@@ -90,7 +97,9 @@ def test_mixed_schemas_route_to_two_backends_and_every_row_passes_its_own_schema
     assert compiled["guidance"] == {schema_hash(ORDER)}
 
 
-def test_a_schema_no_backend_compiles_fails_before_start_or_dead_letters_by_policy(ray_cluster, tmp_path):
+def test_a_schema_no_allowed_backend_compiles_fails_before_start(ray_cluster, tmp_path):
+    """The default policy (`on_unsupported: fail`); the rows of such a schema dead-lettered under `dead_letter` are
+    the first test's (its `echo` row), whose run starts the engines this one would."""
     write_docs(tmp_path / "docs.parquet", ["a", "b"], ["x", "y"])
     (tmp_path / "order.json").write_text(json.dumps(ORDER))
     # With XGrammar as the only backend allowed, the order schema (multipleOf) compiles nowhere.
@@ -100,5 +109,3 @@ def test_a_schema_no_backend_compiles_fails_before_start_or_dead_letters_by_poli
     config = write_config(tmp_path, name="order", schema=DELETE, schema_file="order.json", **common)
     with pytest.raises(ConfigError, match="compiles on no backend"):
         run_job(load_config(config))
-    manifest = run_job(load_config(config, {"schema_policy.on_unsupported": "dead_letter"}))
-    assert manifest.dead_letters_by_reason == {"schema_unsupported": 2}

@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 
-from tests.conftest import ROOT, run_cli, write_config
+from tests.conftest import ROOT, run_main, write_config
 
 
 def _chosen(snippet: dict) -> dict:
@@ -23,13 +23,15 @@ def _chosen(snippet: dict) -> dict:
 
 
 @pytest.mark.slow
-def test_tune_scores_each_setting_once_on_one_engine_and_writes_the_best_as_yaml(tmp_path, local_cli_env):
+def test_tune_scores_each_setting_once_on_one_engine_and_writes_the_best_as_yaml(tmp_path):
+    """`extract tune` in this process (`run_main`): it starts no Ray, and its one engine (here the simulated one)
+    and its grammar checks are the same in a CLI process."""
     config = write_config(tmp_path, simulated={"answers": "valid"}, **{"model.max_tokens": 160})
     out = tmp_path / "tune"
-    result = run_cli(["tune", str(config), "--gold", str(ROOT / "jobs/sample/invoices_gold.jsonl"), "--limit", "3",
+    result = run_main(["tune", str(config), "--gold", str(ROOT / "jobs/sample/invoices_gold.jsonl"), "--limit", "3",
                       "--out", str(out), "--lever", "schema_policy.grounding=marked,off",
                       "--lever", "model.sampling.presence_penalty=1.0,0",
-                      "--lever", "input.window_tokens=auto,64,512"], local_cli_env)
+                      "--lever", "input.window_tokens=auto,64,512"], env={"RAY_ADDRESS": None})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "3 documents with gold; starting one engine" in result.stdout
     report = json.loads((out / "tune.json").read_text())
