@@ -284,8 +284,8 @@ class BatchExtractor:
 
     def _grammars(self, contracts: list[SchemaContract], texts: Sequence[str | None],
                   documents: Sequence[int]) -> tuple[list[dict[str, Any] | None], list[tuple[Any, ...]]]:
-        """Each request's grammar, and its free fields' leaf patterns (schemas.grounding.unsure). A window's field
-        its document writes only in other windows is null or [] in it (schemas.grounding.elsewhere)."""
+        """Each request's grammar, and its free fields' leaf patterns (schemas.grounding.unsure). A window's list
+        whose items its document writes only in other windows is [] in it (schemas.grounding.elsewhere)."""
         grammars = [self._grammar(c, text) for c, text in zip(contracts, texts, strict=True)]
         with timed("grounding"):  # the grounded grammars' marks taken off, before the engine
             silence_elsewhere(grammars, documents)

@@ -104,9 +104,8 @@ def _grounded(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dict
             return _free(node, kind)
         # marked: a nullable field's unsure value is null (schemas.grounding.unsure); a window's list whose items
         # another window of its document finds is [] there (schemas.grounding.elsewhere)
-        unfound = {UNFOUND_KEY: True} if not candidates else {}
-        return {**_free(node, kind), FREE_KEY: True, **unfound} if _nullable(node) else {**_free(node, kind),
-                                                                                           **unfound}
+        free = {**_free(node, kind), **({FREE_KEY: True} if _nullable(node) else {})}
+        return {**free, UNFOUND_KEY: True} if not candidates else free
     if len(candidates) > MAX_CANDIDATES:
         return _without_key(node)  # too much to list: the field's own type
     choice: dict[str, Any] = {"enum": candidates}

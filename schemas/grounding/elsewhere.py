@@ -33,22 +33,12 @@ from schemas.walk import iter_subschemas
 UNFOUND_KEY = "x-unfound"  # a grounded field whose finder read nothing in this text (schemas.grounding.core)
 
 
-def _marked(grammar: dict[str, Any] | None) -> dict[tuple[Any, ...], dict[str, Any]]:
-    """The nodes of a grammar that grounding marked unfound, by path."""
-    if grammar is None:
-        return {}
-    return {path: node for path, node in iter_subschemas(grammar) if node.get(UNFOUND_KEY) is True}
-
-
-def _nodes(grammar: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
-    return dict(iter_subschemas(grammar))
-
-
 def silence_elsewhere(grammars: Sequence[dict[str, Any] | None], documents: Sequence[Any]) -> list[str]:
     """Each request's grammar (in place) with every list whose items are unfound in it, but found in another request
     of the same document (`documents`: each request's document, equal for a document's windows), decoded as `[]`
     (module docstring); every `UNFOUND_KEY` mark taken off. The item paths silenced, as `window i: path`."""
-    marked = [_marked(g) for g in grammars]
+    nodes = [dict(iter_subschemas(g)) if g is not None else {} for g in grammars]
+    marked = [{path for path, node in found.items() if node.pop(UNFOUND_KEY, None) is True} for found in nodes]
     groups: dict[Any, list[int]] = {}
     for request, document in enumerate(documents):
         groups.setdefault(document, []).append(request)
@@ -56,19 +46,14 @@ def silence_elsewhere(grammars: Sequence[dict[str, Any] | None], documents: Sequ
     for requests in groups.values():
         if len(requests) < 2:
             continue
-        nodes = {r: _nodes(grammars[r]) for r in requests if grammars[r] is not None}
         for r in requests:
             for path in marked[r]:
                 if not path or path[-1] != "items":
                     continue  # a scalar: left alone (module docstring)
-                if not any(path in nodes.get(other, {}) and path not in marked[other]
-                           for other in requests if other != r):
+                if not any(path in nodes[other] and path not in marked[other] for other in requests if other != r):
                     continue  # no window of the document reads anything for it: its plain type, as before
                 if _empty_list(path, nodes[r]):
                     silenced.append(f"window {requests.index(r)}: {'.'.join(str(p) for p in path)}")
-    for found in marked:
-        for node in found.values():
-            node.pop(UNFOUND_KEY, None)
     return silenced
 
 
