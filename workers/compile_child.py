@@ -34,7 +34,8 @@ class _WorkerState:
         # vLLM's and transformers' imports, here and in the first compiles, without the garbage collector: about
         # 2 s less of every child's start (workers.engine.imports).
         with collector_paused():
-            vllm_compat.check()  # the compiler copies vLLM's backends: the vLLM they were copied from, or one line
+            # the compiler copies vLLM's backends: the vLLM they were copied from, or one line
+            vllm_compat.check(names=vllm_compat.COMPILE_HOOKS)
             self.tokenizer = vllm_compat.load_tokenizer(model_path)
             self.vocab_size = self._vocab_size(model_path)
             self.disable_any_whitespace = disable_any_whitespace

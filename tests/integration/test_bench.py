@@ -120,15 +120,16 @@ def test_quick_bench_writes_json_markdown_and_chart(tmp_path):
 
 def test_engine_arms_figures_on_a_real_engine(tmp_path):
     """The engine's own figures, on vLLM: the engine, unconstrained and retry arms, the constraint price (free text
-    forced to the constrained outputs' exact lengths, both sides twice), the arm without speculation when the job
-    speculates, and the pipeline's own requests (grounded grammars, one per document; the job's sampling)."""
-    config = write_config(tmp_path)
+    forced to the constrained outputs' exact lengths, both sides twice), and the pipeline's own requests (grounded
+    grammars, one per document; the job's sampling). The job does not speculate, so every engine arm and the price
+    come from one engine (a job that speculates takes a second, without speculation, for the price: the split is
+    tests/unit/test_bench_arms.py's; speculation on the real engine is every sample run's and test_engine_thread's)."""
+    config = write_config(tmp_path, **{"model.engine_kwargs.speculative_config": None})
     ids, texts, golds = make_corpus(2, SEED, prefix="bench")
     overrides = {"model.max_tokens": 24, "workers.batch_size": 1, "workers.batches_in_flight": 4}
-    speculate = job_speculates(load_config(config, overrides))
-    arms, price = engine_arms(config, overrides, texts, golds, 2, speculate)
-    assert {"engine", "unconstrained", "retry"} <= set(arms)
-    assert ("engine_no_speculation" in arms) == speculate
+    assert not job_speculates(load_config(config, overrides))
+    arms, price = engine_arms(config, overrides, texts, golds, 2, False)
+    assert {"engine", "unconstrained", "retry"} <= set(arms) and "engine_no_speculation" not in arms
     for arm in arms.values():
         assert arm["output_tokens"] > 0 and arm["prompt_tokens"] > 0 and arm["docs_per_s"] > 0
     assert arms["engine"]["engine_init_s"] > 0 and arms["retry"]["retries"] >= 0

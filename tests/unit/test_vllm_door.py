@@ -192,13 +192,27 @@ def test_the_door_names_each_hook_s_target_and_why():
 def test_another_vllm_version_fails_in_one_line_naming_a_hook(monkeypatch):
     import vllm
 
-    monkeypatch.setattr(vllm_compat, "_checked", None)
+    monkeypatch.setattr(vllm_compat, "_checked", set())
     monkeypatch.setattr(vllm, "__version__", "0.99.0")
     with pytest.raises(vllm_compat.VllmCompatError) as failed:
         vllm_compat.check()
     line = explain_start_failure(failed.value)  # what an engine that failed to start says
     assert "\n" not in line and "0.99.0" in line and vllm_compat.WRITTEN_FOR in line
     assert f"hook {vllm_compat.HOOKS[0].name!r}" in line
+
+
+def test_the_compile_child_checks_its_own_hooks_and_each_once(monkeypatch):
+    """`check(names=COMPILE_HOOKS)` resolves the compile child's hooks only (the engine's import vLLM's engine core
+    and numba, seconds of a child's start for modules it never runs), each once per process; `check()` all."""
+    resolved: list[str] = []
+    monkeypatch.setattr(vllm_compat, "_checked", set())
+    monkeypatch.setattr(vllm_compat, "hook", lambda name: resolved.append(name) or vllm_compat._BY_NAME[name].resolve())
+    vllm_compat.check(names=vllm_compat.COMPILE_HOOKS)
+    first = len(resolved)
+    assert set(resolved) == set(vllm_compat.COMPILE_HOOKS) <= {h.name for h in vllm_compat.HOOKS}
+    vllm_compat.check()
+    rest = {h.name for h in vllm_compat.HOOKS} - set(vllm_compat.COMPILE_HOOKS)
+    assert sorted(resolved[first:]) == sorted(rest)  # the rest, each once, and none of the child's again
 
 
 def test_a_missing_target_fails_naming_its_hook(monkeypatch):
