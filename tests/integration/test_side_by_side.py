@@ -2,7 +2,7 @@
 not from `max_model_len` × the sequences in flight, so two engines fit where one used to take 5.6 GiB of cache.
 
 Two `extract run` processes start at once on the session's Ray cluster, each its own actor (one CPU of the two)
-and vLLM engine on the bundled model, on the first two sample invoices at `max_tokens` 32. Job A's budget is sized
+and vLLM engine on the bundled model, on the first four sample invoices at `max_tokens` 32. Job A's budget is sized
 by the rule (`workers.memory`: its input's p95 document rendered as its prompt, counted with the tokenizer,
 + max_tokens, the examples' prefix once); job B carries the same rule's figure as an explicit
 `model.engine_kwargs.kv_cache_memory_bytes`, computed here before either starts. Both budgets are explicit
@@ -35,7 +35,7 @@ from workers.memory import GIB, kv_budget, kv_shape, measure_need, read_sample
 
 pytestmark = pytest.mark.engine
 
-DOCS = 2  # each prompt is three examples and a document (1,300 tokens), prefilled in both jobs
+DOCS = 4
 # One CPU each, so the two actors run at once on the session's two-CPU cluster (the sample job's actor takes both).
 SETTINGS = {"input.limit": DOCS, "model.max_tokens": 32, "model.max_model_len": 2048, "workers.batch_size": 4,
             "workers.batches_in_flight": 1, "workers.cpus_per_actor": 1}
