@@ -68,9 +68,9 @@ def test_a_dead_engine_is_replaced_and_its_batch_redone_without_engine_errors(tm
     """The engine core runs in its own process here (V1 multiprocessing), so the test can kill it as a crash
     would. The actor's next step fails as fatal, the actor exits, Ray restarts it and redoes its batches on a
     fresh engine."""
-    docs = 4  # no few-shot examples: prompts of 300 tokens, not 1,300, each prefilled twice (before and after)
+    docs = 4
     config = write_config(tmp_path, **{"input.limit": docs, "model.max_tokens": 32, "workers.batch_size": 2,
-                                       "workers.batches_in_flight": 2, "workers.max_restarts": 2, "examples": False})
+                                       "workers.batches_in_flight": 2, "workers.max_restarts": 2})
     returncode, output, killed = _run_killing_the_engine_once(config, cli_env)
     assert killed, "no engine core was found to kill:\n" + output[-3000:]
     assert returncode == 0, output[-4000:]
