@@ -31,6 +31,8 @@ class _WorkerState:
     def __init__(self, model_path: str, disable_any_whitespace: bool) -> None:
         from workers.engine.imports import collector_paused
 
+        if os.path.isabs(model_path) and not os.path.exists(model_path):  # said before seconds of vLLM's imports
+            raise FileNotFoundError(f"no model folder at {model_path}")
         # vLLM's and transformers' imports, here and in the first compiles, without the garbage collector: about
         # 2 s less of every child's start (workers.engine.imports).
         with collector_paused():

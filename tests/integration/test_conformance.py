@@ -42,7 +42,7 @@ def quick_run(request, tmp_path_factory):
     engine are child processes of their own either way, so only a CLI process's start is left out."""
     root = request.param
     out = tmp_path_factory.mktemp("conformance")
-    args = ["conformance", c.BENCH, c.SUITE, "--limit", str(LIMIT), "--max-tokens", "64", "--out", str(out),
+    args = ["conformance", c.BENCH, c.SUITE, "--limit", str(LIMIT), "--max-tokens", "128", "--out", str(out),
             "--corpora-root", str(root)]  # in-process, the root is named on the command line (as below)
     for subset in SUBSETS:
         args += ["--subset", subset]

@@ -30,11 +30,9 @@ def hosts() -> dict[str, int]:
 
 
 # Both runs: two documents, one a batch, so two calls are in flight at once (a moment to kill a host in). The host's
-# name is the engine's arguments, which the documents (the KV budget), `max_tokens` and the batches (the sequences)
-# set: the runs differ only in their sampling, which is per request. 64 tokens of output: a call lasts seconds (a
-# prompt of three examples and a document, then the tokens), and a record cut short is a `truncated` dead letter,
-# an outcome as good as a row for what is tested here (each document once, no engine error).
-SAME_ENGINE = ("--limit", "2", "--set", "workers.batch_size=1", "--set", "model.max_tokens=64")
+# name is the engine's arguments, which the documents (the KV budget) and the batches (the sequences) set: the runs
+# differ only in their sampling, which is per request.
+SAME_ENGINE = ("--limit", "2", "--set", "workers.batch_size=1")
 
 
 def run_sample(tmp_path, env, name: str) -> dict:
@@ -53,9 +51,9 @@ def test_a_second_run_attaches_to_the_first_runs_engine_and_a_host_killed_mid_ru
     the same engine serves it). The second run attaches to the host the first one left: while a call of it is in
     the host, the cluster has the same hosts in the same processes (no engine started). The host then dies with
     that call in it: the actor attaches to a new host and sends the call again (a second death would make it exit,
-    for Ray to restart it); nothing is lost or duplicated, and no document is an engine error. The new host has
-    the killed one's name (the same engine) and another process. One run fewer than the two tests this was (an
-    attaching run, then a killed one): the killed run is the attaching run."""
+    for Ray to restart it); nothing is lost, duplicated or dead-lettered. The new host has the killed one's name
+    (the same engine) and another process. One run fewer than the two tests this was (an attaching run, then a
+    killed one): the killed run is the attaching run."""
     import subprocess
     import sys
 
