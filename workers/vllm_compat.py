@@ -126,8 +126,9 @@ def installed_version() -> str:
 
 
 # The hooks the compile child uses (`workers.compile_child`): the tokenizer and vLLM's structured-output backends.
-# The child checks these alone, not the engine's: resolving those imports vLLM's engine core and its ngram drafter
-# (numba), about 4.4 of the 8.3 CPU s a compile child took to start, for modules the child never runs.
+# The child checks these alone, not the engine's, whose targets are modules it never runs (vLLM's engine core, the
+# ngram drafter's numba kernel): about 1 of the 8-10 CPU s a compile child takes to start; its own hooks' modules
+# import most of the rest.
 COMPILE_HOOKS = ("tokenizer", "validate_xgrammar", "validate_guidance", "guidance_grammar", "guidance_backend",
                  "ll_tokenizer", "xgrammar_compiler_settings", "structured_output_options")
 
@@ -142,7 +143,7 @@ def check(version: str | None = None, names: tuple[str, ...] | None = None) -> N
         first = wanted[0]
         raise VllmCompatError(
             f"vLLM {version} is installed, but the vLLM hooks were written for {WRITTEN_FOR}: hook {first.name!r} "
-            f"({first.where()}) and {len(HOOKS) - 1} more in workers/vllm_compat.py must be checked against it "
+            f"({first.where()}) and {len(wanted) - 1} more in workers/vllm_compat.py must be checked against it "
             f"first (or install vllm=={WRITTEN_FOR})")
     for entry in wanted:
         if entry.name in _checked:

@@ -203,7 +203,7 @@ def test_another_vllm_version_fails_in_one_line_naming_a_hook(monkeypatch):
 
 def test_the_compile_child_checks_its_own_hooks_and_each_once(monkeypatch):
     """`check(names=COMPILE_HOOKS)` resolves the compile child's hooks only (the engine's import vLLM's engine core
-    and numba, seconds of a child's start for modules it never runs), each once per process; `check()` all."""
+    and numba, modules the child never runs), each once per process; `check()` all."""
     resolved: list[str] = []
     monkeypatch.setattr(vllm_compat, "_checked", set())
     monkeypatch.setattr(vllm_compat, "hook", lambda name: resolved.append(name) or vllm_compat._BY_NAME[name].resolve())
