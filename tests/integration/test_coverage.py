@@ -144,12 +144,10 @@ def test_compile_timeout_kills_the_worker_and_a_fresh_one_takes_over(model_path:
 
 @pytest.mark.engine
 def test_worker_that_cannot_start_says_why(tmp_path: Path) -> None:
-    with SchemaCompiler(str(tmp_path / "no-model")) as broken, pytest.raises(CompileWorkerError, match="did not start"):
-        try:
-            broken.compile({"type": "integer"}, "xgrammar")
-        except CompileWorkerError as failed:
-            assert f"no model folder at {tmp_path / 'no-model'}" in str(failed)
-            raise
+    with SchemaCompiler(str(tmp_path / "no-model")) as broken, pytest.raises(CompileWorkerError,
+                                                                           match="did not start") as failed:
+        broken.compile({"type": "integer"}, "xgrammar")
+    assert f"no model folder at {tmp_path / 'no-model'}" in str(failed.value)
 
 
 @pytest.mark.engine
