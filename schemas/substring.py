@@ -249,7 +249,7 @@ class Automaton:
                 if bare[0] in EDGE_PUNCTUATION and (first := bare.lstrip(EDGE_PUNCTUATION)):
                     self._step(first, g + 1, 0, children, ends)  # `(Oslo` also starts `Oslo`
         self.edges[ROOT] = self._edges_of(children, ends, 1, 0)
-        del self._ids, self._made, self._ends
+        del self._ids, self._made, self._ends, self._label, self._rest, self._chars  # only `edges` is kept
 
     def _fits(self, length: int) -> bool:
         return self.max_length is None or length <= self.max_length
@@ -352,7 +352,7 @@ def automaton(cells: Iterable[str], max_words: int, max_length: int | None, unit
     return _automaton(tuple(cells), max_words, max_length, unit)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)  # at most about 8 MB each: `fit_max_words` skips a bound past 60,000 states
 def _automaton(cells: tuple[str, ...], max_words: int, max_length: int | None, unit: str) -> Automaton:
     # its thousands of small tuples would each count toward a collection of the whole heap (an engine's is large),
     # and none of them is garbage until it is built: collect after
