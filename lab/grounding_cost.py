@@ -7,8 +7,9 @@ Runs whatever `schemas.grounding` is first on the path, so the same script measu
     PYTHONPATH=/tmp/ground-before:$PWD python lab/grounding_cost.py
 Cost: CPU time (process_time: the machine is shared) of `ground(schema, document, mode=...)` per document,
 one core, after one warm-up document (the
-one-off loads: Babel's CLDR data, lingua's models); and on one 20,000-character document (the sample's documents
-joined). Reach: a gold leaf is refused when the grounded schema rejects it and the schema as written does not.
+one-off loads: Babel's CLDR data, lingua's models), with no automaton kept from an earlier call; and on one 20,000-character document (the sample's documents
+joined). `grammar_ms_mean`: the row's grammar text after it (`to_ebnf`; XGrammar's compile not included).
+Reach: a gold leaf is refused when the grounded schema rejects it and the schema as written does not.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ SHARED = ROOT.parent / "shared" / "corpora" / "deepjsoneval-dev"
 
 
 def _ground(schema: dict[str, Any], doc: str, mode: str, screens: tuple[str, ...] | None) -> dict[str, Any]:
+    from schemas import substring
     from schemas.grounding import ground
+
+    if hasattr(substring, "_automaton"):  # a document's automaton is kept for its grammar: time each call cold
+        substring._automaton.cache_clear()
 
     if screens is not None and "screens" in inspect.signature(ground).parameters:
         return ground(schema, doc, False, mode, screens=screens)
@@ -104,12 +109,18 @@ def field_of(path: str) -> str:
 
 
 def measure(name: str, mode: str, rows: list, screens: tuple[str, ...] | None) -> dict[str, Any]:
-    _ground(rows[0][2], rows[0][0], mode, screens)  # warm-up: one-off loads
-    times, total, refused, sizes = [], {}, {}, []
+    from schemas.substring import to_ebnf
+
+    to_ebnf(_ground(rows[0][2], rows[0][0], mode, screens))  # warm-up: one-off loads (XGrammar's import too)
+
+    times, grammar, total, refused, sizes = [], [], {}, {}, []
     for doc, gold, schema in rows:
         start = time.process_time()
         grounded = _ground(schema, doc, mode, screens)
         times.append((time.process_time() - start) * 1000)
+        start = time.process_time()
+        to_ebnf(grounded)  # the row's grammar text, as the engine is handed it (XGrammar's compile not included)
+        grammar.append((time.process_time() - start) * 1000)
         sizes.extend(enum_sizes(grounded))
         for leaf in leaves(gold):
             total[field_of(leaf)] = total.get(field_of(leaf), 0) + 1
@@ -119,6 +130,7 @@ def measure(name: str, mode: str, rows: list, screens: tuple[str, ...] | None) -
     chars = statistics.mean(len(d) for d, _, _ in rows)
     return {"corpus": name, "mode": mode, "docs": len(rows), "mean_chars": round(chars),
             "ms_mean": round(statistics.mean(times), 2), "ms_p90": round(sorted(times)[int(0.9 * len(times))], 2),
+            "grammar_ms_mean": round(statistics.mean(grammar), 2),
             "reach": round(1 - bad / n, 4) if n else None, "leaves": n, "refused": bad,
             "mean_candidates": round(statistics.mean(sizes), 1) if sizes else None,
             "refused_by_field": dict(sorted(refused.items(), key=lambda kv: -kv[1])[:8])}

@@ -10,8 +10,10 @@ leading punctuation and the last word its trailing punctuation (`EDGE_PUNCTUATIO
 `Acme Inc.` and `Acme Inc` (the two trims are independent, so `(Oslo)` also gives `Oslo)`, which `spans`
 does not list). Every value the grammar allows is text the document literally holds.
 
-The language is a word-level automaton: a trie of every such run (its edges are the first word, then
-separator + word), minimised bottom-up (a DAWG), so runs that share their continuations share rules. A
+The language is the minimal word-level automaton of every such run (its edges are the first word, then
+separator + word), so runs that share their continuations share rules. It is built from where each run occurs
+(`Automaton`), not from a trie of every run, and a process keeps the last few it built, so a row's grammar
+reuses the automaton its grounding measured. A
 `maxLength` on the field is enforced exactly (in characters of the decoded string, as JSON Schema counts).
 A state with many edges is split on the labels' leading characters, so no rule has more than `MAX_FAN_OUT`
 alternatives.
@@ -30,6 +32,8 @@ by the document's run language. vLLM takes it as `StructuredOutputsParams(gramma
 from __future__ import annotations
 
 import copy
+import functools
+import gc
 import hashlib
 import json
 import re
@@ -116,15 +120,42 @@ def state_bound(document: str, max_words: int, extra: Iterable[str] = (), unit: 
 
 
 def grammar_bytes(auto: Automaton) -> int:
-    """The size of the automaton's EBNF rules, what XGrammar's compile time follows."""
-    return sum(len(rule) + 1 for rule in automaton_rules(auto, "substr0_"))
+    """The size of the automaton's EBNF rules, what XGrammar's compile time follows: `automaton_rules`' characters
+    (with a newline each), counted without writing the narrow states' rules out."""
+    prefix = "substr0_"
+    wide = _Emitter(prefix)  # writes the wide states (their helper rules are numbered in the same order)
+    wide.rules.extend([f'{prefix} ::= "\\"" {prefix}s{ROOT}', f'{prefix}s{FINAL} ::= "\\""'])
+    name = len(prefix) + 1  # `substr0_s`, before a state's number
+    digits = [len(str(state)) for state in range(auto.size)]
+    label_chars: dict[str, int] = {"": 0}  # a label's literal and the space after it
+    total = 0
+    for state in range(1, auto.size):
+        edges = auto.edges[state]
+        head = state != ROOT  # the state accepts: its first branch is the final state
+        branches = len(edges) + head
+        if branches > MAX_FAN_OUT:
+            wide.state(state, edges)
+            continue
+        if not branches:  # `{name}{state} ::= {name}0`
+            total += 2 * name + digits[state] + 7
+            continue
+        # `{name}{state} ::= ` + `(branch)` joined by ` | ` + a newline; a branch is `literal {name}{target}`
+        # (or `{name}0`, the final state, for the head)
+        for label, target in edges:
+            chars = label_chars.get(label)
+            if chars is None:
+                chars = label_chars[label] = len(ebnf_literal(label)) + 1
+            total += chars + digits[target]
+        total += name + digits[state] + 6 + branches * (name + 5) - 3 + head
+    return total + sum(len(rule) + 1 for rule in wide.rules)
 
 
 def fit_max_words(document: str, max_words: int = MAX_WORDS, max_length: int | None = None,
                   max_bytes: int = MAX_GRAMMAR_BYTES, extra: Iterable[str] = (), unit: str = "word") -> int | None:
     """The largest word bound among max_words, max_words // 2, max_words // 4 and 1 whose rules take at most
     `max_bytes`; None when not even single words fit (keep the schema as written). `state_bound` skips the
-    bounds that cannot fit without building their automaton (a state takes 60-120 bytes)."""
+    bounds that cannot fit without building their automaton (a state takes 60-120 bytes). The automaton of the
+    bound chosen stays in `automaton`'s cache for the grammar (`to_ebnf`)."""
     cells = document_cells(document, extra, unit)
     for k in sorted({max_words, max_words // 2, max_words // 4, 1} - {0}, reverse=True):
         if state_bound(document, k, extra, unit) * 15 > max_bytes:
@@ -163,72 +194,151 @@ FINAL = 0  # the accepting state with no way on (after a word whose trailing pun
 ROOT = 1
 
 
-class _Trie:
-    """Every run as a path: edges labelled with the run's text, one word (with its separator) at a time."""
+def _label_ends(label: str) -> tuple[str, ...]:
+    """The ways a run may end inside `label` (its last word): without its trailing punctuation (`Acme Inc.` ends
+    `Acme Inc`), without a possessive (`Petrova's` ends `Anya Petrova`), and `Edition)"` ends `(2022 Edition)`."""
+    stripped = label.rstrip(EDGE_PUNCTUATION)
+    ends = (stripped, stripped[:-2]) if stripped.endswith(POSSESSIVE) else (stripped,)
+    if label[-1:] in "\"'”’" and label[-2:-1] in ")]}":
+        ends = (*ends, label.rstrip(EDGE_BUT_BRACKETS))
+    return tuple(dict.fromkeys(end for end in ends if end != label and end.strip()))
 
-    def __init__(self, max_words: int, max_length: int | None, word: re.Pattern[str] = WORD) -> None:
-        self.word = word
-        self.max_words = max_words
-        self.max_length = max_length
-        self.root: dict[str, Any] = {}  # label -> child node; every node but the root accepts
-        self.ends: dict[int, set[str]] = {}  # node id -> labels that end the value (trailing punctuation dropped)
+
+class Automaton:
+    """The minimal word-level automaton of every run: `edges[state]` is a sorted list of (label, next state);
+    state `ROOT` starts (and does not accept), every other state accepts, `FINAL` has no edges.
+
+    A run is its first word, then separator + word at a time (the labels). What may follow a run depends only on
+    where it occurs (the token after each occurrence), how many words it may still add, and how many characters.
+    So a state is made once per such key, depth first (a run's continuations in the order the document first
+    writes them), and states with the same edges are one (hash-consed bottom-up, as a trie's minimisation would
+    number them). A trie of every run would hold (words) x K nodes; this visits about one key per distinct
+    continuation (a Chinese document's clauses, shorter than K characters: about one per character)."""
+
+    def __init__(self, cells: Iterable[str], max_words: int, max_length: int | None,
+                 word: re.Pattern[str] = WORD) -> None:
+        self.max_words, self.max_length = max_words, max_length
+        # The cells' tokens in one list, each cell followed by an empty sentinel (nothing follows a cell's last
+        # token), indexed from 1: an occurrence of a run is known by `g`, the index of the token after it.
+        self._label: list[str] = [""]  # [g]: token g as a run's later label (its separator + word)
+        self._rest: list[int] = [0]  # [g]: tokens of its cell from token g on (0 at a sentinel)
+        self._chars: list[int] = [0]  # [g]: characters of its cell from token g's label on
+        firsts: list[str] = []  # [g - 1]: token g as a run's first label (the word alone)
+        for cell in cells:
+            bounds = [m.span() for m in word.finditer(cell)]
+            labels = [cell[bounds[i - 1][1] if i else start:end] for i, (start, end) in enumerate(bounds)]
+            left = sum(map(len, labels))
+            for i, label in enumerate(labels):
+                self._label.append(label)
+                self._rest.append(len(labels) - i)
+                self._chars.append(left)
+                left -= len(label)
+            firsts.extend([*(cell[start:end] for start, end in bounds), ""])
+            self._label.append("")
+            self._rest.append(0)
+            self._chars.append(0)
+        self._ends: dict[str, tuple[str, ...]] = {}
+        self.edges: list[list[tuple[str, int]]] = [[], []]
+        self._ids: dict[tuple[tuple[str, int], ...], int] = {(): FINAL}
+        self._made: dict[tuple[tuple[int, ...], int, int | None], int] = {}
+        children: dict[str, list[int]] = {}
+        ends: set[str] = set()
+        for g, bare in enumerate(firsts, start=1):  # token g (a cell's sentinel gives "")
+            if bare:
+                self._step(bare, g + 1, 0, children, ends)
+                if bare[0] in EDGE_PUNCTUATION and (first := bare.lstrip(EDGE_PUNCTUATION)):
+                    self._step(first, g + 1, 0, children, ends)  # `(Oslo` also starts `Oslo`
+        self.edges[ROOT] = self._edges_of(children, ends, 1, 0)
+        del self._ids, self._made, self._ends, self._label, self._rest, self._chars  # only `edges` is kept
 
     def _fits(self, length: int) -> bool:
         return self.max_length is None or length <= self.max_length
 
-    def add_cell(self, cell: str) -> None:
-        bounds = [m.span() for m in self.word.finditer(cell)]
-        for i, (start, end) in enumerate(bounds):
-            word = cell[start:end]
-            window = bounds[i:i + self.max_words]
-            labels = [cell[window[k - 1][1]:window[k][1]] for k in range(1, len(window))]
-            for first in dict.fromkeys((word, word.lstrip(EDGE_PUNCTUATION))):
-                if first:
-                    self._add_run([first, *labels])
+    def _step(self, label: str, after: int, length: int, children: dict[str, list[int]], ends: set[str]) -> None:
+        """An occurrence goes on by `label` to the token `after`: the ways to end inside the label, and the child."""
+        found = self._ends.get(label)
+        if found is None:
+            found = self._ends[label] = _label_ends(label)
+        for end in found:
+            if self._fits(length + len(end)):
+                ends.add(end)
+        if self._fits(length + len(label)):
+            children.setdefault(label, []).append(after)
 
-    def _add_run(self, labels: list[str]) -> None:
-        """One run's path: the first word, then separator + word; each node after a word accepts."""
-        node, length = self.root, 0
-        for label in labels:
-            stripped = label.rstrip(EDGE_PUNCTUATION)
-            # `Petrova's` ends `Anya Petrova` too, and `Edition)"` ends `(2022 Edition)`
-            ends = (stripped, stripped[:-2]) if stripped.endswith(POSSESSIVE) else (stripped,)
-            if label[-1:] in "\"'”’" and label[-2:-1] in ")]}":
-                ends = (*ends, label.rstrip(EDGE_BUT_BRACKETS))
-            for end in ends:
-                if end != label and end.strip() and self._fits(length + len(end)):
-                    self.ends.setdefault(id(node), set()).add(end)
-            length += len(label)
-            if not self._fits(length):
-                return
-            node = node.setdefault(label, {})
+    def _edges_of(self, children: dict[str, list[int]], ends: set[str], depth: int,
+                  length: int) -> list[tuple[str, int]]:
+        edges = {label: self._state(tuple(after), depth, length + len(label)) for label, after in children.items()}
+        for label in ends:
+            edges.setdefault(label, FINAL)  # an edge already there accepts at once: it covers the end
+        return sorted(edges.items()) if len(edges) > 1 else list(edges.items())
 
-
-class Automaton:
-    """The minimal word-level automaton of a trie: `edges[state]` is a sorted list of (label, next state);
-    state `ROOT` starts (and does not accept), every other state accepts, `FINAL` has no edges."""
-
-    def __init__(self, trie: _Trie) -> None:
-        self.edges: list[list[tuple[str, int]]] = [[], []]
-        self._ids: dict[tuple[tuple[str, int], ...], int] = {(): FINAL}
-        self._trie = trie
-        self.edges[ROOT] = self._edges_of(trie.root)
-        del self._ids, self._trie
-
-    def _state(self, node: dict[str, Any]) -> int:
-        edges = self._edges_of(node)
-        key = tuple(edges)
-        state = self._ids.get(key)
+    def _state(self, after: tuple[int, ...], depth: int, length: int) -> int:
+        """The state reached by a run of `depth` words and `length` characters whose occurrences are each followed
+        by the token in `after`."""
+        if len(after) == 1:
+            return self._chain(after[0], depth, length)
+        rest = self._rest
+        room = min(self.max_words - depth, max(rest[g] for g in after))  # more words than that cannot follow
+        budget = None if self.max_length is None else \
+            min(self.max_length - length, max(self._chars[g] for g in after))  # nor more characters
+        key = (after, room, budget)
+        state = self._made.get(key)
         if state is None:
-            state = self._ids[key] = len(self.edges)
-            self.edges.append(edges)
+            children: dict[str, list[int]] = {}
+            ends: set[str] = set()
+            if room > 0:
+                for g in after:
+                    if rest[g]:
+                        self._step(self._label[g], g + 1, length, children, ends)
+            state = self._made[key] = self._number(self._edges_of(children, ends, depth + 1, length))
         return state
 
-    def _edges_of(self, node: dict[str, Any]) -> list[tuple[str, int]]:
-        edges = {label: self._state(child) for label, child in node.items()}
-        for label in self._trie.ends.get(id(node), ()):
-            edges.setdefault(label, FINAL)  # an edge already there accepts at once: it covers the end
-        return sorted(edges.items())
+    def _chain(self, g: int, depth: int, length: int) -> int:
+        """`_state` of a run that occurs once: its way on is one path through its cell, walked to its end (or to a
+        state already made) and numbered back from there, as the depth-first walk would. (Its keys start with the
+        token, an int, where `_state`'s start with a tuple.)"""
+        rest, labels, made, known_ends = self._rest, self._label, self._made, self._ends
+        max_words, max_length = self.max_words, self.max_length
+        path: list[tuple[tuple[int, int, int | None], str, tuple[str, ...]]] = []
+        while True:
+            room = min(max_words - depth, rest[g])
+            budget = None if max_length is None else min(max_length - length, self._chars[g])
+            key = (g, room, budget)
+            state = made.get(key)
+            if state is not None:
+                break
+            if room <= 0:
+                state = made[key] = FINAL  # no edges
+                break
+            label = labels[g]
+            ends = known_ends.get(label)
+            if ends is None:
+                ends = known_ends[label] = _label_ends(label)
+            if ends and max_length is not None:
+                ends = tuple(end for end in ends if length + len(end) <= max_length)
+            if max_length is not None and length + len(label) > max_length:
+                state = made[key] = self._number(sorted((end, FINAL) for end in ends))
+                break
+            path.append((key, label, ends))
+            g, depth, length = g + 1, depth + 1, length + len(label)
+        for key, label, ends in reversed(path):
+            if ends:
+                edges = {label: state}
+                for end in ends:
+                    edges.setdefault(end, FINAL)
+                state = made[key] = self._number(sorted(edges.items()))
+            else:
+                state = made[key] = self._number([(label, state)])
+        return state
+
+    def _number(self, edges: list[tuple[str, int]]) -> int:
+        """The state with these edges: made once (states with the same edges are one)."""
+        signature = tuple(edges)
+        state = self._ids.get(signature)
+        if state is None:
+            state = self._ids[signature] = len(self.edges)
+            self.edges.append(edges)
+        return state
 
     @property
     def size(self) -> int:
@@ -237,11 +347,22 @@ class Automaton:
 
 def automaton(cells: Iterable[str], max_words: int, max_length: int | None, unit: str = "word") -> Automaton:
     """The automaton of every run of 1..max_words words (`unit`s) inside one of `cells`, at most max_length
-    characters."""
-    trie = _Trie(max_words, max_length, UNITS[unit])
-    for cell in cells:
-        trie.add_cell(cell)
-    return Automaton(trie)
+    characters (read only: the last few are kept, so the grammar of a row reuses the one `fit_max_words` built
+    for its grounding)."""
+    return _automaton(tuple(cells), max_words, max_length, unit)
+
+
+@functools.lru_cache(maxsize=4)  # at most about 8 MB each: `fit_max_words` skips a bound past 60,000 states
+def _automaton(cells: tuple[str, ...], max_words: int, max_length: int | None, unit: str) -> Automaton:
+    # its thousands of small tuples would each count toward a collection of the whole heap (an engine's is large),
+    # and none of them is garbage until it is built: collect after
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return Automaton(cells, max_words, max_length, UNITS[unit])
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def runs_of(auto: Automaton, limit: int = 100_000) -> set[str]:
@@ -259,6 +380,7 @@ def runs_of(auto: Automaton, limit: int = 100_000) -> set[str]:
 # --- EBNF ------------------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def ebnf_literal(text: str) -> str:
     """`text` as it appears inside a JSON string (escaped as json.dumps escapes it, non-ASCII kept), as an EBNF
     string literal."""

@@ -138,10 +138,10 @@ def _substring(node: dict[str, Any], kind: str, index: DocumentIndex, cache: dic
     if branch.get("type") != "string" or not set(branch) <= PLAIN_STRING_KEYS:
         return None
     max_length = branch.get("maxLength")
-    key = ("substring", kind, max_length, unit)
+    longest = CHAR_RUN if unit == "char" else SUBSTRING_KINDS[kind]
+    key = ("substring", longest, kind != "word", max_length, unit)  # `text` and `item` fields share one node
     if key not in cache:
         extra = normal_forms(index) if kind != "word" else ()
-        longest = CHAR_RUN if unit == "char" else SUBSTRING_KINDS[kind]
         words_per_run = fit_max_words(index.document, longest, max_length, extra=extra, unit=unit)
         cache[key] = None if words_per_run is None else substring_node(index.document, words_per_run, max_length,
                                                                        extra=extra, unit=unit)

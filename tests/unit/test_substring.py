@@ -218,3 +218,48 @@ def test_a_spaced_documents_payload_is_as_before_units() -> None:
     assert "unit" not in substring_node(DOC, 3, None)[SUBSTRING_KEY]
     assert runs_of(automaton(["大卫·芬奇执导"], 2, None, "char")) == {"大", "大卫", "卫", "卫·", "·", "·芬", "芬",
                                                                       "芬奇", "奇", "奇执", "执", "执导", "导"}
+
+
+def _emitted(auto: substring.Automaton) -> int:
+    return sum(len(rule) + 1 for rule in substring.automaton_rules(auto, "substr0_"))
+
+
+@pytest.mark.parametrize(("cells", "max_words", "max_length", "unit"), [
+    (substring.document_cells(DOC), 12, None, "word"),
+    (substring.document_cells(DOC), 3, 9, "word"),
+    (["alpha beta gamma delta alpine alps beta-2 gamma ray al a b c d e f g h"], 2, None, "word"),  # a wide root
+    ([], 12, None, "word"),  # no word at all: the root has no edges
+    (substring.document_cells(ZH, unit="char"), 24, None, "char"),
+    (substring.document_cells(ZH, unit="char"), 6, 5, "char"),
+])
+def test_the_grammars_size_is_counted_as_its_rules_are_written(cells, max_words, max_length, unit) -> None:
+    """`grammar_bytes` counts the narrow states' rules without writing them: the count is the written size."""
+    auto = automaton(cells, max_words, max_length, unit)
+    assert substring.grammar_bytes(auto) == _emitted(auto)
+
+
+@pytest.mark.parametrize("unit", ["word", "char"])
+def test_the_automaton_is_minimal(unit: str) -> None:
+    """Every state is reachable, and no two states have the same edges: in an acyclic automaton whose states all
+    accept (or lead to one that does), that is minimality. A repeated phrase and clause share their states."""
+    document = (ZH + "\n" + ZH) if unit == "char" else (DOC + "\nDesign revisions again. Design revisions | 6 |")
+    auto = automaton(substring.document_cells(document, unit=unit), 12, None, unit)
+    assert len({tuple(edges) for edges in auto.edges}) == auto.size
+    seen, stack = {substring.ROOT}, [substring.ROOT]
+    while stack:
+        for _, target in auto.edges[stack.pop()]:
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+    assert seen == set(range(auto.size)) - ({substring.FINAL} - seen)
+
+
+def test_a_rows_grammar_reuses_the_automaton_its_grounding_fitted() -> None:
+    """`fit_max_words` builds the automaton of the bound it picks; `to_ebnf` finds it in the cache, not anew."""
+    document = " ".join(f"v{i}" for i in range(50))
+    substring._automaton.cache_clear()
+    words = substring.fit_max_words(document, 12)
+    built = substring._automaton.cache_info().misses
+    to_ebnf(schema_with(substring_node(document, words, None)))
+    assert substring._automaton.cache_info().misses == built
+    assert substring._automaton.cache_info().hits >= 1
