@@ -6,9 +6,10 @@ Runs whatever `schemas.grounding` is first on the path, so the same script measu
     git archive 97ed404 schemas pipeline workers jobs | tar -x -C /tmp/ground-before
     PYTHONPATH=/tmp/ground-before:$PWD python lab/grounding_cost.py
 Cost: CPU time (process_time: the machine is shared) of `ground(schema, document, mode=...)` per document,
-one core, after one warm-up document (the
-one-off loads: Babel's CLDR data, lingua's models), with no automaton kept from an earlier call; and on one 20,000-character document per corpus (its documents
-joined, under its first document's schema). `grammar_ms_mean`: the row's grammar text after it (`to_ebnf`; XGrammar's compile not included).
+one core, after one warm-up document (the one-off loads: Babel's CLDR data, lingua's models), with no automaton
+kept from an earlier call; and on one 20,000-character document per corpus (its documents joined, under its first
+document's schema). `grammar_ms_mean`: the row's grammar text after it (`to_ebnf`; XGrammar's compile not
+included).
 Reach: a gold leaf is refused when the grounded schema rejects it and the schema as written does not.
 """
 

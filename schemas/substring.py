@@ -112,11 +112,16 @@ MAX_GRAMMAR_BYTES = 900_000
 def state_bound(document: str, max_words: int, extra: Iterable[str] = (), unit: str = "word") -> int:
     """An upper bound on the automaton's states for these words, cheap to count: one per (word, words still
     allowed) pair, as if no run were repeated (the minimised automaton is smaller when runs repeat)."""
-    total = 2
-    for cell in document_cells(document, extra, unit):
-        n = len(UNITS[unit].findall(cell))
-        total += sum(min(max_words, n - i) for i in range(n))
-    return total
+    return _state_bound(_cell_sizes(document_cells(document, extra, unit), unit), max_words)
+
+
+def _cell_sizes(cells: Iterable[str], unit: str) -> list[int]:
+    """Each cell's count of words (`unit`s)."""
+    return [len(UNITS[unit].findall(cell)) for cell in cells]
+
+
+def _state_bound(sizes: list[int], max_words: int) -> int:
+    return 2 + sum(min(max_words, n - i) for n in sizes for i in range(n))
 
 
 def grammar_bytes(auto: Automaton) -> int:
@@ -157,8 +162,9 @@ def fit_max_words(document: str, max_words: int = MAX_WORDS, max_length: int | N
     bounds that cannot fit without building their automaton (a state takes 60-120 bytes). The automaton of the
     bound chosen stays in `automaton`'s cache for the grammar (`to_ebnf`)."""
     cells = document_cells(document, extra, unit)
+    sizes = _cell_sizes(cells, unit)  # the cells and their words once, for every bound tried
     for k in sorted({max_words, max_words // 2, max_words // 4, 1} - {0}, reverse=True):
-        if state_bound(document, k, extra, unit) * 15 > max_bytes:
+        if _state_bound(sizes, k) * 15 > max_bytes:
             continue
         if grammar_bytes(automaton(cells, k, max_length, unit)) <= max_bytes:
             return k
